@@ -1,0 +1,467 @@
+//! The validation rules of DESIGN.md §2: one function per rule, its doc comment the rule.
+//!
+//! Rules see bindings that have already been read field by field; a field that was missing or had
+//! the wrong type is marked unusable and has been reported, so the rules about it stay silent
+//! instead of piling a second error on the first.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
+
+use serde_json::Value;
+use url::{Host, Url};
+
+use crate::diagnostic::{Diagnostic, Rule};
+use crate::ident::{module_ident, type_ident};
+use crate::model::{
+    BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS,
+    ToolBinding,
+};
+use crate::schema::compile_schema;
+
+/// A binding as the rules see it: where it is, and which of its fields are not usable.
+#[derive(Debug)]
+pub(crate) struct Draft {
+    /// Its index in `tools`.
+    pub(crate) index: usize,
+    pub(crate) binding: ToolBinding,
+    /// Fields that were missing or mistyped (already reported).
+    pub(crate) unusable: BTreeSet<String>,
+}
+
+impl Draft {
+    fn usable(&self, field: &str) -> bool {
+        !self.unusable.contains(field)
+    }
+
+    fn pointer(&self, field: &str) -> String {
+        format!("/tools/{}/{field}", self.index)
+    }
+
+    fn error(
+        &self,
+        rule: Rule,
+        field: &str,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic::new(rule, self.pointer(field), message, help)
+    }
+}
+
+/// Checks a config built in code (for example by discovery) against every rule. Positions are not
+/// known, so the diagnostics carry pointers only.
+pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
+    let drafts: Vec<Draft> = config
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(index, binding)| Draft {
+            index,
+            binding: binding.clone(),
+            unusable: BTreeSet::new(),
+        })
+        .collect();
+    check(&drafts)
+}
+
+/// Runs every rule over the bindings.
+pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for draft in drafts {
+        name_pattern(draft, &mut out);
+        empty_description(draft, &mut out);
+        schemas(draft, &mut out);
+        url(draft, &mut out);
+        token_over_plain_http(draft, &mut out);
+        empty_mcp_tool(draft, &mut out);
+        token_env_name(draft, &mut out);
+        tenants(draft, &mut out);
+        timeout_range(draft, &mut out);
+        max_output_range(draft, &mut out);
+        inspect_session_on_mcp(draft, &mut out);
+        transport_on_mcp(draft, &mut out);
+        protocol_version(draft, &mut out);
+    }
+    duplicate_names(drafts, &mut out);
+    ident_collisions(drafts, &mut out);
+    out
+}
+
+/// `name` matches `^[a-zA-Z0-9_-]{1,64}$`: the names model APIs accept.
+fn name_pattern(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let name = &draft.binding.name;
+    if !draft.usable("name") || is_valid_name(name) {
+        return;
+    }
+    let bad: BTreeSet<char> = name
+        .chars()
+        .filter(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        .collect();
+    let message = if name.is_empty() {
+        "the name is empty".to_owned()
+    } else if name.chars().count() > 64 {
+        format!("the name is {} characters long", name.chars().count())
+    } else {
+        let bad: String = bad.into_iter().map(|c| format!("{c:?} ")).collect();
+        format!(
+            "the name {name:?} has characters model APIs reject: {}",
+            bad.trim_end()
+        )
+    };
+    out.push(draft.error(
+        Rule::NamePattern,
+        "name",
+        message,
+        "use 1 to 64 of a-z, A-Z, 0-9, `_` and `-`; the name the model sees may differ from \
+         `mcp_tool`, the name on the server",
+    ));
+}
+
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `description` is not empty or blank: the model chooses tools by it.
+fn empty_description(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.usable("description") && draft.binding.description.trim().is_empty() {
+        out.push(draft.error(
+            Rule::EmptyDescription,
+            "description",
+            "the description is empty",
+            "say what the tool does and when to use it; the model picks tools by their description",
+        ));
+    }
+}
+
+/// `input_schema` and `output_schema` are valid JSON Schemas (checked against their meta-schema,
+/// local `$ref`s only) whose root is an object schema (`"type": "object"`).
+fn schemas(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let binding = &draft.binding;
+    let schemas = [
+        ("input_schema", Some(&binding.input_schema)),
+        ("output_schema", binding.output_schema.as_ref()),
+    ];
+    for (field, schema) in schemas {
+        let Some(schema) = schema.filter(|_| draft.usable(field)) else {
+            continue;
+        };
+        if let Err(error) = compile_schema(schema) {
+            let pointer = format!("{}{}", draft.pointer(field), error.pointer);
+            out.push(Diagnostic::new(
+                Rule::SchemaInvalid,
+                pointer,
+                format!("`{field}` is not a valid JSON Schema: {}", error.message),
+                "fix the schema (it is checked against its JSON Schema meta-schema, 2020-12 unless \
+                 `$schema` names another draft); put shared parts under `$defs` and refer to them \
+                 with `#/$defs/...`",
+            ));
+        }
+        schema_root_not_object(draft, field, schema, out);
+    }
+}
+
+/// A tool's schemas describe an object: their root has `"type": "object"`, as MCP requires and
+/// model APIs expect.
+fn schema_root_not_object(draft: &Draft, field: &str, schema: &Value, out: &mut Vec<Diagnostic>) {
+    let root_type = schema.get("type");
+    if root_type == Some(&Value::String("object".to_owned())) {
+        return;
+    }
+    let found = match (schema, root_type) {
+        (Value::Object(_), None) => "the root has no `type`".to_owned(),
+        (Value::Object(_), Some(found)) => format!("the root has `\"type\": {found}`"),
+        (other, _) => format!("the schema is `{other}`, not a JSON object"),
+    };
+    out.push(draft.error(
+        Rule::SchemaRootNotObject,
+        field,
+        format!("`{field}` must describe an object: {found}"),
+        "make the root `{\"type\": \"object\", \"properties\": {...}}`; wrap a single value in a \
+         property",
+    ));
+}
+
+/// `url` is an absolute `http` or `https` URL, with no user name or password (use `token_env`)
+/// and no fragment (it is never sent).
+fn url(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if !draft.usable("url") {
+        return;
+    }
+    let raw = &draft.binding.url;
+    let url = match Url::parse(raw) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => url,
+        Ok(url) => {
+            out.push(draft.error(
+                Rule::UrlInvalid,
+                "url",
+                format!("the url {raw:?} has scheme `{}`", url.scheme()),
+                "use an `http://` or `https://` URL of the server's endpoint",
+            ));
+            return;
+        }
+        Err(error) => {
+            out.push(draft.error(
+                Rule::UrlInvalid,
+                "url",
+                format!("the url {raw:?} is not an absolute URL: {error}"),
+                "write the full endpoint, e.g. `https://mcp.example.com/mcp`",
+            ));
+            return;
+        }
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        out.push(draft.error(
+            Rule::UrlCredentials,
+            "url",
+            "the url carries a user name or password",
+            "remove them from the url; put the API key in an environment variable and name it in \
+             `token_env`",
+        ));
+    }
+    if let Some(fragment) = url.fragment() {
+        out.push(draft.error(
+            Rule::UrlFragment,
+            "url",
+            format!("the url has a fragment `#{fragment}`, which is never sent to the server"),
+            "remove the `#...` part",
+        ));
+    }
+}
+
+/// A bearer token (`token_env`) is sent over `http` only to a loopback host (`localhost`,
+/// 127.0.0.0/8, `::1`); anywhere else it needs `https`.
+fn token_over_plain_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.binding.token_env.is_none() || !draft.usable("url") || !draft.usable("token_env") {
+        return;
+    }
+    let Ok(url) = Url::parse(&draft.binding.url) else {
+        return;
+    };
+    let loopback = match url.host() {
+        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    };
+    if url.scheme() == "http" && !loopback {
+        out.push(draft.error(
+            Rule::TokenOverPlainHttp,
+            "url",
+            format!(
+                "the token in `token_env` would be sent in clear text to {}",
+                url.host_str().unwrap_or_default()
+            ),
+            "use `https://`, or drop `token_env` if the server needs no token",
+        ));
+    }
+}
+
+/// `mcp_tool`, when present, names a tool: it is not empty or blank.
+fn empty_mcp_tool(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if let Some(tool) = &draft.binding.mcp_tool
+        && draft.usable("mcp_tool")
+        && tool.trim().is_empty()
+    {
+        out.push(draft.error(
+            Rule::EmptyMcpTool,
+            "mcp_tool",
+            "`mcp_tool` is empty",
+            "set it to the tool's name on the MCP server (`cargo xtask discover` prints it), or \
+             remove it for an HTTP tool",
+        ));
+    }
+}
+
+/// `token_env` is a valid environment variable name: `^[A-Za-z_][A-Za-z0-9_]*$`.
+fn token_env_name(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(var) = &draft.binding.token_env else {
+        return;
+    };
+    let valid = var
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if draft.usable("token_env") && !valid {
+        out.push(draft.error(
+            Rule::TokenEnvName,
+            "token_env",
+            format!("`token_env` {var:?} is not an environment variable name"),
+            "name the variable that holds the token (letters, digits and `_`, not starting with a \
+             digit), e.g. `MCP_API_KEY`; never put the token itself here",
+        ));
+    }
+}
+
+/// `tenants` lists at least one tenant; no tenant is empty or blank, and none is listed twice.
+fn tenants(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if !draft.usable("tenants") {
+        return;
+    }
+    let tenants = &draft.binding.tenants;
+    if tenants.is_empty() {
+        out.push(draft.error(
+            Rule::EmptyTenants,
+            "tenants",
+            "`tenants` is empty, so no session could call the tool",
+            "list the tenants allowed to call it, e.g. `[\"local\"]`",
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, tenant) in tenants.iter().enumerate() {
+        let field = format!("tenants/{i}");
+        if tenant.trim().is_empty() {
+            out.push(draft.error(
+                Rule::BlankTenant,
+                &field,
+                format!("tenant {tenant:?} is blank"),
+                "remove it or write the tenant's id",
+            ));
+        } else if !seen.insert(tenant) {
+            out.push(draft.error(
+                Rule::DuplicateTenant,
+                &field,
+                format!("tenant {tenant:?} is listed twice"),
+                "remove the repeat",
+            ));
+        }
+    }
+}
+
+/// `timeout_seconds` is between 1 and 3600.
+fn timeout_range(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let value = draft.binding.timeout_seconds;
+    if !(1..=MAX_TIMEOUT_SECONDS).contains(&value) {
+        out.push(draft.error(
+            Rule::TimeoutRange,
+            "timeout_seconds",
+            format!("`timeout_seconds` is {value}, outside 1..={MAX_TIMEOUT_SECONDS}"),
+            "use a whole number of seconds from 1 to 3600 (default 300)",
+        ));
+    }
+}
+
+/// `max_output_bytes` is between 1 and 67108864 (64 MiB).
+fn max_output_range(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let value = draft.binding.max_output_bytes;
+    if !(1..=MAX_MAX_OUTPUT_BYTES).contains(&value) {
+        out.push(draft.error(
+            Rule::MaxOutputRange,
+            "max_output_bytes",
+            format!("`max_output_bytes` is {value}, outside 1..={MAX_MAX_OUTPUT_BYTES}"),
+            "use a number of bytes from 1 to 67108864 (default 1048576)",
+        ));
+    }
+}
+
+/// `inspect_session` applies to HTTP and SSE tools only: an MCP binding must not set it (brain
+/// never sends session inspection tokens to MCP servers).
+fn inspect_session_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.binding.kind() == BindingKind::Mcp && draft.binding.inspect_session.is_some() {
+        out.push(draft.error(
+            Rule::InspectSessionOnMcp,
+            "inspect_session",
+            "`inspect_session` is not allowed on an MCP binding",
+            "remove `inspect_session`: it applies to HTTP and SSE tools, and brain never sends \
+             session inspection tokens to MCP servers",
+        ));
+    }
+}
+
+/// `transport` chooses between HTTP and SSE tools: an MCP binding must not set it (it always
+/// speaks Streamable HTTP).
+fn transport_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.binding.kind() == BindingKind::Mcp && draft.binding.transport.is_some() {
+        out.push(draft.error(
+            Rule::TransportOnMcp,
+            "transport",
+            "`transport` is not allowed on an MCP binding",
+            "remove `transport`: MCP bindings always use Streamable HTTP",
+        ));
+    }
+}
+
+/// `protocol_version` is set only on MCP bindings, and names a revision brain speaks.
+fn protocol_version(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(version) = &draft.binding.protocol_version else {
+        return;
+    };
+    if draft.binding.kind() != BindingKind::Mcp {
+        out.push(draft.error(
+            Rule::ProtocolVersionOnHttp,
+            "protocol_version",
+            format!(
+                "`protocol_version` is set on an {} tool, which is not MCP",
+                draft.binding.kind().as_str().to_uppercase()
+            ),
+            "remove it, or add `mcp_tool` if this is an MCP binding",
+        ));
+    } else if !PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        out.push(draft.error(
+            Rule::ProtocolVersionUnknown,
+            "protocol_version",
+            format!("`protocol_version` {version:?} is not an MCP revision brain speaks"),
+            format!(
+                "use one of {}, or remove it to use 2025-11-25; `cargo xtask discover` records \
+                 the revision the server negotiated",
+                PROTOCOL_VERSIONS.join(", ")
+            ),
+        ));
+    }
+}
+
+/// Binding names are unique: the model calls a tool by its name.
+fn duplicate_names(drafts: &[Draft], out: &mut Vec<Diagnostic>) {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for draft in drafts.iter().filter(|d| d.usable("name")) {
+        let name = draft.binding.name.as_str();
+        if let Some(&index) = first.get(name) {
+            out.push(draft.error(
+                Rule::DuplicateName,
+                "name",
+                format!("the name {name:?} is already used by /tools/{index}"),
+                "give each binding its own name, e.g. prefix it with the server: `docs_search`",
+            ));
+        } else {
+            first.insert(name, draft.index);
+        }
+    }
+}
+
+/// Distinct names stay distinct as Rust identifiers (module `snake_case` and type
+/// `UpperCamelCase`, see [`crate::ident`]): `foo-bar` and `foo_bar` would generate the same items.
+fn ident_collisions(drafts: &[Draft], out: &mut Vec<Diagnostic>) {
+    let mut by_ident: HashMap<String, (usize, &str)> = HashMap::new();
+    for draft in drafts
+        .iter()
+        .filter(|d| d.usable("name") && is_valid_name(&d.binding.name))
+    {
+        let name = draft.binding.name.as_str();
+        let idents = [module_ident(name), type_ident(name)];
+        let clash = idents.iter().find_map(|ident| {
+            by_ident
+                .get(ident)
+                .filter(|(_, other)| *other != name)
+                .map(|&(index, other)| (ident.clone(), index, other))
+        });
+        if let Some((ident, index, other)) = clash {
+            out.push(draft.error(
+                Rule::IdentCollision,
+                "name",
+                format!(
+                    "the name {name:?} and {other:?} (/tools/{index}) both become the Rust \
+                     identifier `{ident}`"
+                ),
+                "rename one of them so they differ by more than case, `-` and `_`",
+            ));
+            continue;
+        }
+        for ident in idents {
+            by_ident.entry(ident).or_insert((draft.index, name));
+        }
+    }
+}

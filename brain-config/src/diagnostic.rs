@@ -1,0 +1,179 @@
+//! Diagnostics: what is wrong, where, and how to fix it.
+
+use std::fmt;
+
+use crate::source::Location;
+
+macro_rules! rules {
+    ($($(#[$doc:meta])* $variant:ident = $id:literal,)*) => {
+        /// Every rule a host config can break. Each has a stable id, shown as `error[id]`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Rule {
+            /// Every rule, in declaration order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
+
+            /// The rule's stable id, e.g. `inspect-session-on-mcp`.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
+    /// The file is larger than [`crate::MAX_CONFIG_BYTES`].
+    TooLarge = "too-large",
+    /// The file is not UTF-8.
+    InvalidUtf8 = "invalid-utf8",
+    /// The file is not JSON.
+    Syntax = "syntax",
+    /// The JSON nests deeper than serde_json's limit (128).
+    TooDeep = "too-deep",
+    /// An object has the same key twice (JSON parsers silently keep only one).
+    DuplicateKey = "duplicate-key",
+    /// A field has the wrong JSON type.
+    InvalidType = "invalid-type",
+    /// A required field is missing.
+    MissingField = "missing-field",
+    /// A field the config format does not have.
+    UnknownField = "unknown-field",
+    /// `inspect_session` is set on an MCP binding.
+    InspectSessionOnMcp = "inspect-session-on-mcp",
+    /// Two bindings have the same name.
+    DuplicateName = "duplicate-name",
+    /// Two names become the same Rust identifier.
+    IdentCollision = "ident-collision",
+    /// A name does not match `^[a-zA-Z0-9_-]{1,64}$`.
+    NamePattern = "name-pattern",
+    /// A description is empty.
+    EmptyDescription = "empty-description",
+    /// A url is not an absolute http(s) URL.
+    UrlInvalid = "url-invalid",
+    /// A url carries a user name or password.
+    UrlCredentials = "url-credentials",
+    /// A url has a fragment.
+    UrlFragment = "url-fragment",
+    /// A bearer token would be sent over plain http to a host that is not loopback.
+    TokenOverPlainHttp = "token-over-plain-http",
+    /// `mcp_tool` is empty.
+    EmptyMcpTool = "empty-mcp-tool",
+    /// `token_env` is not a valid environment variable name.
+    TokenEnvName = "token-env-name",
+    /// `tenants` is empty.
+    EmptyTenants = "empty-tenants",
+    /// A tenant is empty or only whitespace.
+    BlankTenant = "blank-tenant",
+    /// A tenant is listed twice.
+    DuplicateTenant = "duplicate-tenant",
+    /// `timeout_seconds` is outside 1..=3600.
+    TimeoutRange = "timeout-range",
+    /// `max_output_bytes` is outside 1..=67108864.
+    MaxOutputRange = "max-output-range",
+    /// A schema is not a valid JSON Schema, or names a remote `$ref`.
+    SchemaInvalid = "schema-invalid",
+    /// A schema's root is not `"type": "object"`.
+    SchemaRootNotObject = "schema-root-not-object",
+    /// `transport` is set on an MCP binding.
+    TransportOnMcp = "transport-on-mcp",
+    /// `transport` is neither `http` nor `sse`.
+    TransportUnknown = "transport-unknown",
+    /// `protocol_version` is set on a binding that is not MCP.
+    ProtocolVersionOnHttp = "protocol-version-on-http",
+    /// `protocol_version` is not an MCP revision brain knows.
+    ProtocolVersionUnknown = "protocol-version-unknown",
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One error in a host config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The rule that was broken.
+    pub rule: Rule,
+    /// JSON pointer to the offending value (`""` for the whole document).
+    pub pointer: String,
+    /// The name of the binding it is in, when that binding has a usable name.
+    pub tool: Option<String>,
+    /// What is wrong: lowercase, no trailing period.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+    /// Line and column in the file, when the text is known.
+    pub location: Option<Location>,
+}
+
+impl Diagnostic {
+    pub(crate) fn new(
+        rule: Rule,
+        pointer: impl Into<String>,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            rule,
+            pointer: pointer.into(),
+            tool: None,
+            message: message.into(),
+            help: help.into(),
+            location: None,
+        }
+    }
+
+    /// Renders the diagnostic rustc-style, for a config read from `file`:
+    ///
+    /// ```text
+    /// error[inspect-session-on-mcp]: host.json:14:7 /tools/3/inspect_session (tool "docs_search"): ...
+    ///   help: ...
+    /// ```
+    pub fn render(&self, file: &str) -> String {
+        let mut out = format!("error[{}]: {file}", self.rule);
+        if let Some(location) = self.location {
+            out += &format!(":{location}");
+        }
+        if !self.pointer.is_empty() {
+            out += &format!(" {}", self.pointer);
+        }
+        if let Some(tool) = &self.tool {
+            out += &format!(" (tool {tool:?})");
+        }
+        out += &format!(": {}\n  help: {}\n", self.message, self.help);
+        out
+    }
+}
+
+/// All the errors found in one config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// The file as the user named it.
+    pub file: String,
+    /// The errors, in the order of the file (those without a position first).
+    pub errors: Vec<Diagnostic>,
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for diagnostic in &self.errors {
+            f.write_str(&diagnostic.render(&self.file))?;
+        }
+        let n = self.errors.len();
+        write!(
+            f,
+            "error: {} has {n} error{}",
+            self.file,
+            if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl std::error::Error for Diagnostics {}

@@ -1,0 +1,44 @@
+//! brain-config: the host config (`host.json`) of brain — its model, loading with line:column
+//! positions, the validation rules of DESIGN.md §2, rustc-style diagnostics, and the config's
+//! own JSON Schema.
+//!
+//! Loading reports every error at once, each with a rule id, the JSON pointer, the binding's
+//! name, a message and a help line:
+//!
+//! ```
+//! let text = br#"{"tools": [{
+//!     "name": "docs_search", "description": "Search the knowledge base.",
+//!     "input_schema": {"type": "object"}, "url": "https://mcp.example.com/mcp",
+//!     "mcp_tool": "search", "tenants": ["local"], "inspect_session": true
+//! }]}"#;
+//! let errors = brain_config::parse(text, "host.json").unwrap_err();
+//! assert_eq!(errors.errors[0].rule, brain_config::Rule::InspectSessionOnMcp);
+//! assert_eq!(
+//!     errors.errors[0].render(&errors.file),
+//!     "error[inspect-session-on-mcp]: host.json:4:49 /tools/0/inspect_session \
+//!      (tool \"docs_search\"): `inspect_session` is not allowed on an MCP binding\n  help: remove \
+//!      `inspect_session`: it applies to HTTP and SSE tools, and brain never sends session \
+//!      inspection tokens to MCP servers\n",
+//! );
+//! ```
+//!
+//! No tokio, no network: a remote `$ref` in a tool's schema is an error, never a fetch.
+
+mod check;
+mod diagnostic;
+pub mod ident;
+mod load;
+mod model;
+mod schema;
+mod source;
+
+pub use check::{is_valid_name, validate};
+pub use diagnostic::{Diagnostic, Diagnostics, Rule};
+pub use load::{ConfigError, MAX_CONFIG_BYTES, load_file, parse};
+pub use model::{
+    BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
+    HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS, ToolBinding,
+    Transport,
+};
+pub use schema::{SchemaError, compile_schema, host_config_schema};
+pub use source::Location;

@@ -1,0 +1,152 @@
+//! The host config model (DESIGN.md §2): what `host.json` holds once it has been validated.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Default for [`ToolBinding::timeout_seconds`].
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+/// Largest allowed [`ToolBinding::timeout_seconds`] (one hour).
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
+/// Default for [`ToolBinding::max_output_bytes`] (1 MiB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
+/// Largest allowed [`ToolBinding::max_output_bytes`] (64 MiB).
+pub const MAX_MAX_OUTPUT_BYTES: u64 = 67_108_864;
+/// The MCP protocol revisions a binding may pin in `protocol_version`, oldest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+/// The revision used for a binding that pins none.
+pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// A host config: the tools that agent sessions may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "brain host config")]
+pub struct HostConfig {
+    /// Path or URL of this file's JSON Schema, for editors (ignored by brain).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// The tool bindings: one per tool the model can see.
+    pub tools: Vec<ToolBinding>,
+}
+
+/// One tool the model can see, and where and how brain calls it.
+///
+/// The binding is an MCP binding when `mcp_tool` is set; otherwise an HTTP tool, or an SSE
+/// tool when `transport` is `"sse"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolBinding {
+    /// The name the model sees: 1 to 64 of `a-z A-Z 0-9 _ -`, unique in the config (also once
+    /// turned into a Rust identifier).
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
+    pub name: String,
+    /// What the tool does, for the model. Must not be empty.
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// JSON Schema of the tool's arguments; its root is `"type": "object"`.
+    #[schemars(extend("type" = "object"))]
+    pub input_schema: Value,
+    /// JSON Schema of the tool's structured output; successful results are validated against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "object"))]
+    pub output_schema: Option<Value>,
+    /// The endpoint: an absolute `http` or `https` URL, without user info or fragment.
+    #[schemars(url)]
+    pub url: String,
+    /// The tool's name on the MCP server; its presence makes this an MCP binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub mcp_tool: Option<String>,
+    /// Name of the environment variable whose value is sent as a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub token_env: Option<String>,
+    /// The tenants allowed to call the tool (at least one).
+    #[schemars(length(min = 1))]
+    pub tenants: Vec<String>,
+    /// Bound on the whole call, in seconds (1 to 3600).
+    #[serde(default = "default_timeout_seconds")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: u64,
+    /// Bound on the converted result, in bytes (1 to 67108864).
+    #[serde(default = "default_max_output_bytes")]
+    #[schemars(range(min = 1, max = 67_108_864))]
+    pub max_output_bytes: u64,
+    /// HTTP and SSE tools only: send the session inspection token. Rejected on MCP bindings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inspect_session: Option<bool>,
+    /// HTTP and SSE tools only: `"http"` (the default) or `"sse"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// MCP bindings only: the protocol revision negotiated at discovery, pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = PROTOCOL_VERSIONS))]
+    pub protocol_version: Option<String>,
+    /// The tool's MCP annotations as discovered, pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Map<String, Value>>,
+}
+
+/// How a non-MCP tool is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A plain HTTP request and response.
+    Http,
+    /// An HTTP request answered with a server-sent event stream.
+    Sse,
+}
+
+/// The kind of a binding, from its fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `mcp_tool` is set: a tool on a remote MCP server.
+    Mcp,
+    /// An HTTP tool.
+    Http,
+    /// An HTTP tool that answers with server-sent events.
+    Sse,
+}
+
+impl ToolBinding {
+    /// The binding's kind: MCP when `mcp_tool` is present, else SSE or HTTP by `transport`.
+    pub fn kind(&self) -> BindingKind {
+        match (&self.mcp_tool, self.transport) {
+            (Some(_), _) => BindingKind::Mcp,
+            (None, Some(Transport::Sse)) => BindingKind::Sse,
+            (None, _) => BindingKind::Http,
+        }
+    }
+
+    /// The MCP revision to speak to this binding's server.
+    pub fn protocol_version(&self) -> &str {
+        self.protocol_version
+            .as_deref()
+            .unwrap_or(DEFAULT_PROTOCOL_VERSION)
+    }
+}
+
+impl BindingKind {
+    /// A lowercase word for messages: `mcp`, `http` or `sse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BindingKind::Mcp => "mcp",
+            BindingKind::Http => "http",
+            BindingKind::Sse => "sse",
+        }
+    }
+}
+
+fn default_timeout_seconds() -> u64 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+fn default_max_output_bytes() -> u64 {
+    DEFAULT_MAX_OUTPUT_BYTES
+}

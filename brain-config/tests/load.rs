@@ -1,0 +1,184 @@
+//! Loading: all errors at once, positions, defaults, and the committed JSON Schema.
+
+use std::path::Path;
+
+use brain_config::{BindingKind, Rule, parse};
+use serde_json::{Value, json};
+
+fn binding(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Search the knowledge base.",
+        "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
+        "url": "https://mcp.example.com/mcp",
+        "mcp_tool": "search",
+        "token_env": "MCP_API_KEY",
+        "tenants": ["local"]
+    })
+}
+
+fn text(tools: Vec<Value>) -> String {
+    serde_json::to_string_pretty(&json!({ "tools": tools })).unwrap()
+}
+
+#[test]
+fn five_errors_in_five_bindings_are_all_reported() {
+    let mut tools: Vec<Value> = (0..5).map(|i| binding(&format!("tool_{i}"))).collect();
+    tools[0]["inspect_session"] = json!(true);
+    tools[1]["timeout_seconds"] = json!(0);
+    tools[2]["url"] = json!("ftp://mcp.example.com/mcp");
+    tools[3]["tenants"] = json!([]);
+    tools[4]["timeout_secs"] = json!(30);
+    let errors = parse(text(tools).as_bytes(), "host.json").unwrap_err();
+    let found: Vec<(Rule, &str, Option<&str>)> = errors
+        .errors
+        .iter()
+        .map(|d| (d.rule, d.pointer.as_str(), d.tool.as_deref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Rule::InspectSessionOnMcp,
+                "/tools/0/inspect_session",
+                Some("tool_0")
+            ),
+            (
+                Rule::TimeoutRange,
+                "/tools/1/timeout_seconds",
+                Some("tool_1")
+            ),
+            (Rule::UrlInvalid, "/tools/2/url", Some("tool_2")),
+            (Rule::EmptyTenants, "/tools/3/tenants", Some("tool_3")),
+            (Rule::UnknownField, "/tools/4/timeout_secs", Some("tool_4")),
+        ]
+    );
+    assert!(
+        errors
+            .to_string()
+            .ends_with("error: host.json has 5 errors")
+    );
+}
+
+#[test]
+fn inspect_session_on_an_mcp_binding_names_rule_pointer_and_tool() {
+    let mut tools = vec![
+        binding("docs_fetch"),
+        binding("other"),
+        binding("a"),
+        binding("docs_search"),
+    ];
+    tools[1]["mcp_tool"] = json!("fetch");
+    tools[3]["inspect_session"] = json!(false);
+    let errors = parse(text(tools).as_bytes(), "bindings/host.json").unwrap_err();
+    assert_eq!(errors.errors.len(), 1, "{errors}");
+    let rendered = errors.errors[0].render(&errors.file);
+    assert!(
+        rendered.starts_with(
+            "error[inspect-session-on-mcp]: bindings/host.json:74:7 /tools/3/inspect_session \
+             (tool \"docs_search\"): "
+        ),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("\n  help: remove `inspect_session`"),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn errors_inside_one_binding_are_all_reported() {
+    let mut tool = binding("docs.search");
+    tool["timeout_seconds"] = json!("300");
+    tool["tenants"] = json!(["local", 7]);
+    tool["description"] = json!("");
+    tool["url"] = json!("http://mcp.example.com/mcp#x");
+    tool.as_object_mut().unwrap().remove("input_schema");
+    let errors = parse(text(vec![tool]).as_bytes(), "host.json").unwrap_err();
+    let mut rules: Vec<Rule> = errors.errors.iter().map(|d| d.rule).collect();
+    rules.sort();
+    assert_eq!(
+        rules,
+        [
+            Rule::InvalidType,
+            Rule::InvalidType,
+            Rule::MissingField,
+            Rule::NamePattern,
+            Rule::EmptyDescription,
+            Rule::UrlFragment,
+            Rule::TokenOverPlainHttp,
+        ],
+        "{errors}"
+    );
+}
+
+#[test]
+fn defaults_are_filled_and_kinds_derived() {
+    let mut http = binding("weather");
+    http.as_object_mut().unwrap().remove("mcp_tool");
+    let mut sse = http.clone();
+    sse["name"] = json!("weather_stream");
+    sse["transport"] = json!("sse");
+    let config = parse(
+        text(vec![binding("docs_search"), http, sse]).as_bytes(),
+        "host.json",
+    )
+    .unwrap();
+    let kinds: Vec<BindingKind> = config.tools.iter().map(|b| b.kind()).collect();
+    assert_eq!(
+        kinds,
+        [BindingKind::Mcp, BindingKind::Http, BindingKind::Sse]
+    );
+    assert_eq!(config.tools[0].timeout_seconds, 300);
+    assert_eq!(config.tools[0].max_output_bytes, 1_048_576);
+    assert_eq!(config.tools[0].protocol_version(), "2025-11-25");
+    // What is loaded validates again when built in code.
+    assert_eq!(brain_config::validate(&config), []);
+}
+
+#[test]
+fn validate_checks_configs_built_in_code() {
+    let mut config = parse(text(vec![binding("docs_search")]).as_bytes(), "host.json").unwrap();
+    config.tools.push(config.tools[0].clone());
+    config.tools[0].inspect_session = Some(true);
+    let rules: Vec<Rule> = brain_config::validate(&config)
+        .iter()
+        .map(|d| d.rule)
+        .collect();
+    assert_eq!(rules, [Rule::InspectSessionOnMcp, Rule::DuplicateName]);
+}
+
+#[test]
+fn committed_json_schema_is_fresh() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("host-config.schema.json");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == brain_config::host_config_schema(),
+        "{} is stale: run `cargo xtask codegen`",
+        path.display()
+    );
+}
+
+#[test]
+fn json_schema_accepts_valid_configs_and_rejects_invalid_ones() {
+    let schema: Value = serde_json::from_str(&brain_config::host_config_schema()).unwrap();
+    let validator = brain_config::compile_schema(&schema).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let valid: Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("valid/mixed.json")).unwrap()).unwrap();
+    assert!(validator.is_valid(&valid));
+    for rule in [
+        "unknown-field",
+        "name-pattern",
+        "timeout-range",
+        "empty-tenants",
+        "invalid-type",
+    ] {
+        let path = fixtures.join(format!("invalid/{rule}.json"));
+        let invalid: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert!(
+            !validator.is_valid(&invalid),
+            "the schema accepts the {rule} fixture"
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! Every rule has an invalid fixture under `tests/fixtures/invalid/<rule-id>.json`, and its
+//! rendered diagnostics are pinned in `tests/snapshots/<rule-id>.txt`.
+//!
+//! Update the snapshots with `EXPECTORATE=overwrite cargo test -p brain-config --test rules`,
+//! then review the diff.
+
+use std::path::{Path, PathBuf};
+
+use brain_config::{Rule, parse};
+
+/// Rules that cannot have a committed fixture, and the test that covers each instead.
+const NO_FIXTURE: &[(Rule, &str)] = &[(Rule::TooLarge, "robustness::fifty_megabytes")];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+#[test]
+fn every_rule_has_a_fixture_and_a_snapshot() {
+    let mut missing = Vec::new();
+    for &rule in Rule::ALL {
+        if NO_FIXTURE.iter().any(|(r, _)| *r == rule) {
+            continue;
+        }
+        let name = format!("invalid/{}.json", rule.id());
+        let Ok(bytes) = std::fs::read(fixtures().join(&name)) else {
+            missing.push(name);
+            continue;
+        };
+        let errors =
+            parse(&bytes, &format!("fixtures/{name}")).expect_err("an invalid fixture is rejected");
+        assert!(
+            errors.errors.iter().any(|d| d.rule == rule),
+            "fixture {name} does not trigger {rule}:\n{errors}"
+        );
+        let snapshot = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(format!("{}.txt", rule.id()));
+        expectorate::assert_contents(snapshot, &format!("{errors}\n"));
+    }
+    assert!(
+        missing.is_empty(),
+        "rules without a fixture (add tests/fixtures/<file>): {missing:?}"
+    );
+}
+
+#[test]
+fn every_fixture_names_a_rule() {
+    for entry in std::fs::read_dir(fixtures().join("invalid")).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        assert!(
+            Rule::ALL.iter().any(|rule| rule.id() == stem),
+            "{} does not name a rule",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn valid_fixtures_load() {
+    for entry in std::fs::read_dir(fixtures().join("valid")).unwrap() {
+        let path = entry.unwrap().path();
+        if let Err(error) = brain_config::load_file(&path) {
+            panic!("{error}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! `cargo xtask ci`: the one command CI runs.
+
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+
+use crate::workspace_root;
+
+/// fmt check, clippy `-D warnings`, codegen `--check`, the doc tests and the tests (nextest when
+/// installed), all `--locked`; stops at the first failure.
+pub(crate) fn run() -> anyhow::Result<ExitCode> {
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    step("cargo xtask codegen --check");
+    if crate::codegen::run(true)? != ExitCode::SUCCESS {
+        bail!("generated files are stale");
+    }
+    // Doc tests first, so that the summary of all the other tests is what CI reads last.
+    cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    if has_nextest() {
+        cargo(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--locked",
+            "--no-fail-fast",
+        ])?;
+    } else {
+        cargo(&[
+            "test",
+            "--workspace",
+            "--locked",
+            "--no-fail-fast",
+            "--all-targets",
+        ])?;
+    }
+    println!("ci: all checks passed");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn step(what: &str) {
+    println!("\n=== {what}");
+}
+
+fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    step(&format!("cargo {}", args.join(" ")));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("cannot run cargo {}", args[0]))?;
+    if !status.success() {
+        bail!("`cargo {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn has_nextest() -> bool {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|output| output.status.success())
+}

@@ -1,0 +1,82 @@
+//! `cargo xtask`: the project's commands, as thin glue over the library crates.
+//!
+//! - `cargo xtask check [--config PATH]` — validate a host config (default `bindings/host.json`)
+//! - `cargo xtask codegen [--check]` — write (or verify) the generated files
+//! - `cargo xtask demo` — the main job on the embedded default config
+//! - `cargo xtask ci` — everything CI runs
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod ci;
+mod codegen;
+mod demo;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "brain's project commands", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a host config and print every diagnostic, rustc-style.
+    Check {
+        /// The host config to check.
+        #[arg(long, value_name = "PATH", default_value_os_t = default_config())]
+        config: PathBuf,
+    },
+    /// Write the generated files (today: brain-config/host-config.schema.json).
+    Codegen {
+        /// Only verify that the committed files are fresh; write nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Run the main job on the embedded default config (bindings/host.json).
+    Demo,
+    /// Run everything CI runs: fmt, clippy, codegen --check, tests.
+    Ci,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { config } => check::run(&config),
+        Command::Codegen { check } => codegen::run(check),
+        Command::Demo => demo::run(),
+        Command::Ci => ci::run(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace's root directory.
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_owned()
+}
+
+/// `bindings/host.json`, the deployment's config.
+fn default_config() -> PathBuf {
+    let path = workspace_root().join("bindings/host.json");
+    // Shown as `bindings/host.json` when run from the root, as `cargo xtask` usually is.
+    match std::env::current_dir() {
+        Ok(cwd) => path
+            .strip_prefix(&cwd)
+            .map_or(path.clone(), |p| p.to_owned()),
+        Err(_) => path,
+    }
+}
