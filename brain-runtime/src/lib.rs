@@ -1,5 +1,37 @@
-//! brain-runtime: calls MCP tools through the gate the spec describes (tenant allowlist, argument
-//! validation, a fresh MCP session per call, progress, result conversion, limits, timeouts and an
-//! honest `unknown_outcome`).
+//! brain-runtime: calls MCP tools through the gate the spec describes.
 //!
-//! **Not built yet** (issue 3). Nothing here calls a tool today.
+//! Every call: the tool exists and the tenant may call it, the arguments validate against the
+//! binding's `input_schema` (a refusal does no I/O), then a fresh MCP session over one shared,
+//! pooled HTTP client; `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress
+//! streamed in wire order; the result converted and bounded; every failure classified with an
+//! honest `unknown_outcome`; `tools/call` sent at most once, never retried.
+//!
+//! ```no_run
+//! # async fn example(config: &brain_config::HostConfig) -> Result<(), Box<dyn std::error::Error>> {
+//! use brain_runtime::{CallRequest, Runtime, Scope};
+//! use futures_util::StreamExt;
+//!
+//! let runtime = Runtime::new(config)?;
+//! let mut call = runtime.call(CallRequest {
+//!     tool: "docs_search".into(),
+//!     scope: Scope { tenant_id: "local".into(), session_id: "s1".into() },
+//!     call_id: None,
+//!     arguments: serde_json::json!({"query": "rust"}),
+//! });
+//! while let Some(event) = call.next().await {
+//!     println!("{}", serde_json::to_string(&event)?);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Not built yet: the 2026-07-28 stateless path (a binding pinned to it is refused).
+
+mod convert;
+mod event;
+mod outcome;
+mod runtime;
+mod session;
+mod wire;
+
+pub use event::{ContentBlock, Event, Progress, ToolResult};
+pub use runtime::{Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError, Scope};

@@ -11,3 +11,5 @@ pub fn workspace_root() -> PathBuf {
         .expect("the tests crate lives in the workspace")
         .to_owned()
 }
+
+pub mod server;

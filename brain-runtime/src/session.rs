@@ -1,0 +1,360 @@
+//! One call on a fresh MCP session (2025-11-25 and earlier revisions): initialize,
+//! `notifications/initialized`, `tools/call` read in wire order, then cancel and DELETE as needed.
+
+use std::sync::Mutex;
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::convert::convert;
+use crate::event::{Event, Progress, ToolResult};
+use crate::outcome::Failure;
+use crate::runtime::{Scope, Tool};
+use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, ReadError, SESSION_HEADER, error_chain};
+
+/// Bound on the body of an initialize response.
+const INIT_LIMIT: u64 = 1024 * 1024;
+/// The JSON-RPC ids brain uses within a session.
+const INIT_ID: u64 = 0;
+const CALL_ID: u64 = 1;
+
+/// What the cleanup after a call needs to know.
+#[derive(Debug, Default)]
+pub(crate) struct CallState {
+    /// The session the server assigned, to DELETE afterwards.
+    pub(crate) session_id: Option<String>,
+    /// `tools/call` was written: from here on, a failure has an unknown outcome.
+    pub(crate) call_sent: bool,
+    /// The call's response arrived: nothing to cancel.
+    pub(crate) answered: bool,
+}
+
+/// Everything one call's exchange uses.
+pub(crate) struct Exchange<'a> {
+    pub(crate) endpoint: Endpoint<'a>,
+    pub(crate) tool: &'a Tool,
+    pub(crate) call_id: &'a str,
+    pub(crate) scope: &'a Scope,
+    pub(crate) arguments: &'a Value,
+    pub(crate) events: &'a mpsc::Sender<Event>,
+    pub(crate) state: &'a Mutex<CallState>,
+}
+
+impl Exchange<'_> {
+    fn state(&self) -> std::sync::MutexGuard<'_, CallState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn url(&self) -> &str {
+        self.endpoint.url
+    }
+
+    /// Runs the whole exchange; the caller bounds it in time and cleans up after it.
+    pub(crate) async fn run(&self) -> Result<ToolResult, Failure> {
+        let version = self.tool.binding.protocol_version();
+        let headers = self.initialize(version).await?;
+        self.initialized(&headers).await?;
+        self.call(headers).await
+    }
+
+    async fn initialize(&self, version: &str) -> Result<HeaderMap, Failure> {
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": INIT_ID,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
+            }
+        });
+        let response = self
+            .endpoint
+            .post(&request, HeaderMap::new())
+            .await
+            .map_err(|error| {
+                Failure::not_sent(format!(
+                    "could not connect to {}: {}",
+                    self.url(),
+                    error_chain(&error)
+                ))
+            })?;
+        let session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        self.state().session_id.clone_from(&session);
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Failure::not_sent(format!(
+                "the server refused to open a session: HTTP {status}{}",
+                self.auth_hint(status)
+            )));
+        }
+        let setup_failed =
+            |what: String| Failure::not_sent(format!("session setup failed: {what}"));
+        let mut messages = Messages::read(response, INIT_LIMIT)
+            .await
+            .map_err(|error| setup_failed(error.to_string()))?;
+        let result = loop {
+            let message = match messages.next().await {
+                None => return Err(setup_failed("no answer to initialize".into())),
+                Some(Err(error)) => return Err(setup_failed(error.to_string())),
+                Some(Ok(message)) => message,
+            };
+            if message.get("id") != Some(&json!(INIT_ID)) {
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                return Err(setup_failed(format!(
+                    "initialize failed: {}",
+                    rpc_error_text(error)
+                )));
+            }
+            break message.get("result").cloned().unwrap_or_default();
+        };
+        let negotiated = result.get("protocolVersion").and_then(Value::as_str);
+        if negotiated != Some(version) {
+            return Err(setup_failed(format!(
+                "the server speaks protocol {}, but the binding pins {version}; re-run `cargo \
+                 xtask discover --check` and review the binding",
+                negotiated.unwrap_or("(none)")
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        if let Some(session) = session
+            && let Ok(value) = HeaderValue::from_str(&session)
+        {
+            headers.insert(HeaderName::from_static(SESSION_HEADER), value);
+        }
+        headers.insert(
+            HeaderName::from_static(PROTOCOL_HEADER),
+            HeaderValue::from_str(version).expect("protocol versions are header-safe"),
+        );
+        Ok(headers)
+    }
+
+    async fn initialized(&self, headers: &HeaderMap) -> Result<(), Failure> {
+        let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = self
+            .endpoint
+            .post(&notification, headers.clone())
+            .await
+            .map_err(|error| {
+                Failure::not_sent(format!("session setup failed: {}", error_chain(&error)))
+            })?;
+        if !response.status().is_success() {
+            return Err(Failure::not_sent(format!(
+                "session setup failed: notifications/initialized got HTTP {}",
+                response.status()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn call(&self, headers: HeaderMap) -> Result<ToolResult, Failure> {
+        let binding = &self.tool.binding;
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": CALL_ID,
+            "method": "tools/call",
+            "params": {
+                "name": binding.mcp_tool.as_deref().unwrap_or_default(),
+                "arguments": self.arguments,
+                "_meta": {
+                    "progressToken": self.call_id,
+                    "brain.dev/scope": {
+                        "tenant_id": self.scope.tenant_id,
+                        "session_id": self.scope.session_id,
+                        "call_id": self.call_id,
+                    }
+                }
+            }
+        });
+        self.state().call_sent = true;
+        let response = match self.endpoint.post(&request, headers.clone()).await {
+            Ok(response) => response,
+            Err(error) if error.is_connect() => {
+                self.state().call_sent = false;
+                return Err(Failure::not_sent(format!(
+                    "could not connect to {} to send tools/call: {}",
+                    self.url(),
+                    error_chain(&error)
+                )));
+            }
+            Err(error) => {
+                return Err(Failure::sent(format!(
+                    "the connection failed after tools/call was sent: {}; the tool may have run",
+                    error_chain(&error)
+                )));
+            }
+        };
+        let status = response.status();
+        if rejected_before_execution(status) {
+            self.state().call_sent = false;
+            return Err(Failure::not_sent(format!(
+                "the server rejected tools/call with HTTP {status} before running it{}",
+                self.auth_hint(status)
+            )));
+        }
+        if !status.is_success() {
+            return Err(Failure::sent(format!(
+                "tools/call got HTTP {status}; the tool may have run"
+            )));
+        }
+        let mut messages = Messages::read(response, self.tool.raw_limit())
+            .await
+            .map_err(|error| self.read_failure(error))?;
+        let mut last_progress: Option<f64> = None;
+        loop {
+            let message = match messages.next().await {
+                None => {
+                    return Err(Failure::sent(
+                        "the server ended its response without a result; the tool may have run",
+                    ));
+                }
+                Some(Err(error)) => return Err(self.read_failure(error)),
+                Some(Ok(message)) => message,
+            };
+            let method = message.get("method").and_then(Value::as_str);
+            match (method, message.get("id")) {
+                (Some("notifications/progress"), None) => {
+                    self.progress(&message["params"], &mut last_progress).await;
+                }
+                (Some(method), Some(id)) => {
+                    self.server_request(method, id, &headers).await?;
+                }
+                (None, Some(id)) if *id == json!(CALL_ID) => {
+                    self.state().answered = true;
+                    return self.response(&message);
+                }
+                // Other notifications (logging, list changes) and stray responses.
+                _ => {}
+            }
+        }
+    }
+
+    fn read_failure(&self, error: ReadError) -> Failure {
+        match error {
+            ReadError::TooLarge(limit) => Failure::sent(format!(
+                "the response exceeded {limit} bytes, more than max_output_bytes ({}) allows; \
+                 brain stopped reading it",
+                self.tool.binding.max_output_bytes
+            )),
+            other => Failure::sent(format!("{other}; the tool may have run")),
+        }
+    }
+
+    /// A progress notification for this call, if it moves forward, becomes a `tool.progress`.
+    async fn progress(&self, params: &Value, last: &mut Option<f64>) {
+        let token_matches = match params.get("progressToken") {
+            Some(Value::String(token)) => token == self.call_id,
+            _ => false,
+        };
+        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+            return;
+        };
+        if !token_matches || last.is_some_and(|last| progress <= last) {
+            return;
+        }
+        *last = Some(progress);
+        let event = Event::Progress(Progress {
+            call_id: self.call_id.to_owned(),
+            progress,
+            total: params.get("total").and_then(Value::as_f64),
+            message: params
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+        let _ = self.events.send(event).await;
+    }
+
+    /// Answers a request from the server. A ping is answered; anything else asks for user
+    /// input or client features brain never offers: it is refused, and the call fails.
+    async fn server_request(
+        &self,
+        method: &str,
+        id: &Value,
+        headers: &HeaderMap,
+    ) -> Result<(), Failure> {
+        let answer = if method == "ping" {
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601,
+                "message": format!("brain does not support {method}: handle approval inside the tool"),
+            }})
+        };
+        let send = self.endpoint.post(&answer, headers.clone());
+        let _ = tokio::time::timeout(crate::runtime::CONTROL_TIMEOUT, send).await;
+        if method == "ping" {
+            return Ok(());
+        }
+        Err(Failure::sent(format!(
+            "the server asked for user input ({method}), which brain does not provide; the call \
+             was cancelled and the tool may have run. Handle approval inside the tool instead"
+        )))
+    }
+
+    /// The JSON-RPC response to `tools/call`.
+    fn response(&self, message: &Value) -> Result<ToolResult, Failure> {
+        if let Some(error) = message.get("error") {
+            let text = rpc_error_text(error);
+            if error.get("code").and_then(Value::as_i64) == Some(-32601) {
+                return Err(Failure::not_sent(format!(
+                    "the server does not offer tools/call: {text}"
+                )));
+            }
+            return Err(Failure::sent(format!(
+                "the server answered tools/call with an error: {text}; the tool may have run"
+            )));
+        }
+        let Some(result) = message.get("result") else {
+            return Err(Failure::sent(
+                "the server's answer to tools/call has neither result nor error",
+            ));
+        };
+        convert(
+            self.call_id,
+            result,
+            self.tool.output.as_ref(),
+            self.tool.binding.max_output_bytes,
+        )
+    }
+
+    fn auth_hint(&self, status: StatusCode) -> String {
+        match (status, &self.tool.binding.token_env) {
+            (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, Some(var)) => {
+                format!(" (the token in {var} was refused)")
+            }
+            (StatusCode::UNAUTHORIZED, None) => {
+                " (the server wants a token: set `token_env` on the binding)".to_owned()
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// HTTP statuses with which a server rejects `tools/call` before running the tool.
+fn rejected_before_execution(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 401 | 403 | 404 | 405 | 406 | 415)
+}
+
+/// `-32602: unknown tool` from a JSON-RPC error object.
+fn rpc_error_text(error: &Value) -> String {
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message");
+    format!("JSON-RPC error {code}: {message}")
+}

@@ -1,0 +1,229 @@
+//! Streamable HTTP on the wire: one POST per JSON-RPC message, answered by `202`, one JSON body
+//! or an SSE stream, every response body read with a byte bound.
+//!
+//! brain drives the exchange itself rather than through rmcp's transport worker, which opens a GET
+//! stream per session, re-initializes and re-sends on an expired session, and folds most 4xx
+//! statuses into strings: all three would break at-most-once or the `unknown_outcome` table.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::Value;
+use sse_stream::SseStream;
+
+/// The session header of Streamable HTTP.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+/// The negotiated revision, sent on every request after initialize.
+pub(crate) const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+
+/// A bearer token. Its value never appears in Debug output, errors or events.
+#[derive(Clone)]
+pub(crate) struct Token(HeaderValue);
+
+impl Token {
+    /// `None` when the value cannot be an HTTP header value.
+    pub(crate) fn new(token: &str) -> Option<Token> {
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+        value.set_sensitive(true);
+        Some(Token(value))
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Where a call's messages go.
+pub(crate) struct Endpoint<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) url: &'a str,
+    pub(crate) token: Option<&'a Token>,
+}
+
+impl Endpoint<'_> {
+    /// POSTs one JSON-RPC message.
+    pub(crate) async fn post(
+        &self,
+        message: &Value,
+        headers: HeaderMap,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let body = serde_json::to_vec(message).expect("a JSON value serializes");
+        let mut request = self
+            .http
+            .post(self.url)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .headers(headers)
+            .body(body);
+        if let Some(token) = self.token {
+            request = request.header(AUTHORIZATION, token.0.clone());
+        }
+        request.send().await
+    }
+
+    /// DELETEs a session; errors are of no interest to anyone.
+    pub(crate) async fn delete(&self, headers: HeaderMap) {
+        let mut request = self.http.delete(self.url).headers(headers);
+        if let Some(token) = self.token {
+            request = request.header(AUTHORIZATION, token.0.clone());
+        }
+        let _ = request.send().await;
+    }
+}
+
+/// Why reading a response's messages failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    /// The body exceeded the byte bound; reading stopped there.
+    #[error("the response exceeded {0} bytes")]
+    TooLarge(u64),
+    /// The connection failed mid-body (dropped, reset, truncated).
+    #[error("the connection failed while reading the response: {0}")]
+    Transport(String),
+    /// The body is not what Streamable HTTP allows.
+    #[error("the server sent a malformed response: {0}")]
+    Malformed(String),
+}
+
+/// The JSON-RPC messages of one response, in wire order.
+pub(crate) struct Messages {
+    kind: Kind,
+}
+
+enum Kind {
+    Json(std::vec::IntoIter<Value>),
+    Sse(Pin<Box<SseStream<sse_stream::ByteStreamBody<Bounded, Bytes>>>>),
+    Done,
+}
+
+impl Messages {
+    /// Starts reading `response`, at most `limit` bytes of body in all.
+    pub(crate) async fn read(response: reqwest::Response, limit: u64) -> Result<Self, ReadError> {
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let body = Bounded::new(response, limit);
+        if content_type.starts_with("text/event-stream") {
+            return Ok(Messages {
+                kind: Kind::Sse(Box::pin(SseStream::from_bytes_stream(body))),
+            });
+        }
+        if !content_type.starts_with("application/json") {
+            return Err(ReadError::Malformed(format!(
+                "unexpected content type {content_type:?}"
+            )));
+        }
+        let bytes = body.collect_all().await?;
+        let messages = match serde_json::from_slice(&bytes) {
+            Ok(Value::Array(batch)) => batch,
+            Ok(message) => vec![message],
+            Err(error) => return Err(ReadError::Malformed(format!("invalid JSON: {error}"))),
+        };
+        Ok(Messages {
+            kind: Kind::Json(messages.into_iter()),
+        })
+    }
+
+    /// The next message; `None` when the response has ended.
+    pub(crate) async fn next(&mut self) -> Option<Result<Value, ReadError>> {
+        match &mut self.kind {
+            Kind::Json(messages) => messages.next().map(Ok),
+            Kind::Sse(events) => loop {
+                let event = match events.next().await? {
+                    Ok(event) => event,
+                    Err(sse_stream::Error::Body(error)) => {
+                        self.kind = Kind::Done;
+                        return Some(Err(match error.downcast::<ReadError>() {
+                            Ok(error) => *error,
+                            Err(error) => ReadError::Transport(error.to_string()),
+                        }));
+                    }
+                    Err(error) => {
+                        self.kind = Kind::Done;
+                        return Some(Err(ReadError::Malformed(format!("invalid SSE: {error}"))));
+                    }
+                };
+                // Priming events and comments carry no data.
+                let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                    continue;
+                };
+                return Some(serde_json::from_str(&data).map_err(|error| {
+                    ReadError::Malformed(format!("invalid JSON in an SSE event: {error}"))
+                }));
+            },
+            Kind::Done => None,
+        }
+    }
+}
+
+/// A response body that fails once more than `limit` bytes have arrived, so that a huge
+/// response is never buffered.
+pub(crate) struct Bounded {
+    stream: Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>,
+    limit: u64,
+    read: u64,
+}
+
+impl Bounded {
+    fn new(response: reqwest::Response, limit: u64) -> Self {
+        Bounded {
+            stream: Box::pin(response.bytes_stream()),
+            limit,
+            read: 0,
+        }
+    }
+
+    async fn collect_all(mut self) -> Result<Vec<u8>, ReadError> {
+        let mut bytes = Vec::new();
+        while let Some(chunk) = self.next().await {
+            bytes.extend_from_slice(&chunk?);
+        }
+        Ok(bytes)
+    }
+}
+
+impl Stream for Bounded {
+    type Item = Result<Bytes, ReadError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.read > self.limit {
+            return Poll::Ready(None);
+        }
+        match self.stream.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.read += chunk.len() as u64;
+                if self.read > self.limit {
+                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
+                }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(error))) => {
+                self.read = self.limit + 1;
+                Poll::Ready(Some(Err(ReadError::Transport(error_chain(&error)))))
+            }
+            other => other.map(|_| None),
+        }
+    }
+}
+
+/// An error and its sources, on one line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text += &format!(": {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

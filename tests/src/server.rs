@@ -1,0 +1,426 @@
+//! The fault-injecting MCP test server: rmcp's Streamable HTTP server with tools that exercise
+//! every conversion rule and every row of the `unknown_outcome` table, behind an axum layer that
+//! injects faults and counts what arrives.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A 1×1 PNG, base64.
+pub const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// Faults to inject, chosen when the server starts.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Every request must carry `Authorization: Bearer <token>`; others get 401.
+    pub require_token: Option<String>,
+    /// Answer initialize with HTTP 500.
+    pub initialize_500: bool,
+    /// Answer `tools/call` with this HTTP status (and no body).
+    pub call_status: Option<u16>,
+    /// Drop the connection on `tools/call` before reading its body (it is not counted).
+    pub drop_before_call: bool,
+    /// Read `tools/call` (it is counted), then drop the connection.
+    pub drop_after_call: bool,
+    /// Read `tools/call`, then never answer.
+    pub stall_call: bool,
+    /// Answer `tools/call` with `200 application/json` that is not JSON.
+    pub malformed_call: bool,
+    /// Answer `tools/call` with an SSE stream cut off in the middle of the result.
+    pub truncated_call: bool,
+    /// Answer `tools/call` with JSON-RPC error -32601.
+    pub call_method_not_found: bool,
+    /// Leave Nagle's algorithm on (axum's default); brain's tests turn it off otherwise.
+    pub nagle: bool,
+}
+
+/// What the server saw.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// `tools/call` requests that arrived (the at-most-once counter).
+    pub calls: AtomicUsize,
+    /// `initialize` requests.
+    pub initializes: AtomicUsize,
+    /// `notifications/cancelled` received.
+    pub cancellations: AtomicUsize,
+    /// Tool runs that stopped because the request was cancelled.
+    pub cancelled_runs: AtomicUsize,
+    /// DELETEs (sessions closed by the client).
+    pub deletes: AtomicUsize,
+    /// Answers the client sent to server requests (elicitation and others).
+    pub client_answers: AtomicUsize,
+}
+
+impl Stats {
+    /// Reads one counter.
+    pub fn get(counter: &AtomicUsize) -> usize {
+        counter.load(Ordering::SeqCst)
+    }
+}
+
+/// A running test server; stopped when dropped.
+#[derive(Debug)]
+pub struct TestServer {
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// What it saw.
+    pub stats: Arc<Stats>,
+    stop: CancellationToken,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl TestServer {
+    /// Starts a server on a free loopback port with these faults.
+    pub async fn start(faults: Faults) -> std::io::Result<TestServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::serve(listener, faults)
+    }
+
+    /// Serves on `listener` until dropped.
+    pub fn serve(listener: tokio::net::TcpListener, faults: Faults) -> std::io::Result<TestServer> {
+        let addr = listener.local_addr()?;
+        let stats = Arc::new(Stats::default());
+        let stop = CancellationToken::new();
+        let tools = TestTools {
+            stats: Arc::clone(&stats),
+        };
+        let config = StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None)
+            .with_cancellation_token(stop.child_token());
+        let service: StreamableHttpService<TestTools, LocalSessionManager> =
+            StreamableHttpService::new(move || Ok(tools.clone()), Default::default(), config);
+        let layer = Arc::new(FaultLayer {
+            faults: faults.clone(),
+            stats: Arc::clone(&stats),
+        });
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(layer, inject));
+        let nodelay = !faults.nagle;
+        let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
+            let _ = tcp.set_nodelay(nodelay);
+        });
+        let shutdown = stop.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+                .await;
+        });
+        Ok(TestServer {
+            url: format!("http://{addr}/mcp"),
+            stats,
+            stop,
+        })
+    }
+}
+
+struct FaultLayer {
+    faults: Faults,
+    stats: Arc<Stats>,
+}
+
+/// The axum layer in front of rmcp: counts, and injects the configured faults.
+async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Next) -> Response {
+    let faults = &layer.faults;
+    let stats = &layer.stats;
+    if let Some(token) = &faults.require_token {
+        let expected = format!("Bearer {token}");
+        let given = request.headers().get(header::AUTHORIZATION);
+        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+    }
+    if request.method() == Method::DELETE {
+        stats.deletes.fetch_add(1, Ordering::SeqCst);
+        return next.run(request).await;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let method = message.get("method").and_then(Value::as_str);
+    if faults.drop_before_call && method == Some("tools/call") {
+        // Dropped before the server takes it in: not counted.
+        return dropped_connection();
+    }
+    match method {
+        Some("initialize") => {
+            stats.initializes.fetch_add(1, Ordering::SeqCst);
+            if faults.initialize_500 {
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+        }
+        Some("notifications/cancelled") => {
+            stats.cancellations.fetch_add(1, Ordering::SeqCst);
+        }
+        Some("tools/call") => {
+            stats.calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(response) = call_fault(faults, &message).await {
+                return response;
+            }
+        }
+        None if message.get("id").is_some() => {
+            stats.client_answers.fetch_add(1, Ordering::SeqCst);
+        }
+        _ => {}
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+async fn call_fault(faults: &Faults, message: &Value) -> Option<Response> {
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    if let Some(status) = faults.call_status {
+        return Some(
+            StatusCode::from_u16(status)
+                .unwrap_or(StatusCode::IM_A_TEAPOT)
+                .into_response(),
+        );
+    }
+    if faults.drop_after_call {
+        return Some(dropped_connection());
+    }
+    if faults.stall_call {
+        std::future::pending::<()>().await;
+    }
+    if faults.malformed_call {
+        return Some(
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                "{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {\"content\": [",
+            )
+                .into_response(),
+        );
+    }
+    if faults.truncated_call {
+        let event = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "cut"}]}}).to_string();
+        let cut = format!("data: {}", &event[..event.len() / 2]);
+        return Some(([(header::CONTENT_TYPE, "text/event-stream")], cut).into_response());
+    }
+    if faults.call_method_not_found {
+        let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
+        return Some(
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+/// A response whose body fails at once: hyper aborts the connection mid-response.
+fn dropped_connection() -> Response {
+    let body = futures_util::stream::once(async {
+        Err::<Bytes, std::io::Error>(std::io::Error::other("fault: connection dropped"))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(body))
+        .expect("a valid response")
+}
+
+/// The test server's tools.
+#[derive(Clone)]
+struct TestTools {
+    stats: Arc<Stats>,
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, input: Value) -> Tool {
+    Tool::new(name, description, object(input))
+}
+
+/// Every tool the server offers, with its schemas.
+pub fn tool_list() -> Vec<Tool> {
+    let empty = json!({"type": "object", "properties": {}});
+    let weather_schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "temperature": {"type": "number"}},
+        "required": ["city", "temperature"]
+    });
+    vec![
+        tool("echo", "Echo a message back.", json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})),
+        tool("echo_meta", "Return the request's _meta and HTTP headers as structured content.", empty.clone()),
+        tool("progress", "Report progress `steps` times, then finish.", json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 0}, "delay_ms": {"type": "integer", "minimum": 0}}, "required": ["steps"]})),
+        tool("slow", "Sleep for `seconds`, stopping early when cancelled.", json!({"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0}}, "required": ["seconds"]})),
+        tool("weather", "Structured weather for a city.", json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
+            .with_raw_output_schema(Arc::new(object(weather_schema.clone()))),
+        tool("weather_broken", "Structured output that breaks its own output schema.", empty.clone())
+            .with_raw_output_schema(Arc::new(object(weather_schema))),
+        tool("image", "A 1x1 PNG.", empty.clone()),
+        tool("audio", "An audio block (unsupported by brain).", empty.clone()),
+        tool("resource_link", "A resource link (unsupported by brain).", empty.clone()),
+        tool("embedded_resource", "An embedded resource (unsupported by brain).", empty.clone()),
+        tool("fail", "A tool error: isError true.", empty.clone()),
+        tool("rpc_error", "Answers with a JSON-RPC error.", empty.clone()),
+        tool("huge", "Text of `bytes` bytes.", json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]})),
+        tool("elicit", "Asks the user for approval (elicitation/create).", empty),
+    ]
+}
+
+fn result(value: Value) -> Result<CallToolResponse, ErrorData> {
+    serde_json::from_value::<CallToolResult>(value)
+        .map(Into::into)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+}
+
+impl ServerHandler for TestTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let number = |name: &str| args.get(name).and_then(Value::as_f64).unwrap_or(0.0);
+        match request.name.as_ref() {
+            "echo" => result(json!({"content": [{"type": "text", "text": args["message"]}]})),
+            "echo_meta" => {
+                let headers: serde_json::Map<String, Value> = context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .map(|parts| headers_json(&parts.headers))
+                    .unwrap_or_default();
+                let meta = serde_json::to_value(&context.meta).unwrap_or_default();
+                result(json!({
+                    "content": [],
+                    "structuredContent": {"meta": meta, "headers": headers}
+                }))
+            }
+            "progress" => {
+                let steps = number("steps") as u64;
+                let delay = Duration::from_millis(number("delay_ms") as u64);
+                if let Some(token) = context.meta.get_progress_token() {
+                    for step in 1..=steps {
+                        let param = ProgressNotificationParam::new(token.clone(), step as f64)
+                            .with_total(steps as f64)
+                            .with_message(format!("step {step}/{steps}"));
+                        let _ = context.peer.notify_progress(param).await;
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                    }
+                }
+                result(
+                    json!({"content": [{"type": "text", "text": format!("done {steps} steps")}]}),
+                )
+            }
+            "slow" => {
+                let sleep = tokio::time::sleep(Duration::from_secs_f64(number("seconds")));
+                tokio::select! {
+                    () = sleep => result(json!({"content": [{"type": "text", "text": "slept"}]})),
+                    () = context.ct.cancelled() => {
+                        self.stats.cancelled_runs.fetch_add(1, Ordering::SeqCst);
+                        Err(ErrorData::internal_error("cancelled", None))
+                    }
+                }
+            }
+            "weather" => result(json!({
+                "content": [],
+                "structuredContent": {"city": args["city"], "temperature": 21.5}
+            })),
+            "weather_broken" => result(json!({
+                "content": [],
+                "structuredContent": {"city": 7}
+            })),
+            "image" => result(
+                json!({"content": [{"type": "image", "data": TINY_PNG, "mimeType": "image/png"}]}),
+            ),
+            "audio" => result(
+                json!({"content": [{"type": "audio", "data": TINY_PNG, "mimeType": "audio/wav"}]}),
+            ),
+            "resource_link" => result(
+                json!({"content": [{"type": "resource_link", "uri": "file:///tmp/x.txt", "name": "x.txt"}]}),
+            ),
+            "embedded_resource" => result(
+                json!({"content": [{"type": "resource", "resource": {"uri": "file:///tmp/x.txt", "text": "x"}}]}),
+            ),
+            "fail" => result(
+                json!({"content": [{"type": "text", "text": "the tool failed"}], "isError": true}),
+            ),
+            "rpc_error" => Err(ErrorData::invalid_params("rpc_error always fails", None)),
+            "huge" => {
+                let text = "x".repeat(number("bytes") as usize);
+                result(json!({"content": [{"type": "text", "text": text}]}))
+            }
+            "elicit" => {
+                let params: ElicitRequestParams = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": "Approve?",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+                }))
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                match context.peer.create_elicitation(params).await {
+                    Ok(answer) => result(
+                        json!({"content": [{"type": "text", "text": format!("elicited: {answer:?}")}]}),
+                    ),
+                    Err(error) => result(
+                        json!({"content": [{"type": "text", "text": format!("elicitation failed: {error}")}], "isError": true}),
+                    ),
+                }
+            }
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
+        }
+    }
+}
+
+fn headers_json(headers: &HeaderMap) -> serde_json::Map<String, Value> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                Value::String(String::from_utf8_lossy(value.as_bytes()).into_owned()),
+            )
+        })
+        .collect()
+}

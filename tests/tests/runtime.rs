@@ -1,0 +1,544 @@
+//! brain-runtime against the fault-injecting test server over real HTTP on loopback: one test per
+//! row of the `unknown_outcome` table and per conversion rule, each asserting `is_error`,
+//! `unknown_outcome`, the content, and how many `tools/call` requests reached the server.
+
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tests::server::{Faults, Stats, TINY_PNG, TestServer, tool_list};
+
+/// A host config with one binding per test-server tool, named as on the server.
+fn config(url: &str, patch: impl Fn(&str, &mut Value)) -> brain_config::HostConfig {
+    let tools: Vec<Value> = tool_list()
+        .into_iter()
+        .map(|tool| {
+            let mut binding = json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": Value::Object((*tool.input_schema).clone()),
+                "url": url,
+                "mcp_tool": tool.name,
+                "tenants": ["local"],
+            });
+            if let Some(schema) = &tool.output_schema {
+                binding["output_schema"] = Value::Object((**schema).clone());
+            }
+            patch(&tool.name, &mut binding);
+            binding
+        })
+        .collect();
+    let text = serde_json::to_string(&json!({ "tools": tools })).unwrap();
+    brain_config::parse(text.as_bytes(), "test.json").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn runtime(url: &str) -> Runtime {
+    Runtime::new(&config(url, |_, _| {})).unwrap()
+}
+
+fn request(tool: &str, arguments: Value) -> CallRequest {
+    CallRequest {
+        tool: tool.into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "session-1".into(),
+        },
+        call_id: Some("call-1".into()),
+        arguments,
+    }
+}
+
+async fn start(faults: Faults) -> TestServer {
+    TestServer::start(faults).await.unwrap()
+}
+
+async fn call(runtime: &Runtime, tool: &str, arguments: Value) -> ToolResult {
+    runtime.call(request(tool, arguments)).result().await
+}
+
+fn count(counter: &AtomicUsize) -> usize {
+    Stats::get(counter)
+}
+
+fn text(result: &ToolResult) -> String {
+    result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::Image { mime_type, .. } => format!("<{mime_type}>"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[track_caller]
+fn assert_outcome(result: &ToolResult, is_error: bool, unknown_outcome: bool, needle: &str) {
+    assert_eq!(
+        (result.is_error, result.unknown_outcome),
+        (is_error, unknown_outcome),
+        "{result:?}"
+    );
+    assert!(
+        text(result).contains(needle),
+        "{needle:?} not in {result:?}"
+    );
+}
+
+/// Waits (bounded) for a counter the server updates after the client has its result.
+async fn eventually(counter: &AtomicUsize, at_least: usize) -> usize {
+    for _ in 0..100 {
+        if count(counter) >= at_least {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count(counter)
+}
+
+// Conversion rules.
+
+#[tokio::test]
+async fn text_result() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "hello"})).await;
+    assert_outcome(&result, false, false, "hello");
+    assert_eq!(result.content, [ContentBlock::text("hello")]);
+    assert_eq!(count(&server.stats.calls), 1);
+    // The session is closed afterwards, off the caller's path.
+    assert_eq!(eventually(&server.stats.deletes, 1).await, 1);
+}
+
+#[tokio::test]
+async fn image_result() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "image", json!({})).await;
+    assert_outcome(&result, false, false, "");
+    assert_eq!(
+        result.content,
+        [ContentBlock::Image {
+            data: TINY_PNG.into(),
+            mime_type: "image/png".into()
+        }]
+    );
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn structured_result_gets_one_json_text_block() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "weather", json!({"city": "Oslo"})).await;
+    assert_outcome(&result, false, false, "");
+    let structured = json!({"city": "Oslo", "temperature": 21.5});
+    assert_eq!(result.structured_content, Some(structured.clone()));
+    assert_eq!(result.content, [ContentBlock::text(structured.to_string())]);
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn structured_result_breaking_output_schema_fails() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "weather_broken", json!({})).await;
+    assert_outcome(&result, true, true, "does not match output_schema");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn tool_error_is_an_error_result_with_known_outcome() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "fail", json!({})).await;
+    assert_outcome(&result, true, false, "the tool failed");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn unsupported_content_types_fail_the_call() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    for (tool, kind) in [
+        ("audio", "audio"),
+        ("resource_link", "resource_link"),
+        ("embedded_resource", "resource"),
+    ] {
+        let result = call(&runtime, tool, json!({})).await;
+        assert_outcome(&result, true, true, &format!("type `{kind}`"));
+    }
+    assert_eq!(count(&server.stats.calls), 3);
+}
+
+#[tokio::test]
+async fn output_over_max_output_bytes_fails() {
+    let server = start(Faults::default()).await;
+    let config = config(&server.url, |name, binding| {
+        if name == "huge" {
+            binding["max_output_bytes"] = json!(1000);
+        }
+    });
+    let runtime = Runtime::new(&config).unwrap();
+    let result = call(&runtime, "huge", json!({"bytes": 1001})).await;
+    assert_outcome(&result, true, true, "over max_output_bytes (1000)");
+    let result = call(&runtime, "huge", json!({"bytes": 100_000})).await;
+    assert_outcome(&result, true, true, "brain stopped reading it");
+    let result = call(&runtime, "huge", json!({"bytes": 1000})).await;
+    assert_outcome(&result, false, false, "xxx");
+    assert_eq!(count(&server.stats.calls), 3);
+}
+
+// Progress and scope.
+
+#[tokio::test]
+async fn progress_arrives_in_order_before_the_result() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let mut call = runtime.call(request("progress", json!({"steps": 50})));
+    let mut progress = Vec::new();
+    let mut result = None;
+    while let Some(event) = call.next().await {
+        match event {
+            Event::Progress(p) => {
+                assert!(result.is_none(), "progress after the result");
+                assert_eq!(p.call_id, "call-1");
+                assert_eq!(p.total, Some(50.0));
+                progress.push(p.progress);
+            }
+            Event::Result(r) => result = Some(r),
+        }
+    }
+    let expected: Vec<f64> = (1..=50).map(f64::from).collect();
+    assert_eq!(progress, expected);
+    assert_outcome(&result.unwrap(), false, false, "done 50 steps");
+}
+
+#[tokio::test]
+async fn server_sees_the_call_id_as_progress_token_and_the_scope() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "echo_meta", json!({})).await;
+    assert_outcome(&result, false, false, "");
+    let seen = result.structured_content.unwrap();
+    assert_eq!(seen["meta"]["progressToken"], json!("call-1"));
+    assert_eq!(
+        seen["meta"]["brain.dev/scope"],
+        json!({"tenant_id": "local", "session_id": "session-1", "call_id": "call-1"})
+    );
+    assert_eq!(seen["headers"]["mcp-protocol-version"], json!("2025-11-25"));
+    assert!(seen["headers"].get("authorization").is_none());
+}
+
+#[tokio::test]
+async fn generated_call_ids_are_unique() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let mut a = request("echo", json!({"message": "a"}));
+    a.call_id = None;
+    let first = runtime.call(a.clone());
+    let second = runtime.call(a);
+    assert_ne!(first.call_id(), second.call_id());
+    assert!(!first.result().await.is_error);
+}
+
+// Refusals: no I/O at all.
+
+#[tokio::test]
+async fn refusals_do_no_io() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let result = call(&runtime, "nope", json!({})).await;
+    assert_outcome(&result, true, false, "no tool named \"nope\"");
+    let result = call(&runtime, "echo", json!({"message": 5})).await;
+    assert_outcome(&result, true, false, "at `/message`");
+    let result = call(&runtime, "echo", json!({})).await;
+    assert_outcome(&result, true, false, "input schema");
+    let mut other_tenant = request("echo", json!({"message": "x"}));
+    other_tenant.scope.tenant_id = "intruder".into();
+    let result = runtime.call(other_tenant).result().await;
+    assert_outcome(
+        &result,
+        true,
+        false,
+        "tenant \"intruder\" may not call \"echo\"",
+    );
+    assert_eq!(count(&server.stats.initializes), 0);
+    assert_eq!(count(&server.stats.calls), 0);
+}
+
+#[tokio::test]
+async fn unset_token_variable() {
+    let server = start(Faults::default()).await;
+    let config = config(&server.url, |_, binding| {
+        binding["token_env"] = json!("BRAIN_TEST_TOKEN_THAT_IS_NOT_SET");
+    });
+    let error = Runtime::builder(&config).env(|_| None).build().unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with(
+            "environment variables not set: BRAIN_TEST_TOKEN_THAT_IS_NOT_SET (token_env of "
+        ),
+        "{message}"
+    );
+    let runtime = Runtime::builder(&config)
+        .env(|_| None)
+        .allow_missing_tokens()
+        .build()
+        .unwrap();
+    let result = call(&runtime, "echo", json!({"message": "x"})).await;
+    assert_outcome(
+        &result,
+        true,
+        false,
+        "BRAIN_TEST_TOKEN_THAT_IS_NOT_SET is not set",
+    );
+    assert_eq!(count(&server.stats.initializes), 0);
+}
+
+// Before tools/call: unknown_outcome false.
+
+#[tokio::test]
+async fn connection_refused() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let result = call(&runtime(&url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, false, "could not connect");
+}
+
+#[tokio::test]
+async fn initialize_http_error() {
+    let server = start(Faults {
+        initialize_500: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, false, "HTTP 500");
+    assert_eq!(count(&server.stats.calls), 0);
+}
+
+#[tokio::test]
+async fn token_refused_and_accepted() {
+    let server = start(Faults {
+        require_token: Some("s3cret-value".into()),
+        ..Faults::default()
+    })
+    .await;
+    let config = config(&server.url, |_, binding| {
+        binding["token_env"] = json!("BRAIN_TEST_TOKEN");
+    });
+    let wrong = Runtime::builder(&config)
+        .env(|_| Some("wrong-value".into()))
+        .build()
+        .unwrap();
+    let result = call(&wrong, "echo", json!({"message": "x"})).await;
+    assert_outcome(
+        &result,
+        true,
+        false,
+        "the token in BRAIN_TEST_TOKEN was refused",
+    );
+    assert!(!format!("{result:?}").contains("wrong-value"));
+    assert!(!format!("{wrong:?}").contains("wrong-value"));
+    assert_eq!(count(&server.stats.calls), 0);
+
+    let right = Runtime::builder(&config)
+        .env(|_| Some("s3cret-value".into()))
+        .build()
+        .unwrap();
+    let result = call(&right, "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, false, false, "x");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn tools_call_rejected_at_the_http_layer() {
+    for status in [401, 403, 404, 405, 406, 415] {
+        let server = start(Faults {
+            call_status: Some(status),
+            ..Faults::default()
+        })
+        .await;
+        let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+        assert_outcome(&result, true, false, &format!("HTTP {status}"));
+        assert_eq!(count(&server.stats.calls), 1, "HTTP {status}");
+    }
+}
+
+#[tokio::test]
+async fn tools_call_method_not_found() {
+    let server = start(Faults {
+        call_method_not_found: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, false, "-32601");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+// After tools/call: unknown_outcome true, and never sent twice.
+
+#[tokio::test]
+async fn server_error_status_after_the_call() {
+    let server = start(Faults {
+        call_status: Some(500),
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "HTTP 500");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn connection_dropped_after_reading_the_call() {
+    let server = start(Faults {
+        drop_after_call: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "the tool may have run");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn connection_dropped_before_reading_the_call() {
+    let server = start(Faults {
+        drop_before_call: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "the tool may have run");
+    assert_eq!(count(&server.stats.calls), 0);
+}
+
+#[tokio::test]
+async fn malformed_response() {
+    let server = start(Faults {
+        malformed_call: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "malformed");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn truncated_sse_stream() {
+    let server = start(Faults {
+        truncated_call: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "without a result");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn json_rpc_error_after_the_call() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "rpc_error", json!({})).await;
+    assert_outcome(&result, true, true, "rpc_error always fails");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn elicitation_fails_the_call_and_is_answered() {
+    let server = start(Faults::default()).await;
+    let result = call(&runtime(&server.url), "elicit", json!({})).await;
+    assert_outcome(
+        &result,
+        true,
+        true,
+        "asked for user input (elicitation/create)",
+    );
+    assert_eq!(count(&server.stats.calls), 1);
+    // The server was answered (so it does not wait forever), then the call was cancelled.
+    assert_eq!(count(&server.stats.client_answers), 1);
+    assert_eq!(eventually(&server.stats.cancellations, 1).await, 1);
+}
+
+#[tokio::test]
+async fn stalled_server_times_out_and_is_cancelled() {
+    let server = start(Faults {
+        stall_call: true,
+        ..Faults::default()
+    })
+    .await;
+    let config = config(&server.url, |_, binding| {
+        binding["timeout_seconds"] = json!(1);
+    });
+    let started = Instant::now();
+    let result = call(
+        &Runtime::new(&config).unwrap(),
+        "echo",
+        json!({"message": "x"}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_outcome(&result, true, true, "timed out after 1s");
+    assert_eq!(count(&server.stats.calls), 1);
+    assert_eq!(eventually(&server.stats.cancellations, 1).await, 1);
+}
+
+#[tokio::test]
+async fn slow_tool_times_out_and_the_server_observes_the_cancellation() {
+    let server = start(Faults::default()).await;
+    let config = config(&server.url, |_, binding| {
+        binding["timeout_seconds"] = json!(1);
+    });
+    let started = Instant::now();
+    let result = call(
+        &Runtime::new(&config).unwrap(),
+        "slow",
+        json!({"seconds": 60}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_outcome(&result, true, true, "timed out after 1s");
+    assert_eq!(count(&server.stats.calls), 1);
+    assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
+}
+
+#[tokio::test]
+async fn dropping_the_call_cancels_it() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let mut call = runtime.call(request("slow", json!({"seconds": 60})));
+    // Wait until the tool runs, then walk away.
+    for _ in 0..100 {
+        if count(&server.stats.calls) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _ = futures_util::poll!(call.next());
+    drop(call);
+    assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
+    assert_eq!(eventually(&server.stats.deletes, 1).await, 1);
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn explicit_cancel_still_yields_a_result() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let call = runtime.call(request("slow", json!({"seconds": 60})));
+    eventually(&server.stats.calls, 1).await;
+    call.cancel();
+    let result = call.result().await;
+    assert_outcome(&result, true, true, "interrupted");
+    assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
+}
