@@ -1,8 +1,10 @@
-//! bindings: this deployment's host config, `host.json`.
+//! bindings: this deployment's host config, `host.json`, and the `brain-harness` binary.
 //!
-//! Today the crate only carries the config; `cargo xtask check` validates it and a test keeps it
-//! valid. **Not built yet** (issue 5): the generated typed bindings, the build.rs that rejects an
-//! invalid or stale config, and the `brain-harness` binary (issue 3).
+//! `cargo xtask check` validates the config and a test keeps it valid. **Not built yet**
+//! (issue 5): the generated typed bindings and the build.rs that rejects an invalid or stale
+//! config; until then the harness parses the compiled-in `host.json` at start.
+
+pub mod harness;
 
 /// The text of `bindings/host.json`, as compiled in.
 pub const HOST_CONFIG: &str = include_str!("../host.json");

@@ -1,0 +1,224 @@
+//! The `brain-harness` command line (DESIGN.md §4):
+//!
+//! ```text
+//! brain-harness [--config PATH] tools
+//! brain-harness [--config PATH] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
+//! ```
+//!
+//! Events go to stdout as JSON Lines with `--json` or when stdout is not a terminal; on a
+//! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
+//! result, 2 for usage or config errors.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use brain_config::{ConfigError, HostConfig};
+use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use clap::{Parser, Subcommand};
+use futures_util::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+/// Calls the tools of a brain host config.
+#[derive(Parser)]
+#[command(name = "brain-harness", version)]
+struct Cli {
+    /// A host config to use instead of the bindings compiled in; validated at start.
+    #[arg(long, value_name = "PATH", global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the bindings.
+    Tools,
+    /// Call a tool and print its events.
+    Call {
+        /// The calling session's tenant (checked against the binding's `tenants`).
+        #[arg(long)]
+        tenant: String,
+        /// The calling session's id.
+        #[arg(long, default_value = "harness")]
+        session: String,
+        /// The call's id (default: a new UUID).
+        #[arg(long)]
+        call_id: Option<String>,
+        /// Print events as JSON Lines even on a terminal.
+        #[arg(long)]
+        json: bool,
+        /// The binding's name.
+        tool: String,
+        /// The arguments as a JSON object, or `-` to read them from stdin.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+}
+
+/// Runs the harness; returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Command::Tools => {
+            list(&config);
+            ExitCode::SUCCESS
+        }
+        Command::Call {
+            tenant,
+            session,
+            call_id,
+            json,
+            tool,
+            args,
+        } => {
+            let arguments = match arguments(&args) {
+                Ok(arguments) => arguments,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match Runtime::new(&config) {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let request = CallRequest {
+                tool,
+                scope: Scope {
+                    tenant_id: tenant,
+                    session_id: session,
+                },
+                call_id,
+                arguments,
+            };
+            let json = json || !std::io::stdout().is_terminal();
+            let tokio = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime starts");
+            let result = tokio.block_on(call(&runtime, request, json));
+            if result.is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}
+
+/// The config from `--config` (validated with every rule), or the one compiled in.
+fn load(path: Option<&std::path::Path>) -> Result<HostConfig, String> {
+    let loaded = match path {
+        Some(path) => brain_config::load_file(path),
+        None => brain_config::parse(crate::HOST_CONFIG.as_bytes(), "bindings/host.json")
+            .map_err(ConfigError::Invalid),
+    };
+    loaded.map_err(|error| match error {
+        ConfigError::Invalid(diagnostics) => diagnostics.to_string(),
+        other => format!("error: {other}"),
+    })
+}
+
+fn arguments(text: &str) -> Result<Value, String> {
+    let text = if text == "-" {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .map_err(|error| format!("cannot read the arguments from stdin: {error}"))?;
+        input
+    } else {
+        text.to_owned()
+    };
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Ok(Value::Object(map)),
+        Ok(_) => Err("the arguments must be a JSON object, e.g. '{\"query\": \"rust\"}'".into()),
+        Err(error) => Err(format!("the arguments are not JSON: {error}")),
+    }
+}
+
+fn list(config: &HostConfig) {
+    for binding in &config.tools {
+        println!(
+            "{:<24} {:<4} {} [{}] {}",
+            binding.name,
+            binding.kind().as_str(),
+            binding.url,
+            binding.tenants.join(","),
+            binding.description
+        );
+    }
+}
+
+async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult {
+    let mut call = runtime.call(request);
+    let bar = (!json).then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(call.call_id().to_owned());
+        bar
+    });
+    while let Some(event) = call.next().await {
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string(&event).expect("events serialize")
+            );
+        }
+        match event {
+            Event::Progress(progress) => {
+                if let Some(bar) = &bar {
+                    if let Some(total) = progress.total {
+                        bar.set_length(total as u64);
+                    }
+                    bar.set_position(progress.progress as u64);
+                    bar.set_message(progress.message.unwrap_or_default());
+                }
+            }
+            Event::Result(result) => {
+                if let Some(bar) = &bar {
+                    bar.finish_and_clear();
+                    print_readable(&result);
+                }
+                return result;
+            }
+        }
+    }
+    unreachable!("a call always ends with its result")
+}
+
+fn print_readable(result: &ToolResult) {
+    let status = match (result.is_error, result.unknown_outcome) {
+        (false, _) => "ok".to_owned(),
+        (true, false) => "error (the tool did not run, or reported the error itself)".to_owned(),
+        (true, true) => {
+            "error, unknown outcome: the tool may have run; check before retrying".to_owned()
+        }
+    };
+    println!("{} {status}", result.call_id);
+    for block in &result.content {
+        match block {
+            ContentBlock::Text { text } => println!("{text}"),
+            ContentBlock::Image { data, mime_type } => {
+                println!("[image {mime_type}, {} bytes base64]", data.len());
+            }
+        }
+    }
+}
