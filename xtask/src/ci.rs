@@ -6,8 +6,8 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
-/// fmt check, clippy `-D warnings`, codegen `--check`, the doc tests and the tests (nextest when
-/// installed), all `--locked`; stops at the first failure.
+/// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the doc
+/// tests and the tests (nextest when installed), all `--locked`; stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
@@ -22,6 +22,13 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     step("cargo xtask codegen --check");
     if crate::codegen::run(true)? != ExitCode::SUCCESS {
         bail!("generated files are stale");
+    }
+    step("tests/interop/setup.sh (the third-party MCP peers)");
+    let status = Command::new(workspace_root().join("tests/interop/setup.sh"))
+        .status()
+        .context("cannot run tests/interop/setup.sh")?;
+    if !status.success() {
+        bail!("tests/interop/setup.sh failed ({status})");
     }
     // Doc tests first, so that the summary of all the other tests is what CI reads last.
     cargo(&["test", "--workspace", "--locked", "--doc"])?;

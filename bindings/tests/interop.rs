@@ -1,0 +1,346 @@
+//! brain-harness against third-party MCP servers (none written by this project), started by the
+//! tests on a free loopback port: the official Python SDK (`mcp==2.3.0`, our script
+//! `tests/interop/python_server.py`) and `@modelcontextprotocol/server-everything@2026.8.31`.
+//! `tests/interop/setup.sh` installs both (`cargo xtask ci` runs it).
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop")
+}
+
+/// A peer server process, killed when dropped.
+struct Peer {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn require(path: &Path) -> &Path {
+    assert!(
+        path.exists(),
+        "{} is missing: run tests/interop/setup.sh (cargo xtask ci does)",
+        path.display()
+    );
+    path
+}
+
+impl Peer {
+    fn start(mut command: Command, port: u16, bindings: Vec<Value>) -> Peer {
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the peer starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the peer did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let tools: Vec<Value> = bindings
+            .into_iter()
+            .map(|mut binding| {
+                binding["url"] = json!(url);
+                binding["tenants"] = json!(["local"]);
+                binding["timeout_seconds"] = json!(20);
+                binding
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("host.json");
+        std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+        Peer {
+            child,
+            url,
+            _dir: dir,
+            config,
+        }
+    }
+
+    /// The Python SDK server, serving our script.
+    fn python() -> Peer {
+        let dir = interop_dir();
+        let python = require(&dir.join(".venv/bin/python")).to_owned();
+        let port = free_port();
+        let mut command = Command::new(python);
+        command
+            .arg(dir.join("python_server.py"))
+            .arg(port.to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+        let binding = |name: &str, input: Value| json!({"name": name, "description": format!("{name} on the Python SDK"), "input_schema": input, "mcp_tool": name});
+        let mut weather = binding(
+            "weather",
+            object(json!({"city": {"type": "string"}}), &["city"]),
+        );
+        weather["output_schema"] = object(
+            json!({"city": {"type": "string"}, "temperature": {"type": "number"}}),
+            &["city", "temperature"],
+        );
+        let bindings = vec![
+            binding(
+                "echo",
+                object(json!({"message": {"type": "string"}}), &["message"]),
+            ),
+            binding(
+                "progress",
+                object(json!({"steps": {"type": "integer"}}), &["steps"]),
+            ),
+            weather,
+            binding("image", object(json!({}), &[])),
+            binding("fail", object(json!({}), &[])),
+            binding(
+                "slow",
+                object(json!({"seconds": {"type": "number"}}), &["seconds"]),
+            ),
+            binding("elicit", object(json!({}), &[])),
+            binding("echo_meta", object(json!({}), &[])),
+        ];
+        Peer::start(command, port, bindings)
+    }
+
+    /// server-everything, bound to loopback, with an empty environment.
+    fn everything() -> Peer {
+        let dir = interop_dir();
+        let script = require(
+            &dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+        )
+        .to_owned();
+        let port = free_port();
+        let mut command = Command::new("node");
+        command
+            .arg("-r")
+            .arg(dir.join("loopback.cjs"))
+            .arg(script)
+            .arg("streamableHttp")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PORT", port.to_string());
+        let binding = |name: &str, input: Value| json!({"name": name.replace('-', "_"), "description": format!("{name} on server-everything"), "input_schema": input, "mcp_tool": name});
+        let mut structured = binding(
+            "get-structured-content",
+            json!({"type": "object", "properties": {"location": {"type": "string", "enum": ["New York", "Chicago", "Los Angeles"]}}, "required": ["location"]}),
+        );
+        structured["output_schema"] = json!({
+            "type": "object",
+            "properties": {"temperature": {"type": "number"}, "conditions": {"type": "string"}, "humidity": {"type": "number"}},
+            "required": ["temperature", "conditions", "humidity"]
+        });
+        let bindings = vec![
+            binding(
+                "echo",
+                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            ),
+            structured,
+            binding("get-tiny-image", json!({"type": "object"})),
+            binding(
+                "trigger-long-running-operation",
+                json!({"type": "object", "properties": {"duration": {"type": "number"}, "steps": {"type": "number"}}}),
+            ),
+            binding(
+                "get-resource-links",
+                json!({"type": "object", "properties": {"count": {"type": "number"}}}),
+            ),
+        ];
+        Peer::start(command, port, bindings)
+    }
+
+    /// `brain-harness --config ... call --tenant local --call-id C TOOL ARGS` (JSON Lines).
+    fn call(&self, tool: &str, arguments: Value) -> (Option<i32>, Vec<Value>) {
+        let output: Output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(["call", "--tenant", "local", "--call-id", "interop-1", tool])
+            .arg(arguments.to_string())
+            .output()
+            .expect("brain-harness runs");
+        let events = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (output.status.code(), events)
+    }
+}
+
+fn result(events: &[Value]) -> &Value {
+    let last = events.last().expect("at least the result");
+    assert_eq!(last["type"], json!("tool.result"), "{events:?}");
+    last
+}
+
+#[track_caller]
+fn assert_outcome(result: &Value, is_error: bool, unknown_outcome: bool) {
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(is_error), &json!(unknown_outcome)),
+        "{result}"
+    );
+}
+
+#[test]
+fn python_sdk_server() {
+    let peer = Peer::python();
+
+    let (code, events) = peer.call("echo", json!({"message": "hello"}));
+    assert_eq!(code, Some(0));
+    assert_outcome(result(&events), false, false);
+    assert_eq!(
+        result(&events)["content"][0],
+        json!({"type": "text", "text": "hello"})
+    );
+
+    let (code, events) = peer.call("progress", json!({"steps": 5}));
+    assert_eq!(code, Some(0));
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .collect();
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|e| e["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(values, [1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(progress[0]["message"], json!("step 1/5"));
+    assert_eq!(progress[0]["call_id"], json!("interop-1"));
+
+    let (code, events) = peer.call("weather", json!({"city": "Oslo"}));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        result(&events)["structured_content"],
+        json!({"city": "Oslo", "temperature": 21.5})
+    );
+    // The SDK's own text block already holds the JSON: no second one.
+    assert_eq!(result(&events)["content"].as_array().unwrap().len(), 1);
+
+    let (code, events) = peer.call("image", json!({}));
+    assert_eq!(code, Some(0));
+    assert_eq!(result(&events)["content"][0]["type"], json!("image"));
+    assert_eq!(
+        result(&events)["content"][0]["mime_type"],
+        json!("image/png")
+    );
+
+    let (code, events) = peer.call("fail", json!({}));
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, false);
+
+    let (code, events) = peer.call("echo_meta", json!({}));
+    assert_eq!(code, Some(0));
+    let text = result(&events)["content"][0]["text"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        seen["meta"]["brain.dev/scope"],
+        json!({"tenant_id": "local", "session_id": "harness", "call_id": "interop-1"})
+    );
+    let token = seen["meta"]
+        .get("progressToken")
+        .or(seen["meta"].get("progress_token"));
+    assert_eq!(token, Some(&json!("interop-1")), "{seen}");
+
+    // Elicitation fails the call with an unknown outcome, and the server is not left waiting.
+    let started = Instant::now();
+    let (code, events) = peer.call("elicit", json!({}));
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, true);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let (code, _) = peer.call("echo", json!({"message": "still serving"}));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn python_sdk_server_timeout() {
+    let peer = Peer::python();
+    let config: Value = serde_json::from_slice(&std::fs::read(&peer.config).unwrap()).unwrap();
+    let mut config = config;
+    for tool in config["tools"].as_array_mut().unwrap() {
+        tool["timeout_seconds"] = json!(1);
+    }
+    std::fs::write(&peer.config, config.to_string()).unwrap();
+    let started = Instant::now();
+    let (code, events) = peer.call("slow", json!({"seconds": 60}));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, true);
+    assert!(peer.url.starts_with("http://127.0.0.1:"));
+}
+
+#[test]
+fn server_everything() {
+    let peer = Peer::everything();
+
+    let (code, events) = peer.call("echo", json!({"message": "hello"}));
+    assert_eq!(code, Some(0), "{events:?}");
+    assert!(
+        result(&events)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello")
+    );
+
+    let (code, events) = peer.call("get_structured_content", json!({"location": "Chicago"}));
+    assert_eq!(code, Some(0), "{events:?}");
+    assert!(result(&events)["structured_content"]["temperature"].is_number());
+
+    let (code, events) = peer.call("get_tiny_image", json!({}));
+    assert_eq!(code, Some(0), "{events:?}");
+    let kinds: Vec<&Value> = result(&events)["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["type"])
+        .collect();
+    assert!(kinds.contains(&&json!("image")), "{kinds:?}");
+
+    let (code, events) = peer.call(
+        "trigger_long_running_operation",
+        json!({"duration": 1, "steps": 4}),
+    );
+    assert_eq!(code, Some(0), "{events:?}");
+    let progress: Vec<f64> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .map(|e| e["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, [1.0, 2.0, 3.0, 4.0]);
+
+    let (code, events) = peer.call("get_resource_links", json!({"count": 2}));
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, true);
+    assert!(
+        result(&events)["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("type `resource_link`")
+    );
+}

@@ -1,0 +1,89 @@
+"""An MCP server on the official Python SDK (mcp==2.3.0), for brain's interop tests.
+
+Usage: python python_server.py PORT
+Serves Streamable HTTP on http://127.0.0.1:PORT/mcp (sessions for 2025-11-25; 2026-07-28 too).
+"""
+
+import asyncio
+import base64
+import sys
+from typing import TypedDict
+
+import uvicorn
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("brain-interop-python")
+
+TINY_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+class Weather(TypedDict):
+    city: str
+    temperature: float
+
+
+class Approval(BaseModel):
+    ok: bool
+
+
+@server.tool()
+def echo(message: str) -> str:
+    """Echo a message back."""
+    return message
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times, then finish."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}/{steps}")
+    return f"done {steps} steps"
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """Structured weather for a city."""
+    return {"city": city, "temperature": 21.5}
+
+
+@server.tool()
+def image() -> Image:
+    """A 1x1 PNG."""
+    return Image(data=TINY_PNG, format="png")
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails as a tool error."""
+    raise ToolError("the tool failed")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep for `seconds`."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+async def elicit(ctx: Context) -> str:
+    """Asks the user for approval."""
+    answer = await ctx.elicit("Approve?", Approval)
+    return f"elicited: {answer.action}"
+
+
+@server.tool()
+async def echo_meta(ctx: Context) -> dict:
+    """The request's _meta, as structured content."""
+    meta = ctx.request_context.meta
+    return {"meta": meta.model_dump(by_alias=True, exclude_none=True) if hasattr(meta, "model_dump") else meta}
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
