@@ -1,0 +1,80 @@
+//! Bounded memory: a 200 MB response under a 1 MiB `max_output_bytes` fails with
+//! `unknown_outcome: true`, and this process's peak RSS grows by less than 32 MB. The server runs
+//! as its own process so that its 200 MB do not count; this file holds one test so that nothing
+//! else shares the process.
+
+#![allow(clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use brain_runtime::{CallRequest, Runtime, Scope};
+use serde_json::json;
+
+/// Peak resident set size of this process, in bytes (Linux `VmHWM`).
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_200_mb_response_under_a_1_mib_limit() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brain-test-server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let _server = Killed(child);
+    let url = url.trim();
+
+    let text = json!({"tools": [{
+        "name": "huge", "description": "Text of `bytes` bytes.",
+        "input_schema": {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]},
+        "url": url, "mcp_tool": "huge", "tenants": ["local"],
+        "timeout_seconds": 120, "max_output_bytes": 1_048_576
+    }]})
+    .to_string();
+    let config = brain_config::parse(text.as_bytes(), "memory.json").unwrap();
+    let runtime = Runtime::new(&config).unwrap();
+    let call = |bytes: u64| {
+        runtime
+            .call(CallRequest {
+                tool: "huge".into(),
+                scope: Scope {
+                    tenant_id: "local".into(),
+                    session_id: "memory".into(),
+                },
+                call_id: None,
+                arguments: json!({ "bytes": bytes }),
+            })
+            .result()
+    };
+    // Warm up: the runtime, the pool and the allocator at their steady size.
+    let small = call(100_000).await;
+    assert!(!small.is_error, "{small:?}");
+    let before = peak_rss();
+
+    let result = call(200_000_000).await;
+    let growth = peak_rss().saturating_sub(before);
+    eprintln!(
+        "peak RSS before {:.1} MB, growth {:.1} MB during a 200 MB response",
+        before as f64 / 1e6,
+        growth as f64 / 1e6
+    );
+    assert!(result.is_error && result.unknown_outcome, "{result:?}");
+    assert!(growth < 32 * 1024 * 1024, "peak RSS grew by {growth} bytes");
+}
