@@ -274,15 +274,71 @@ fn python_sdk_server() {
     assert_eq!(code, Some(0));
 }
 
+impl Peer {
+    /// Sets `field` on every binding of the peer's config.
+    fn set_on_all(&self, field: &str, value: Value) {
+        let mut config: Value =
+            serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
+        for tool in config["tools"].as_array_mut().unwrap() {
+            tool[field] = value.clone();
+        }
+        std::fs::write(&self.config, config.to_string()).unwrap();
+    }
+}
+
+#[test]
+fn python_sdk_server_stateless_2026_07_28() {
+    let peer = Peer::python();
+    peer.set_on_all("protocol_version", json!("2026-07-28"));
+
+    let (code, events) = peer.call("echo", json!({"message": "hello"}));
+    assert_eq!(code, Some(0), "{events:?}");
+    assert_eq!(
+        result(&events)["content"][0],
+        json!({"type": "text", "text": "hello"})
+    );
+
+    let (code, events) = peer.call("progress", json!({"steps": 3}));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "tool.progress")
+            .count(),
+        3
+    );
+
+    let (code, events) = peer.call("weather", json!({"city": "Oslo"}));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        result(&events)["structured_content"]["temperature"],
+        json!(21.5)
+    );
+
+    let (code, events) = peer.call("echo_meta", json!({}));
+    assert_eq!(code, Some(0));
+    let text = result(&events)["content"][0]["text"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        seen["meta"]["io.modelcontextprotocol/protocolVersion"],
+        json!("2026-07-28")
+    );
+    assert_eq!(
+        seen["meta"]["brain.dev/scope"]["call_id"],
+        json!("interop-1")
+    );
+
+    // 2026-07-28 has no back-channel: the server refuses its own elicitation after the call
+    // was sent, so the outcome is unknown.
+    let (code, events) = peer.call("elicit", json!({}));
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, true);
+}
+
 #[test]
 fn python_sdk_server_timeout() {
     let peer = Peer::python();
-    let config: Value = serde_json::from_slice(&std::fs::read(&peer.config).unwrap()).unwrap();
-    let mut config = config;
-    for tool in config["tools"].as_array_mut().unwrap() {
-        tool["timeout_seconds"] = json!(1);
-    }
-    std::fs::write(&peer.config, config.to_string()).unwrap();
+    peer.set_on_all("timeout_seconds", json!(1));
     let started = Instant::now();
     let (code, events) = peer.call("slow", json!({"seconds": 60}));
     assert!(

@@ -24,13 +24,15 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Not built yet: the 2026-07-28 stateless path (a binding pinned to it is refused).
+//! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
+//! client capabilities in `_meta`, the SEP-2243 routing headers.
 
 mod convert;
 mod event;
 mod outcome;
 mod runtime;
 mod session;
+mod stateless;
 mod wire;
 
 pub use event::{ContentBlock, Event, Progress, ToolResult};

@@ -16,14 +16,12 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::event::{Event, ToolResult};
 use crate::outcome::Failure;
 use crate::session::{CallState, Exchange};
+use crate::stateless::{ParamHeader, param_headers};
 use crate::wire::{Endpoint, PROTOCOL_HEADER, SESSION_HEADER, Token};
 
 /// Bound on the requests that clean up after a call (cancel, DELETE) and on answers to server
 /// requests.
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The revision without sessions (not built yet).
-const STATELESS_REVISION: &str = "2026-07-28";
 
 /// A binding ready to call: its schemas compiled once, its token read once.
 pub(crate) struct Tool {
@@ -31,6 +29,8 @@ pub(crate) struct Tool {
     input: jsonschema::Validator,
     pub(crate) output: Option<jsonschema::Validator>,
     token: Option<Token>,
+    /// Arguments promoted to `Mcp-Param-*` headers (2026-07-28).
+    pub(crate) param_headers: Vec<ParamHeader>,
     /// `token_env` is set but the variable was not (only with
     /// [`RuntimeBuilder::allow_missing_tokens`]).
     missing_token: bool,
@@ -149,6 +149,7 @@ impl<'a> RuntimeBuilder<'a> {
                 },
             };
             let tool = Tool {
+                param_headers: param_headers(&binding.input_schema),
                 binding: binding.clone(),
                 input,
                 output,
@@ -300,12 +301,6 @@ impl Runtime {
             return Err(Failure::not_sent(format!(
                 "refused: {name:?} is an {} tool; brain-runtime calls MCP tools only",
                 binding.kind().as_str().to_uppercase()
-            )));
-        }
-        if binding.protocol_version() == STATELESS_REVISION {
-            return Err(Failure::not_sent(format!(
-                "refused: {name:?} is pinned to MCP {STATELESS_REVISION}, whose stateless calls \
-                 brain-runtime does not make yet"
             )));
         }
         if tool.missing_token {

@@ -5,13 +5,14 @@ use std::sync::Mutex;
 
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::convert::convert;
 use crate::event::{Event, Progress, ToolResult};
 use crate::outcome::Failure;
 use crate::runtime::{Scope, Tool};
+use crate::stateless;
 use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, ReadError, SESSION_HEADER, error_chain};
 
 /// Bound on the body of an initialize response.
@@ -56,9 +57,14 @@ impl Exchange<'_> {
     /// Runs the whole exchange; the caller bounds it in time and cleans up after it.
     pub(crate) async fn run(&self) -> Result<ToolResult, Failure> {
         let version = self.tool.binding.protocol_version();
+        if version == stateless::REVISION {
+            let name = self.tool.binding.mcp_tool.as_deref().unwrap_or_default();
+            let headers = stateless::headers(name, self.arguments, &self.tool.param_headers);
+            return self.call(headers, stateless::meta()).await;
+        }
         let headers = self.initialize(version).await?;
         self.initialized(&headers).await?;
-        self.call(headers).await
+        self.call(headers, Map::new()).await
     }
 
     async fn initialize(&self, version: &str) -> Result<HeaderMap, Failure> {
@@ -92,8 +98,9 @@ impl Exchange<'_> {
         let status = response.status();
         if !status.is_success() {
             return Err(Failure::not_sent(format!(
-                "the server refused to open a session: HTTP {status}{}",
-                self.auth_hint(status)
+                "the server refused to open a session: HTTP {status}{}{}",
+                self.auth_hint(status),
+                error_detail(response).await
             )));
         }
         let setup_failed =
@@ -157,8 +164,24 @@ impl Exchange<'_> {
         Ok(())
     }
 
-    async fn call(&self, headers: HeaderMap) -> Result<ToolResult, Failure> {
+    /// Sends `tools/call` (once) and reads its response in wire order. `meta` holds the
+    /// revision's own `_meta` entries; brain's scope and progress token are added last, so that
+    /// they win.
+    async fn call(
+        &self,
+        headers: HeaderMap,
+        mut meta: Map<String, Value>,
+    ) -> Result<ToolResult, Failure> {
         let binding = &self.tool.binding;
+        meta.insert("progressToken".into(), json!(self.call_id));
+        meta.insert(
+            "brain.dev/scope".into(),
+            json!({
+                "tenant_id": self.scope.tenant_id,
+                "session_id": self.scope.session_id,
+                "call_id": self.call_id,
+            }),
+        );
         let request = json!({
             "jsonrpc": "2.0",
             "id": CALL_ID,
@@ -166,14 +189,7 @@ impl Exchange<'_> {
             "params": {
                 "name": binding.mcp_tool.as_deref().unwrap_or_default(),
                 "arguments": self.arguments,
-                "_meta": {
-                    "progressToken": self.call_id,
-                    "brain.dev/scope": {
-                        "tenant_id": self.scope.tenant_id,
-                        "session_id": self.scope.session_id,
-                        "call_id": self.call_id,
-                    }
-                }
+                "_meta": meta,
             }
         });
         self.state().call_sent = true;
@@ -198,13 +214,15 @@ impl Exchange<'_> {
         if rejected_before_execution(status) {
             self.state().call_sent = false;
             return Err(Failure::not_sent(format!(
-                "the server rejected tools/call with HTTP {status} before running it{}",
-                self.auth_hint(status)
+                "the server rejected tools/call with HTTP {status} before running it{}{}",
+                self.auth_hint(status),
+                error_detail(response).await
             )));
         }
         if !status.is_success() {
             return Err(Failure::sent(format!(
-                "tools/call got HTTP {status}; the tool may have run"
+                "tools/call got HTTP {status}{}; the tool may have run",
+                error_detail(response).await
             )));
         }
         let mut messages = Messages::read(response, self.tool.raw_limit())
@@ -320,6 +338,22 @@ impl Exchange<'_> {
                 "the server's answer to tools/call has neither result nor error",
             ));
         };
+        match result.get("resultType").and_then(Value::as_str) {
+            None | Some("complete") => {}
+            Some("input_required") => {
+                return Err(Failure::sent(
+                    "the server asked for user input (input_required), which brain does not \
+                     provide; brain never re-sends a call, and the tool may have run. Handle \
+                     approval inside the tool instead",
+                ));
+            }
+            Some(other) => {
+                return Err(Failure::sent(format!(
+                    "the server answered with a `{other}` result, which brain does not support; \
+                     the tool may have run"
+                )));
+            }
+        }
         convert(
             self.call_id,
             result,
@@ -338,6 +372,20 @@ impl Exchange<'_> {
             }
             _ => String::new(),
         }
+    }
+}
+
+/// `: <JSON-RPC error>` when an error response carries one (read within 64 KiB), else nothing.
+async fn error_detail(response: reqwest::Response) -> String {
+    let Ok(mut messages) = Messages::read(response, 64 * 1024).await else {
+        return String::new();
+    };
+    match messages.next().await {
+        Some(Ok(message)) => message
+            .get("error")
+            .map(|error| format!(": {}", rpc_error_text(error)))
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 

@@ -12,9 +12,9 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::{
@@ -289,7 +289,13 @@ pub fn tool_list() -> Vec<Tool> {
         tool("fail", "A tool error: isError true.", empty.clone()),
         tool("rpc_error", "Answers with a JSON-RPC error.", empty.clone()),
         tool("huge", "Text of `bytes` bytes.", json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]})),
-        tool("elicit", "Asks the user for approval (elicitation/create).", empty),
+        tool("elicit", "Asks the user for approval (elicitation/create).", empty.clone()),
+        tool("input_required", "Answers input_required (2026-07-28).", empty),
+        tool("routed", "Returns its headers; `region` travels as the Mcp-Param-Region header.", json!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"]
+        })),
     ]
 }
 
@@ -321,7 +327,7 @@ impl ServerHandler for TestTools {
         let number = |name: &str| args.get(name).and_then(Value::as_f64).unwrap_or(0.0);
         match request.name.as_ref() {
             "echo" => result(json!({"content": [{"type": "text", "text": args["message"]}]})),
-            "echo_meta" => {
+            "echo_meta" | "routed" => {
                 let headers: serde_json::Map<String, Value> = context
                     .extensions
                     .get::<axum::http::request::Parts>()
@@ -405,6 +411,9 @@ impl ServerHandler for TestTools {
                     ),
                 }
             }
+            "input_required" => Ok(CallToolResponse::InputRequired(
+                InputRequiredResult::from_request_state("brain-test-state"),
+            )),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
                 None,

@@ -542,3 +542,102 @@ async fn explicit_cancel_still_yields_a_result() {
     assert_outcome(&result, true, true, "interrupted");
     assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
 }
+
+// MCP 2026-07-28: no session, one POST per call.
+
+fn stateless_runtime(url: &str, timeout_seconds: u64) -> Runtime {
+    let config = config(url, |_, binding| {
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["timeout_seconds"] = json!(timeout_seconds);
+    });
+    Runtime::new(&config).unwrap()
+}
+
+#[tokio::test]
+async fn stateless_call_is_one_post_without_a_session() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let result = call(&runtime, "echo", json!({"message": "hello"})).await;
+    assert_outcome(&result, false, false, "hello");
+    let result = call(&runtime, "echo_meta", json!({})).await;
+    let seen = result.structured_content.unwrap();
+    assert_eq!(seen["meta"]["progressToken"], json!("call-1"));
+    assert_eq!(
+        seen["meta"]["io.modelcontextprotocol/protocolVersion"],
+        json!("2026-07-28")
+    );
+    assert_eq!(
+        seen["meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        seen["meta"]["brain.dev/scope"],
+        json!({"tenant_id": "local", "session_id": "session-1", "call_id": "call-1"})
+    );
+    assert_eq!(seen["headers"]["mcp-method"], json!("tools/call"));
+    assert_eq!(seen["headers"]["mcp-name"], json!("echo_meta"));
+    assert_eq!(seen["headers"]["mcp-protocol-version"], json!("2026-07-28"));
+    assert_eq!(count(&server.stats.initializes), 0);
+    assert_eq!(count(&server.stats.calls), 2);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(count(&server.stats.deletes), 0);
+}
+
+#[tokio::test]
+async fn stateless_param_headers_come_from_x_mcp_header() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    // The argument travels as the header the pinned schema names, Base64-wrapped as SEP-2243 says.
+    let result = call(&runtime, "routed", json!({"region": "eu west é"})).await;
+    assert_outcome(&result, false, false, "");
+    let seen = result.structured_content.unwrap();
+    assert_eq!(
+        seen["headers"]["mcp-param-region"],
+        json!("=?base64?ZXUgd2VzdCDDqQ==?=")
+    );
+}
+
+#[tokio::test]
+async fn stateless_progress_in_order() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let events: Vec<Event> = runtime
+        .call(request("progress", json!({"steps": 20})))
+        .collect()
+        .await;
+    let progress: Vec<f64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Progress(p) => Some(p.progress),
+            Event::Result(_) => None,
+        })
+        .collect();
+    assert_eq!(progress, (1..=20).map(f64::from).collect::<Vec<_>>());
+    assert!(matches!(events.last(), Some(Event::Result(r)) if !r.is_error));
+}
+
+#[tokio::test]
+async fn stateless_input_required_fails_and_is_never_resent() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let result = call(&runtime, "input_required", json!({})).await;
+    assert_outcome(&result, true, true, "input_required");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn stateless_timeout_closes_the_stream_and_the_server_observes_it() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 1);
+    let started = Instant::now();
+    let result = call(&runtime, "slow", json!({"seconds": 60})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_outcome(&result, true, true, "timed out after 1s");
+    assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
+    assert_eq!(count(&server.stats.calls), 1);
+}
