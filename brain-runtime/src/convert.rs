@@ -45,9 +45,10 @@ pub(crate) fn convert(
             ));
         };
         if let Some(error) = validator.iter_errors(structured).next() {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() { "/" } else { at.as_str() };
             return Err(Failure::sent(format!(
-                "the result's structuredContent does not match output_schema at `{}`: {error}",
-                error.instance_path()
+                "the result's structuredContent does not match output_schema at `{at}`: {error}"
             )));
         }
     }

@@ -34,6 +34,8 @@ pub struct Faults {
     pub require_token: Option<String>,
     /// Answer initialize with HTTP 500.
     pub initialize_500: bool,
+    /// Answer initialize with a JSON-RPC error.
+    pub initialize_rpc_error: bool,
     /// Answer `tools/call` with this HTTP status (and no body).
     pub call_status: Option<u16>,
     /// Drop the connection on `tools/call` before reading its body (it is not counted).
@@ -176,6 +178,15 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
             if faults.initialize_500 {
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
+            if faults.initialize_rpc_error {
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "Unsupported protocol version"}});
+                return (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+            }
         }
         Some("notifications/cancelled") => {
             stats.cancellations.fetch_add(1, Ordering::SeqCst);
@@ -277,6 +288,7 @@ pub fn tool_list() -> Vec<Tool> {
         tool("echo", "Echo a message back.", json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})),
         tool("echo_meta", "Return the request's _meta and HTTP headers as structured content.", empty.clone()),
         tool("progress", "Report progress `steps` times, then finish.", json!({"type": "object", "properties": {"steps": {"type": "integer", "minimum": 0}, "delay_ms": {"type": "integer", "minimum": 0}}, "required": ["steps"]})),
+        tool("progress_jumbled", "Progress 1, 3, 2, 3, 4 (out of order and repeated), then finish.", empty.clone()),
         tool("slow", "Sleep for `seconds`, stopping early when cancelled.", json!({"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0}}, "required": ["seconds"]})),
         tool("weather", "Structured weather for a city.", json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}))
             .with_raw_output_schema(Arc::new(object(weather_schema.clone()))),
@@ -356,6 +368,16 @@ impl ServerHandler for TestTools {
                 result(
                     json!({"content": [{"type": "text", "text": format!("done {steps} steps")}]}),
                 )
+            }
+            "progress_jumbled" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    for step in [1.0, 3.0, 2.0, 3.0, 4.0] {
+                        let param =
+                            ProgressNotificationParam::new(token.clone(), step).with_total(4.0);
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                }
+                result(json!({"content": [{"type": "text", "text": "done"}]}))
             }
             "slow" => {
                 let sleep = tokio::time::sleep(Duration::from_secs_f64(number("seconds")));

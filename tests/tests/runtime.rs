@@ -641,3 +641,43 @@ async fn stateless_timeout_closes_the_stream_and_the_server_observes_it() {
     assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
     assert_eq!(count(&server.stats.calls), 1);
 }
+
+#[tokio::test]
+async fn non_increasing_progress_is_dropped() {
+    let server = start(Faults::default()).await;
+    let runtime = runtime(&server.url);
+    let events: Vec<Event> = runtime
+        .call(request("progress_jumbled", json!({})))
+        .collect()
+        .await;
+    let progress: Vec<f64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Progress(p) => Some(p.progress),
+            Event::Result(_) => None,
+        })
+        .collect();
+    assert_eq!(progress, [1.0, 3.0, 4.0]);
+}
+
+#[tokio::test]
+async fn initialize_json_rpc_error() {
+    let server = start(Faults {
+        initialize_rpc_error: true,
+        ..Faults::default()
+    })
+    .await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, false, "Unsupported protocol version");
+    assert_eq!(count(&server.stats.calls), 0);
+}
+
+#[tokio::test]
+async fn tls_failure_is_a_connection_failure() {
+    // https to a plain-HTTP server: the TLS handshake fails before anything is sent.
+    let server = start(Faults::default()).await;
+    let url = server.url.replace("http://", "https://");
+    let result = call(&runtime(&url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, false, "could not connect");
+    assert_eq!(count(&server.stats.initializes), 0);
+}

@@ -1,12 +1,15 @@
 //! `cargo xtask demo`: the main job on the embedded default config, `bindings/host.json`.
 //!
-//! Today that job is the config compiler: it validates the default config and lists its bindings,
-//! then shows what the compiler says about a copy with typical mistakes. Discovery (issue 4),
-//! calls through the runtime (issue 3) and typed codegen (issue 5) join it as they are built.
+//! Validates the config and lists its bindings; shows what the compiler says about a copy with
+//! typical mistakes; then starts the test MCP server on a free loopback port, points the bindings
+//! at it and calls tools through `brain-harness`: a plain call, one with live progress, a refused
+//! call and a failing one with its `unknown_outcome`; then stops the server. Discovery (issue 4)
+//! and typed codegen (issue 5) join it as they are built.
 
-use std::process::ExitCode;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitCode, Stdio};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use brain_config::{ConfigError, HostConfig};
 use serde_json::{Value, json};
 
@@ -36,27 +39,149 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     println!("   - a second binding named `echo`\n");
     match brain_config::parse(broken.as_bytes(), "broken-host.json") {
         Err(diagnostics) => println!("{diagnostics}"),
-        Ok(_) => anyhow::bail!("the broken config was accepted"),
+        Ok(_) => bail!("the broken config was accepted"),
     }
 
+    println!("\n== 3. calls through brain-harness, against the test MCP server on loopback");
+    build_binaries()?;
+    let server = TestServer::start()?;
+    println!("   test server: {}", server.url);
+    let dir = std::env::temp_dir().join(format!("brain-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let demo_config = dir.join("host.json");
+    std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
+    let calls: [(&str, &str, &str, &str); 5] = [
+        (
+            "a plain call",
+            "local",
+            "echo",
+            r#"{"message": "hello from brain"}"#,
+        ),
+        (
+            "progress, streamed live",
+            "local",
+            "long_task",
+            r#"{"steps": 8, "delay_ms": 150}"#,
+        ),
+        (
+            "structured output, MCP 2026-07-28 (no session)",
+            "local",
+            "weather",
+            r#"{"city": "Oslo"}"#,
+        ),
+        (
+            "refused: tenant not allowed (no I/O)",
+            "intruder",
+            "echo",
+            r#"{"message": "x"}"#,
+        ),
+        (
+            "failing: output breaks output_schema (unknown_outcome)",
+            "local",
+            "weather_unchecked",
+            "{}",
+        ),
+    ];
+    for (what, tenant, tool, args) in calls {
+        println!("\n-- {what}: brain-harness call --tenant {tenant} {tool} '{args}'");
+        let status = Command::new(harness())
+            .arg("--config")
+            .arg(&demo_config)
+            .args(["call", "--tenant", tenant, tool, args])
+            .status()
+            .context("cannot run brain-harness")?;
+        println!("   (exit {})", status.code().unwrap_or(-1));
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("\n   test server stopped");
+
     println!("\n== not built yet");
-    println!("   discovery from a live server (issue 4), calls with progress and unknown_outcome");
-    println!("   through brain-runtime (issue 3), typed codegen and brain-harness (issue 5)");
+    println!("   discovery from a live server (issue 4), typed codegen and build-time rejection");
+    println!("   (issue 5), conformance (issue 6), benchmarks (issue 7)");
     Ok(ExitCode::SUCCESS)
+}
+
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("debug")
+}
+
+fn harness() -> std::path::PathBuf {
+    target_dir().join("brain-harness")
+}
+
+fn build_binaries() -> anyhow::Result<()> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--quiet",
+            "--bin",
+            "brain-harness",
+            "--bin",
+            "brain-test-server",
+        ])
+        .current_dir(workspace_root())
+        .status()
+        .context("cannot run cargo build")?;
+    if !status.success() {
+        bail!("building brain-harness and brain-test-server failed");
+    }
+    Ok(())
+}
+
+/// The test server as a child process, killed when dropped.
+struct TestServer {
+    child: Child,
+    url: String,
+}
+
+impl TestServer {
+    fn start() -> anyhow::Result<TestServer> {
+        let mut child = Command::new(target_dir().join("brain-test-server"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("cannot start brain-test-server")?;
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().context("its stdout")?).read_line(&mut url)?;
+        Ok(TestServer {
+            child,
+            url: url.trim().to_owned(),
+        })
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The config with every binding pointed at `url`.
+fn retarget(config: &HostConfig, url: &str) -> anyhow::Result<String> {
+    let mut config = config.clone();
+    for binding in &mut config.tools {
+        binding.url = url.to_owned();
+    }
+    config.schema = None;
+    Ok(serde_json::to_string_pretty(&config)?)
 }
 
 fn print_bindings(config: &HostConfig) {
     println!(
-        "   {:<12} {:<5} {:<10} {:<28} {:<16} {:>7} {:>10}",
-        "name", "kind", "mcp_tool", "url", "tenants", "timeout", "max output"
+        "   {:<18} {:<5} {:<15} {:<10} {:<14} {:>7} {:>10}",
+        "name", "kind", "mcp_tool", "protocol", "tenants", "timeout", "max output"
     );
     for binding in &config.tools {
         println!(
-            "   {:<12} {:<5} {:<10} {:<28} {:<16} {:>6}s {:>10}",
+            "   {:<18} {:<5} {:<15} {:<10} {:<14} {:>6}s {:>10}",
             binding.name,
             binding.kind().as_str(),
             binding.mcp_tool.as_deref().unwrap_or("-"),
-            binding.url,
+            binding.protocol_version(),
             binding.tenants.join(","),
             binding.timeout_seconds,
             binding.max_output_bytes
@@ -75,9 +200,9 @@ fn break_config(config: &HostConfig) -> anyhow::Result<String> {
         .cloned()
         .context("the default config has a binding")?;
     tools[0]["inspect_session"] = json!(true);
-    if let Some(Value::Object(last)) = tools.last_mut() {
-        let timeout = last.remove("timeout_seconds").unwrap_or(json!(30));
-        last.insert("timeout_secs".into(), timeout);
+    if let Some(Value::Object(second)) = tools.get_mut(1) {
+        let timeout = second.remove("timeout_seconds").unwrap_or(json!(30));
+        second.insert("timeout_secs".into(), timeout);
     }
     tools.push(first);
     Ok(serde_json::to_string_pretty(&value)?)
