@@ -3,66 +3,23 @@
 //! `tests/interop/python_server.py`) and `@modelcontextprotocol/server-everything@2026.8.31`.
 //! `tests/interop/setup.sh` installs both (`cargo xtask ci` runs it).
 
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop")
-}
-
-/// A peer server process, killed when dropped.
+/// A peer with a config of bindings to its tools.
 struct Peer {
-    child: Child,
+    _process: tests::peers::Peer,
     url: String,
     _dir: tempfile::TempDir,
     config: PathBuf,
 }
 
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn require(path: &Path) -> &Path {
-    assert!(
-        path.exists(),
-        "{} is missing: run tests/interop/setup.sh (cargo xtask ci does)",
-        path.display()
-    );
-    path
-}
-
 impl Peer {
-    fn start(mut command: Command, port: u16, bindings: Vec<Value>) -> Peer {
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the peer starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the peer did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let url = format!("http://127.0.0.1:{port}/mcp");
+    fn start(peer: tests::peers::Peer, bindings: Vec<Value>) -> Peer {
+        let url = peer.url.clone();
         let tools: Vec<Value> = bindings
             .into_iter()
             .map(|mut binding| {
@@ -76,7 +33,7 @@ impl Peer {
         let config = dir.path().join("host.json");
         std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
         Peer {
-            child,
+            _process: peer,
             url,
             _dir: dir,
             config,
@@ -85,15 +42,6 @@ impl Peer {
 
     /// The Python SDK server, serving our script.
     fn python() -> Peer {
-        let dir = interop_dir();
-        let python = require(&dir.join(".venv/bin/python")).to_owned();
-        let port = free_port();
-        let mut command = Command::new(python);
-        command
-            .arg(dir.join("python_server.py"))
-            .arg(port.to_string())
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin");
         let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
         let binding = |name: &str, input: Value| json!({"name": name, "description": format!("{name} on the Python SDK"), "input_schema": input, "mcp_tool": name});
         let mut weather = binding(
@@ -123,26 +71,11 @@ impl Peer {
             binding("elicit", object(json!({}), &[])),
             binding("echo_meta", object(json!({}), &[])),
         ];
-        Peer::start(command, port, bindings)
+        Peer::start(tests::peers::Peer::python(), bindings)
     }
 
-    /// server-everything, bound to loopback, with an empty environment.
+    /// server-everything.
     fn everything() -> Peer {
-        let dir = interop_dir();
-        let script = require(
-            &dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-        )
-        .to_owned();
-        let port = free_port();
-        let mut command = Command::new("node");
-        command
-            .arg("-r")
-            .arg(dir.join("loopback.cjs"))
-            .arg(script)
-            .arg("streamableHttp")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("PORT", port.to_string());
         let binding = |name: &str, input: Value| json!({"name": name.replace('-', "_"), "description": format!("{name} on server-everything"), "input_schema": input, "mcp_tool": name});
         let mut structured = binding(
             "get-structured-content",
@@ -169,7 +102,7 @@ impl Peer {
                 json!({"type": "object", "properties": {"count": {"type": "number"}}}),
             ),
         ];
-        Peer::start(command, port, bindings)
+        Peer::start(tests::peers::Peer::everything(), bindings)
     }
 
     /// `brain-harness --config ... call --tenant local --call-id C TOOL ARGS` (JSON Lines).

@@ -26,6 +26,7 @@
 
 mod check;
 mod diagnostic;
+pub mod discovery;
 pub mod ident;
 mod load;
 mod model;

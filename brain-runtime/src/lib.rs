@@ -28,6 +28,7 @@
 //! client capabilities in `_meta`, the SEP-2243 routing headers.
 
 mod convert;
+pub mod discover;
 mod event;
 mod outcome;
 mod runtime;

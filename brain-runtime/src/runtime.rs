@@ -172,7 +172,7 @@ impl<'a> RuntimeBuilder<'a> {
 
 /// One shared, pooled HTTP client: rustls (ring), redirects never followed (the token only goes
 /// to the configured origin), no proxies, TCP_NODELAY.
-fn http_client() -> Result<reqwest::Client, RuntimeError> {
+pub(crate) fn http_client() -> Result<reqwest::Client, RuntimeError> {
     // Fails only when a provider is already installed, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()

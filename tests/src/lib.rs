@@ -1,6 +1,6 @@
-//! Cross-crate tests of brain. Today: the deployment's config against both of its contracts, the
-//! validation rules and the committed JSON Schema that editors use. **Not built yet**: the
-//! fault-injecting MCP test server and the end-to-end, interop and conformance tests (issues 3-6).
+//! Cross-crate tests of brain, and what they start: the fault-injecting MCP test server
+//! ([`server`]) and third-party MCP servers ([`peers`]). **Not built yet**: the conformance
+//! client (issue 6).
 
 use std::path::{Path, PathBuf};
 
@@ -12,4 +12,5 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+pub mod peers;
 pub mod server;

@@ -52,6 +52,12 @@ pub struct Faults {
     pub call_method_not_found: bool,
     /// Leave Nagle's algorithm on (axum's default); brain's tests turn it off otherwise.
     pub nagle: bool,
+    /// Offer this many more tools, `generated_000`, `generated_001`, ...
+    pub extra_tools: usize,
+    /// List tools in pages of this size (`nextCursor`); all at once when `None`.
+    pub page_size: Option<usize>,
+    /// Serve `echo` with a changed description and input schema (drift).
+    pub drifted: bool,
 }
 
 /// What the server saw.
@@ -108,6 +114,8 @@ impl TestServer {
         let stop = CancellationToken::new();
         let tools = TestTools {
             stats: Arc::clone(&stats),
+            catalog: Arc::new(catalog(&faults)),
+            page_size: faults.page_size,
         };
         let config = StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
@@ -263,6 +271,38 @@ fn dropped_connection() -> Response {
 #[derive(Clone)]
 struct TestTools {
     stats: Arc<Stats>,
+    catalog: Arc<Vec<Tool>>,
+    page_size: Option<usize>,
+}
+
+/// The tools as this server lists them: [`tool_list`], changed and extended by the faults.
+fn catalog(faults: &Faults) -> Vec<Tool> {
+    let mut tools = tool_list();
+    if faults.drifted {
+        for tool in tools.iter_mut().filter(|t| t.name == "echo") {
+            *tool = Tool::new(
+                "echo",
+                "Echo a message back, louder.",
+                object(
+                    json!({"type": "object", "properties": {"message": {"type": "string"}, "volume": {"type": "integer"}}, "required": ["message"]}),
+                ),
+            );
+        }
+    }
+    for i in 0..faults.extra_tools {
+        let name = format!("generated_{i:03}");
+        let input = json!({
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+            "required": ["query"]
+        });
+        tools.push(Tool::new(
+            name,
+            format!("Generated tool number {i}."),
+            object(input),
+        ));
+    }
+    tools
 }
 
 fn object(value: Value) -> JsonObject {
@@ -324,10 +364,23 @@ impl ServerHandler for TestTools {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tool_list()))
+        let Some(page_size) = self.page_size else {
+            return Ok(ListToolsResult::with_all_items(self.catalog.to_vec()));
+        };
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + page_size).min(self.catalog.len());
+        let mut result =
+            ListToolsResult::with_all_items(self.catalog[start.min(end)..end].to_vec());
+        if end < self.catalog.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
     }
 
     async fn call_tool(

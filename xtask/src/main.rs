@@ -1,5 +1,7 @@
 //! `cargo xtask`: the project's commands, as thin glue over the library crates.
 //!
+//! - `cargo xtask discover --url URL [--token-env VAR] --tenant T --tools a,b [--write CONFIG]`
+//!   — bindings from a live MCP server; `cargo xtask discover --check CONFIG` — drift
 //! - `cargo xtask check [--config PATH]` — validate a host config (default `bindings/host.json`)
 //! - `cargo xtask codegen [--check]` — write (or verify) the generated files
 //! - `cargo xtask demo` — the main job on the embedded default config
@@ -16,6 +18,7 @@ mod check;
 mod ci;
 mod codegen;
 mod demo;
+mod discover;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "brain's project commands", version)]
@@ -26,6 +29,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Turn tools of a live MCP server into bindings, or check pinned bindings for drift.
+    Discover(discover::DiscoverArgs),
     /// Validate a host config and print every diagnostic, rustc-style.
     Check {
         /// The host config to check.
@@ -45,8 +50,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(discover::go_style_flags(std::env::args()));
     let result = match cli.command {
+        Command::Discover(args) => discover::run(args),
         Command::Check { config } => check::run(&config),
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),

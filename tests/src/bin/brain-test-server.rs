@@ -21,6 +21,15 @@ struct Args {
     /// Leave Nagle's algorithm on.
     #[arg(long)]
     nagle: bool,
+    /// Offer this many more generated tools.
+    #[arg(long, default_value_t = 0)]
+    extra_tools: usize,
+    /// List tools in pages of this size.
+    #[arg(long)]
+    page_size: Option<usize>,
+    /// Serve a changed `echo` (drift).
+    #[arg(long)]
+    drifted: bool,
 }
 
 #[tokio::main]
@@ -31,6 +40,9 @@ async fn main() -> std::io::Result<()> {
         require_token: args.require_token,
         initialize_500: args.initialize_500,
         nagle: args.nagle,
+        extra_tools: args.extra_tools,
+        page_size: args.page_size,
+        drifted: args.drifted,
         ..Faults::default()
     };
     let server = TestServer::serve(listener, faults)?;

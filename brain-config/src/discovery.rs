@@ -1,0 +1,340 @@
+//! From tools a server lists to reviewed bindings: conversion, lints, merging into a config, and
+//! drift between pinned bindings and what the server says now. Pure functions; the listing
+//! itself is `brain_runtime::discover`.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use crate::check::is_valid_name;
+use crate::model::{HostConfig, ToolBinding};
+
+/// What discovery puts in every binding besides the tool's own description and schemas.
+#[derive(Debug, Clone)]
+pub struct BindingSettings {
+    /// The server's endpoint.
+    pub url: String,
+    /// The variable holding the server's token, if it needs one.
+    pub token_env: Option<String>,
+    /// The tenants allowed to call the tools.
+    pub tenants: Vec<String>,
+    /// `timeout_seconds` of each binding.
+    pub timeout_seconds: u64,
+    /// `max_output_bytes` of each binding.
+    pub max_output_bytes: u64,
+    /// The revision the server spoke at discovery.
+    pub protocol_version: String,
+}
+
+/// The binding for one tool of a `tools/list` result, named as on the server.
+pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBinding {
+    let name = tool["name"].as_str().unwrap_or_default().to_owned();
+    ToolBinding {
+        name: name.clone(),
+        description: tool["description"].as_str().unwrap_or_default().to_owned(),
+        input_schema: tool
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+        output_schema: tool.get("outputSchema").filter(|v| !v.is_null()).cloned(),
+        url: settings.url.clone(),
+        mcp_tool: Some(name),
+        token_env: settings.token_env.clone(),
+        tenants: settings.tenants.clone(),
+        timeout_seconds: settings.timeout_seconds,
+        max_output_bytes: settings.max_output_bytes,
+        inspect_session: None,
+        transport: None,
+        protocol_version: Some(settings.protocol_version.clone()),
+        annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
+    }
+}
+
+/// A warning about a discovered tool: worth a reviewer's look before the binding is committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lint {
+    /// A stable id, shown as `warning[id]`.
+    pub id: &'static str,
+    /// The tool.
+    pub tool: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for Lint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "warning[{}]: tool {:?}: {}",
+            self.id, self.tool, self.message
+        )
+    }
+}
+
+/// Lints one discovered binding.
+pub fn lint(binding: &ToolBinding) -> Vec<Lint> {
+    let mut lints = Vec::new();
+    let mut push = |id, message: String| {
+        lints.push(Lint {
+            id,
+            tool: binding.name.clone(),
+            message,
+        });
+    };
+    if !is_valid_name(&binding.name) {
+        push(
+            "name-rejected",
+            "model APIs accept only names matching ^[a-zA-Z0-9_-]{1,64}$: rename the binding \
+             (keep `mcp_tool` as it is)"
+                .into(),
+        );
+    }
+    if binding.description.trim().is_empty() {
+        push(
+            "empty-description",
+            "the server gives no description: write one before committing the binding".into(),
+        );
+    }
+    for combinator in ["oneOf", "anyOf", "allOf"] {
+        if binding.input_schema.get(combinator).is_some() {
+            push(
+                "top-level-combinator",
+                format!(
+                    "input_schema has `{combinator}` at its root, which model APIs reject: \
+                     describe one object with optional properties instead"
+                ),
+            );
+        }
+    }
+    let schemas = [
+        ("input_schema", Some(&binding.input_schema)),
+        ("output_schema", binding.output_schema.as_ref()),
+    ];
+    for (field, schema) in schemas {
+        if let Some(reference) = schema.and_then(remote_ref) {
+            push(
+                "remote-ref",
+                format!(
+                    "{field} refers to {reference:?}, outside the schema: brain never fetches \
+                     it, so the config will be rejected; inline it under `$defs`"
+                ),
+            );
+        }
+    }
+    if let Some(output) = &binding.output_schema
+        && output.get("type") != Some(&Value::String("object".into()))
+    {
+        push(
+            "output-root-not-object",
+            "output_schema's root is not `\"type\": \"object\"`: structured content must be an \
+             object, so the config will be rejected"
+                .into(),
+        );
+    }
+    lints
+}
+
+fn remote_ref(schema: &Value) -> Option<String> {
+    let mut stack = vec![schema];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(reference)) = map.get("$ref")
+                    && !reference.starts_with('#')
+                {
+                    return Some(reference.clone());
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// How a merge changed a config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Merged {
+    /// Bindings replaced (same name).
+    pub replaced: usize,
+    /// Bindings added at the end.
+    pub added: usize,
+}
+
+/// Merges `bindings` into `config`: a binding with the same name is replaced where it stands,
+/// others are appended; every other binding is kept.
+pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
+    let mut merged = Merged::default();
+    for binding in bindings {
+        match config.tools.iter_mut().find(|b| b.name == binding.name) {
+            Some(existing) => {
+                *existing = binding;
+                merged.replaced += 1;
+            }
+            None => {
+                config.tools.push(binding);
+                merged.added += 1;
+            }
+        }
+    }
+    merged
+}
+
+/// What changed between a pinned binding and the tool the server lists now (`None`: the server
+/// no longer has it), as readable lines; empty when nothing did.
+pub fn drift(pinned: &ToolBinding, live: Option<&Value>) -> Vec<String> {
+    let Some(live) = live else {
+        return vec!["the server no longer has this tool".to_owned()];
+    };
+    let mut lines = Vec::new();
+    let live_description = live["description"].as_str().unwrap_or_default();
+    if pinned.description != live_description {
+        lines.push("description:".to_owned());
+        lines.push(format!("  - pinned: {:?}", pinned.description));
+        lines.push(format!("  + live:   {live_description:?}"));
+    }
+    let null = Value::Null;
+    let fields = [
+        (
+            "input_schema",
+            &pinned.input_schema,
+            live.get("inputSchema").unwrap_or(&null),
+        ),
+        (
+            "output_schema",
+            pinned.output_schema.as_ref().unwrap_or(&null),
+            live.get("outputSchema").unwrap_or(&null),
+        ),
+    ];
+    let pinned_annotations = pinned
+        .annotations
+        .clone()
+        .map_or(Value::Null, Value::Object);
+    let annotations = (
+        "annotations",
+        &pinned_annotations,
+        live.get("annotations").unwrap_or(&null),
+    );
+    for (field, pinned, live) in fields.into_iter().chain([annotations]) {
+        let mut changes = Vec::new();
+        diff(pinned, live, &mut String::new(), &mut changes);
+        if !changes.is_empty() {
+            lines.push(format!("{field}:"));
+            lines.extend(changes.into_iter().map(|change| format!("  {change}")));
+        }
+    }
+    lines
+}
+
+/// Pointer-level differences between two JSON values.
+fn diff(pinned: &Value, live: &Value, pointer: &mut String, out: &mut Vec<String>) {
+    match (pinned, live) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in a {
+                let len = pointer.len();
+                let _ = write!(pointer, "/{}", crate::source::escape_token(key));
+                match b.get(key) {
+                    Some(other) => diff(value, other, pointer, out),
+                    None => out.push(format!("{pointer}: removed (was {value})")),
+                }
+                pointer.truncate(len);
+            }
+            for (key, value) in b {
+                if !a.contains_key(key) {
+                    let key = crate::source::escape_token(key);
+                    out.push(format!("{pointer}/{key}: added {value}"));
+                }
+            }
+        }
+        (a, b) if a == b => {}
+        (Value::Null, b) => out.push(format!("{}: added {b}", shown(pointer))),
+        (a, Value::Null) => out.push(format!("{}: removed (was {a})", shown(pointer))),
+        (a, b) => out.push(format!("{}: {a} → {b}", shown(pointer))),
+    }
+}
+
+fn shown(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn settings() -> BindingSettings {
+        BindingSettings {
+            url: "http://127.0.0.1:1/mcp".into(),
+            token_env: Some("MCP_API_KEY".into()),
+            tenants: vec!["local".into()],
+            timeout_seconds: 300,
+            max_output_bytes: 1_048_576,
+            protocol_version: "2025-11-25".into(),
+        }
+    }
+
+    #[test]
+    fn drift_lists_every_change() {
+        let tool = json!({"name": "search", "description": "Search.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}});
+        let pinned = binding_from_tool(&tool, &settings());
+        assert!(drift(&pinned, Some(&tool)).is_empty());
+        let live = json!({"name": "search", "description": "Search it all.", "inputSchema": {"type": "object", "properties": {"q": {"type": "integer"}, "limit": {"type": "integer"}}}, "annotations": {"readOnlyHint": true}});
+        assert_eq!(
+            drift(&pinned, Some(&live)),
+            [
+                "description:",
+                "  - pinned: \"Search.\"",
+                "  + live:   \"Search it all.\"",
+                "input_schema:",
+                "  /properties/q/type: \"string\" → \"integer\"",
+                "  /properties/limit: added {\"type\":\"integer\"}",
+                "annotations:",
+                "  /: added {\"readOnlyHint\":true}",
+            ]
+        );
+        assert_eq!(drift(&pinned, None), ["the server no longer has this tool"]);
+    }
+
+    #[test]
+    fn lints() {
+        let tool = json!({"name": "get.page", "inputSchema": {"oneOf": [{"type": "object"}], "$defs": {"x": {"$ref": "https://example.com/s.json"}}}, "outputSchema": {"type": "array"}});
+        let ids: Vec<&str> = lint(&binding_from_tool(&tool, &settings()))
+            .iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "name-rejected",
+                "empty-description",
+                "top-level-combinator",
+                "remote-ref",
+                "output-root-not-object"
+            ]
+        );
+    }
+
+    #[test]
+    fn merge_replaces_by_name_and_keeps_the_rest() {
+        let a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
+        let b = binding_from_tool(&json!({"name": "b", "description": "B."}), &settings());
+        let mut config = HostConfig {
+            schema: None,
+            tools: vec![a.clone(), b.clone()],
+        };
+        let mut new_a = a.clone();
+        new_a.description = "New A.".into();
+        let c = binding_from_tool(&json!({"name": "c", "description": "C."}), &settings());
+        let merged = merge(&mut config, vec![new_a.clone(), c.clone()]);
+        assert_eq!(
+            merged,
+            Merged {
+                replaced: 1,
+                added: 1
+            }
+        );
+        assert_eq!(config.tools, [new_a, b, c]);
+    }
+}

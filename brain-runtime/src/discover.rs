@@ -1,0 +1,319 @@
+//! Discovery: the tools a server offers now, as it describes them, and the MCP revision it
+//! speaks. `cargo xtask discover` turns them into bindings; `--check` compares them with pinned
+//! ones.
+//!
+//! brain asks `server/discover` at 2026-07-28 first; a server that speaks that revision is
+//! listed without a session. Any other answer falls back to a 2025-11-25 session: initialize,
+//! `tools/list` page by page, DELETE.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::runtime::http_client;
+use crate::stateless;
+use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, Token, error_chain};
+
+/// Bound on one discovery response body (128 tools with large schemas fit many times over).
+const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;
+/// At most this many `tools/list` pages.
+const MAX_PAGES: usize = 1000;
+
+/// What a server offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovery {
+    /// The revision the server speaks with brain (`2026-07-28`, or the one it negotiated).
+    pub protocol_version: String,
+    /// Its tools, as `tools/list` describes them (every page), in the server's order.
+    pub tools: Vec<Value>,
+}
+
+/// Where to discover, and how.
+#[derive(Debug, Clone)]
+pub struct DiscoverOptions {
+    /// The server's Streamable HTTP endpoint.
+    pub url: String,
+    /// The token variable's name and value, when the server needs one.
+    pub token: Option<(String, String)>,
+    /// Bound on the whole discovery.
+    pub timeout: Duration,
+}
+
+/// Why discovery failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiscoverError {
+    /// The server could not be reached.
+    #[error("could not connect to {url}: {message}")]
+    Connect {
+        /// The endpoint.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// The server refused the token.
+    #[error("the server refused the token in {var} (HTTP {status})")]
+    TokenRefused {
+        /// The variable that held it.
+        var: String,
+        /// 401 or 403.
+        status: u16,
+    },
+    /// The server wants a token and none was given.
+    #[error(
+        "the server wants a token (HTTP {status}): name the variable that holds it with --token-env"
+    )]
+    TokenRequired {
+        /// 401 or 403.
+        status: u16,
+    },
+    /// The token's value cannot be sent in a header.
+    #[error("the value of {0} cannot be sent as an HTTP header (it holds a control character)")]
+    InvalidToken(String),
+    /// The server answered, but not as MCP says.
+    #[error("{0}")]
+    Protocol(String),
+    /// The whole discovery took longer than allowed.
+    #[error("discovery took longer than {0} s; is {1} an MCP endpoint that answers?")]
+    Timeout(u64, String),
+}
+
+/// Lists every tool of the server at `options.url`.
+pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverError> {
+    let http = http_client().map_err(|error| DiscoverError::Protocol(error.to_string()))?;
+    let token = match &options.token {
+        Some((var, value)) => {
+            Some(Token::new(value).ok_or_else(|| DiscoverError::InvalidToken(var.clone()))?)
+        }
+        None => None,
+    };
+    let client = Client {
+        endpoint: Endpoint {
+            http: &http,
+            url: &options.url,
+            token: token.as_ref(),
+        },
+        token_var: options.token.as_ref().map(|(var, _)| var.as_str()),
+    };
+    let work = async {
+        match client.stateless().await? {
+            Some(discovery) => Ok(discovery),
+            None => client.with_session().await,
+        }
+    };
+    tokio::time::timeout(options.timeout, work)
+        .await
+        .map_err(|_| DiscoverError::Timeout(options.timeout.as_secs(), options.url.clone()))?
+}
+
+struct Client<'a> {
+    endpoint: Endpoint<'a>,
+    token_var: Option<&'a str>,
+}
+
+impl Client<'_> {
+    /// `server/discover` at 2026-07-28; `None` when the server does not speak it.
+    async fn stateless(&self) -> Result<Option<Discovery>, DiscoverError> {
+        let headers = stateless_headers("server/discover");
+        let request = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+            "params": {"_meta": stateless::meta()}
+        });
+        let result = match self.request(&request, headers).await {
+            Ok(result) => result,
+            Err(
+                error @ (DiscoverError::TokenRefused { .. } | DiscoverError::TokenRequired { .. }),
+            )
+            | Err(error @ DiscoverError::Connect { .. }) => return Err(error),
+            Err(_) => return Ok(None),
+        };
+        let speaks = result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|versions| versions.iter().any(|v| v == stateless::REVISION));
+        if !speaks {
+            return Ok(None);
+        }
+        let tools = self
+            .list_tools(|| stateless_headers("tools/list"), Some(stateless::meta()))
+            .await?;
+        Ok(Some(Discovery {
+            protocol_version: stateless::REVISION.to_owned(),
+            tools,
+        }))
+    }
+
+    /// A 2025-11-25 session: initialize, list, DELETE.
+    async fn with_session(&self) -> Result<Discovery, DiscoverError> {
+        let version = brain_config::DEFAULT_PROTOCOL_VERSION;
+        let request = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
+            }
+        });
+        let response = self.post(&request, HeaderMap::new()).await?;
+        let session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| HeaderValue::from_str(v).ok());
+        let result = self.answer(response, &request).await?;
+        let negotiated = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                DiscoverError::Protocol(
+                    "the server's initialize result has no protocolVersion".into(),
+                )
+            })?
+            .to_owned();
+        let mut headers = HeaderMap::new();
+        if let Some(session) = session {
+            headers.insert(HeaderName::from_static(SESSION_HEADER), session);
+        }
+        if let Ok(value) = HeaderValue::from_str(&negotiated) {
+            headers.insert(HeaderName::from_static(PROTOCOL_HEADER), value);
+        }
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = self.post(&initialized, headers.clone()).await?;
+        if !response.status().is_success() {
+            return Err(self.status_error(response.status()));
+        }
+        let listed = self.list_tools(|| headers.clone(), None).await;
+        if headers.contains_key(SESSION_HEADER) {
+            let delete = self.endpoint.delete(headers.clone());
+            let _ = tokio::time::timeout(Duration::from_secs(5), delete).await;
+        }
+        Ok(Discovery {
+            protocol_version: negotiated,
+            tools: listed?,
+        })
+    }
+
+    /// Every page of `tools/list`.
+    async fn list_tools(
+        &self,
+        headers: impl Fn() -> HeaderMap,
+        meta: Option<serde_json::Map<String, Value>>,
+    ) -> Result<Vec<Value>, DiscoverError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 1.. {
+            if page > MAX_PAGES {
+                return Err(DiscoverError::Protocol(format!(
+                    "tools/list did not end after {MAX_PAGES} pages"
+                )));
+            }
+            let mut params = serde_json::Map::new();
+            if let Some(cursor) = &cursor {
+                params.insert("cursor".into(), json!(cursor));
+            }
+            if let Some(meta) = &meta {
+                params.insert("_meta".into(), Value::Object(meta.clone()));
+            }
+            let request =
+                json!({"jsonrpc": "2.0", "id": page + 1, "method": "tools/list", "params": params});
+            let result = self.request(&request, headers()).await?;
+            match result.get("tools") {
+                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+                _ => {
+                    return Err(DiscoverError::Protocol(
+                        "the server's tools/list result has no `tools` array".into(),
+                    ));
+                }
+            }
+            let next = result
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|next| !next.is_empty())
+                .map(str::to_owned);
+            if next.is_none() || next == cursor {
+                break;
+            }
+            cursor = next;
+        }
+        Ok(tools)
+    }
+
+    async fn post(
+        &self,
+        message: &Value,
+        headers: HeaderMap,
+    ) -> Result<reqwest::Response, DiscoverError> {
+        self.endpoint
+            .post(message, headers)
+            .await
+            .map_err(|error| DiscoverError::Connect {
+                url: self.endpoint.url.to_owned(),
+                message: error_chain(&error),
+            })
+    }
+
+    /// POSTs a request and returns its result.
+    async fn request(&self, message: &Value, headers: HeaderMap) -> Result<Value, DiscoverError> {
+        let response = self.post(message, headers).await?;
+        self.answer(response, message).await
+    }
+
+    /// The result answering `request` in `response`.
+    async fn answer(
+        &self,
+        response: reqwest::Response,
+        request: &Value,
+    ) -> Result<Value, DiscoverError> {
+        let method = request["method"].as_str().unwrap_or_default();
+        if !response.status().is_success() {
+            return Err(self.status_error(response.status()));
+        }
+        let mut messages = Messages::read(response, RESPONSE_LIMIT)
+            .await
+            .map_err(|error| DiscoverError::Protocol(format!("{method}: {error}")))?;
+        while let Some(message) = messages.next().await {
+            let message =
+                message.map_err(|error| DiscoverError::Protocol(format!("{method}: {error}")))?;
+            if message.get("id") != request.get("id") || message.get("method").is_some() {
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                return Err(DiscoverError::Protocol(format!(
+                    "{method} failed: JSON-RPC error {}: {}",
+                    error["code"],
+                    error["message"].as_str().unwrap_or("no message")
+                )));
+            }
+            return Ok(message.get("result").cloned().unwrap_or_default());
+        }
+        Err(DiscoverError::Protocol(format!(
+            "the server ended its response to {method} without an answer"
+        )))
+    }
+
+    fn status_error(&self, status: StatusCode) -> DiscoverError {
+        match (status.as_u16(), self.token_var) {
+            (code @ (401 | 403), Some(var)) => DiscoverError::TokenRefused {
+                var: var.to_owned(),
+                status: code,
+            },
+            (code @ (401 | 403), None) => DiscoverError::TokenRequired { status: code },
+            _ => DiscoverError::Protocol(format!("the server answered HTTP {status}")),
+        }
+    }
+}
+
+fn stateless_headers(method: &'static str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static(PROTOCOL_HEADER),
+        HeaderValue::from_static(stateless::REVISION),
+    );
+    headers.insert(
+        HeaderName::from_static("mcp-method"),
+        HeaderValue::from_static(method),
+    );
+    headers
+}

@@ -1,0 +1,100 @@
+//! Third-party MCP servers (none written by this project) as processes on a free loopback port:
+//! the official Python SDK (`mcp==2.3.0`, serving our script `tests/interop/python_server.py`)
+//! and `@modelcontextprotocol/server-everything@2026.8.31` (bound to 127.0.0.1, with an empty
+//! environment). `tests/interop/setup.sh` installs both; `cargo xtask ci` runs it.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A peer server process, killed when dropped.
+#[derive(Debug)]
+pub struct Peer {
+    child: Child,
+    /// Its MCP endpoint.
+    pub url: String,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run tests/interop/setup.sh (cargo xtask ci does)",
+        path.display()
+    );
+    path
+}
+
+impl Peer {
+    /// The Python SDK server.
+    pub fn python() -> Peer {
+        let dir = interop_dir();
+        let python = require(dir.join(".venv/bin/python"));
+        let port = free_port();
+        let mut command = Command::new(python);
+        command
+            .arg(dir.join("python_server.py"))
+            .arg(port.to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        Peer::start(command, port)
+    }
+
+    /// server-everything over Streamable HTTP.
+    pub fn everything() -> Peer {
+        let dir = interop_dir();
+        let script =
+            require(dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"));
+        let port = free_port();
+        let mut command = Command::new("node");
+        command
+            .arg("-r")
+            .arg(dir.join("loopback.cjs"))
+            .arg(script)
+            .arg("streamableHttp")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PORT", port.to_string());
+        Peer::start(command, port)
+    }
+
+    fn start(mut command: Command, port: u16) -> Peer {
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the peer starts");
+        let peer = Peer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the peer did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        peer
+    }
+}

@@ -1,0 +1,295 @@
+//! `cargo xtask discover`: bindings from a live MCP server (printed, or merged into a config with
+//! `--write`), and `--check`, which compares a config's pinned MCP bindings with their servers.
+//!
+//! The whole discovery is bounded by 30 s; `BRAIN_DISCOVER_TIMEOUT_SECONDS` sets another bound
+//! (the tests shorten it).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use brain_config::discovery::{BindingSettings, binding_from_tool, drift, lint, merge};
+use brain_config::{BindingKind, ConfigError, HostConfig, ToolBinding};
+use brain_runtime::discover::{DiscoverOptions, Discovery, discover};
+
+/// At most this many tools per discovery (the spec's limit).
+const MAX_TOOLS: usize = 128;
+
+/// The arguments of `cargo xtask discover`. The Go tool's single-dash spellings (`-url`,
+/// `-token-env`, `-tenant`, `-tools`) are accepted too.
+#[derive(clap::Args)]
+pub(crate) struct DiscoverArgs {
+    /// The server's Streamable HTTP endpoint.
+    #[arg(long)]
+    url: Option<String>,
+    /// The environment variable that holds the server's API key: used to connect, and named in
+    /// the bindings so that brain sends it as a bearer token.
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// The tenants allowed to use the tools (comma-separated).
+    #[arg(long, value_name = "T[,T2]", value_delimiter = ',')]
+    tenant: Vec<String>,
+    /// The remote tools to include: 1 to 128 names, comma-separated.
+    #[arg(long, value_name = "a,b", value_delimiter = ',')]
+    tools: Vec<String>,
+    /// `timeout_seconds` of each binding.
+    #[arg(long, default_value_t = brain_config::DEFAULT_TIMEOUT_SECONDS)]
+    timeout_seconds: u64,
+    /// `max_output_bytes` of each binding.
+    #[arg(long, default_value_t = brain_config::DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output_bytes: u64,
+    /// Merge the bindings into this host config (same name replaced, others kept), written
+    /// atomically once the result validates.
+    #[arg(long, value_name = "CONFIG")]
+    write: Option<PathBuf>,
+    /// Compare every MCP binding of this config with its live server; exit 1 on drift.
+    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "tools", "tenant", "write", "token_env"])]
+    check: Option<PathBuf>,
+}
+
+/// `-url x` → `--url x`: the spec's Go-style flags.
+pub(crate) fn go_style_flags(args: impl Iterator<Item = String>) -> Vec<String> {
+    const FLAGS: &[&str] = &["url", "token-env", "tenant", "tools"];
+    args.map(|arg| {
+        let name = arg.strip_prefix('-').filter(|rest| !rest.starts_with('-'));
+        match name {
+            Some(rest) if FLAGS.contains(&rest.split('=').next().unwrap_or_default()) => {
+                format!("-{arg}")
+            }
+            _ => arg,
+        }
+    })
+    .collect()
+}
+
+pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    if let Some(config) = &args.check {
+        return tokio.block_on(check(config));
+    }
+    let Some(url) = args.url.clone() else {
+        return usage("--url is required: the server's Streamable HTTP endpoint");
+    };
+    if args.tenant.is_empty() {
+        return usage("--tenant is required: the tenant(s) allowed to use the tools");
+    }
+    let mut names: Vec<String> = Vec::new();
+    for name in args
+        .tools
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+    {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    if names.is_empty() || names.len() > MAX_TOOLS {
+        return usage(&format!(
+            "--tools names {} tools; name 1 to {MAX_TOOLS}, comma-separated",
+            names.len()
+        ));
+    }
+    let token = token(args.token_env.as_deref())?;
+    let discovery = tokio.block_on(discover(&options(&url, token)))?;
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
+        .collect();
+    if !missing.is_empty() {
+        let list = |names: Vec<&str>| {
+            names
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        eprintln!(
+            "error: the server at {url} has no tool named {}\n  help: it has {}",
+            list(missing.iter().map(|s| s.as_str()).collect()),
+            list(
+                discovery
+                    .tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str())
+                    .collect()
+            )
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let settings = BindingSettings {
+        url,
+        token_env: args.token_env.clone(),
+        tenants: args.tenant.clone(),
+        timeout_seconds: args.timeout_seconds,
+        max_output_bytes: args.max_output_bytes,
+        protocol_version: discovery.protocol_version.clone(),
+    };
+    let bindings: Vec<ToolBinding> = names
+        .iter()
+        .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
+        .map(|tool| binding_from_tool(tool, &settings))
+        .collect();
+    for lint in bindings.iter().flat_map(lint) {
+        eprintln!("{lint}");
+    }
+    match &args.write {
+        Some(path) => write(path, bindings),
+        None => {
+            println!("{}", serde_json::to_string_pretty(&bindings)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn usage(message: &str) -> anyhow::Result<ExitCode> {
+    eprintln!(
+        "error: {message}\n  usage: cargo xtask discover --url URL [--token-env VAR] --tenant T[,T2] --tools a,b"
+    );
+    Ok(ExitCode::from(2))
+}
+
+/// The token variable's value, when one is named.
+fn token(var: Option<&str>) -> anyhow::Result<Option<(String, String)>> {
+    let Some(var) = var else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Ok(Some((var.to_owned(), value))),
+        _ => bail!(
+            "{var} is not set: export it with the server's API key (brain reads the token from the variable named by --token-env)"
+        ),
+    }
+}
+
+fn options(url: &str, token: Option<(String, String)>) -> DiscoverOptions {
+    let seconds = std::env::var("BRAIN_DISCOVER_TIMEOUT_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    DiscoverOptions {
+        url: url.to_owned(),
+        token,
+        timeout: Duration::from_secs(seconds),
+    }
+}
+
+/// Merges into the config at `path` (created if absent), validates, writes atomically.
+fn write(path: &Path, bindings: Vec<ToolBinding>) -> anyhow::Result<ExitCode> {
+    let mut config = if path.exists() {
+        match brain_config::load_file(path) {
+            Ok(config) => config,
+            Err(ConfigError::Invalid(diagnostics)) => {
+                eprintln!(
+                    "{diagnostics}\nerror: fix {} before merging into it",
+                    path.display()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(error) => return Err(error.into()),
+        }
+    } else {
+        HostConfig {
+            schema: None,
+            tools: Vec::new(),
+        }
+    };
+    let merged = merge(&mut config, bindings);
+    let errors = brain_config::validate(&config);
+    if !errors.is_empty() {
+        let file = path.display().to_string();
+        for error in &errors {
+            eprint!("{}", error.render(&file));
+        }
+        eprintln!("error: the merged config would be invalid; {file} was not changed");
+        return Ok(ExitCode::FAILURE);
+    }
+    let mut text = serde_json::to_string_pretty(&config)?;
+    text.push('\n');
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut temp, text.as_bytes())?;
+    temp.as_file().sync_all()?;
+    temp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    // What landed is what `cargo xtask check` reads.
+    if let Err(error) = brain_config::load_file(path) {
+        bail!("{} was written but does not load: {error}", path.display());
+    }
+    println!(
+        "wrote {}: {} replaced, {} added, {} bindings in all",
+        path.display(),
+        merged.replaced,
+        merged.added,
+        config.tools.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--check CONFIG`: every MCP binding against its live server.
+async fn check(path: &Path) -> anyhow::Result<ExitCode> {
+    let config = match brain_config::load_file(path) {
+        Ok(config) => config,
+        Err(ConfigError::Invalid(diagnostics)) => {
+            eprintln!("{diagnostics}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut servers: BTreeMap<(&str, Option<&str>), Vec<&ToolBinding>> = BTreeMap::new();
+    for binding in config.tools.iter().filter(|b| b.kind() == BindingKind::Mcp) {
+        servers
+            .entry((binding.url.as_str(), binding.token_env.as_deref()))
+            .or_default()
+            .push(binding);
+    }
+    let mut drifted = 0;
+    let mut checked = 0;
+    for ((url, token_env), bindings) in servers {
+        let discovery: Discovery = discover(&options(url, token(token_env)?))
+            .await
+            .with_context(|| format!("cannot check the bindings served by {url}"))?;
+        for binding in bindings {
+            checked += 1;
+            let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
+            let live = discovery.tools.iter().find(|t| t["name"] == mcp_tool);
+            let mut lines = drift(binding, live);
+            if live.is_some() && binding.protocol_version() != discovery.protocol_version {
+                lines.push(format!(
+                    "protocol_version: pinned {}, the server now speaks {}",
+                    binding.protocol_version(),
+                    discovery.protocol_version
+                ));
+            }
+            if lines.is_empty() {
+                continue;
+            }
+            drifted += 1;
+            println!(
+                "drift: tool {:?} (mcp_tool {mcp_tool:?} at {url}):",
+                binding.name
+            );
+            for line in lines {
+                println!("  {line}");
+            }
+        }
+    }
+    if drifted > 0 {
+        println!(
+            "error: {drifted} of {checked} MCP bindings drifted from their servers\n  help: review \
+             the changes, then re-run `cargo xtask discover ... --write {}`",
+            path.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("ok: {checked} MCP bindings match their servers");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,525 @@
+//! `cargo xtask discover` as a user runs it: the real binary against the test server, the Python
+//! SDK server and server-everything on loopback.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::server::{Faults, TestServer, tool_list};
+
+async fn xtask(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .envs(env)
+            .env_remove("BRAIN_TEST_DISCOVER_TOKEN")
+            .output()
+            .expect("xtask runs")
+    })
+    .await
+    .unwrap()
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn bindings(output: &Output) -> Vec<Value> {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(output), stderr(output)))
+}
+
+/// Writes the printed bindings as a host config and runs `cargo xtask check` on it.
+async fn passes_check(printed: &[Value]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
+    let output = xtask(args(&["check", "--config", path.to_str().unwrap()]), vec![]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stdout(&output)
+}
+
+#[tokio::test]
+async fn prints_one_binding_per_named_tool() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &server.url,
+            "--tenant",
+            "local,staging",
+            "--tools",
+            "weather,echo",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    let tools = tool_list();
+    let echo = tools.iter().find(|t| t.name == "echo").unwrap();
+    assert_eq!(
+        printed[1],
+        json!({
+            "name": "echo",
+            "description": "Echo a message back.",
+            "input_schema": Value::Object((*echo.input_schema).clone()),
+            "url": server.url,
+            "mcp_tool": "echo",
+            "tenants": ["local", "staging"],
+            "timeout_seconds": 300,
+            "max_output_bytes": 1048576,
+            "protocol_version": "2026-07-28"
+        })
+    );
+    assert_eq!(printed[0]["name"], json!("weather"));
+    assert_eq!(
+        printed[0]["output_schema"]["required"],
+        json!(["city", "temperature"])
+    );
+    assert_eq!(stderr(&output), "", "no lint for these tools");
+    passes_check(&printed).await;
+}
+
+#[tokio::test]
+async fn go_style_flags_and_every_page() {
+    let server = TestServer::start(Faults {
+        extra_tools: 128,
+        page_size: Some(7),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let output = xtask(
+        args(&[
+            "discover",
+            "-url",
+            &server.url,
+            "-tenant",
+            "local",
+            "-tools",
+            "generated_127,echo",
+            "--timeout-seconds",
+            "60",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    assert_eq!(printed.len(), 2);
+    assert_eq!(
+        printed[0]["description"],
+        json!("Generated tool number 127.")
+    );
+    assert_eq!(printed[0]["timeout_seconds"], json!(60));
+}
+
+#[tokio::test]
+async fn missing_tools_are_named_and_exit_1() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &server.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,nope,gone",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "error: the server at {} has no tool named \"nope\", \"gone\"\n  help: it has \"echo\"",
+            server.url
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "");
+}
+
+#[tokio::test]
+async fn refuses_zero_or_more_than_128_names() {
+    let names: Vec<String> = (0..129).map(|i| format!("t{i}")).collect();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--tenant",
+            "local",
+            "--tools",
+            &names.join(","),
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("names 129 tools; name 1 to 128"),
+        "{}",
+        stderr(&output)
+    );
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--tenant",
+            "local",
+            "--tools",
+            "",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn gives_up_on_a_server_that_never_answers() {
+    // Connections complete in the kernel's backlog, but nothing ever answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let started = Instant::now();
+    let output = xtask(
+        args(&[
+            "discover", "--url", &url, "--tenant", "local", "--tools", "echo",
+        ]),
+        vec![("BRAIN_DISCOVER_TIMEOUT_SECONDS", "1".into())],
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("discovery took longer than 1 s"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn a_refused_token_names_the_variable_never_the_value() {
+    let server = TestServer::start(Faults {
+        require_token: Some("right-token".into()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let base = [
+        "discover",
+        "--url",
+        &server.url,
+        "--tenant",
+        "local",
+        "--tools",
+        "echo",
+    ];
+    let mut with_token = args(&base);
+    with_token.extend(args(&["--token-env", "BRAIN_DISCOVER_TEST_TOKEN"]));
+
+    let output = xtask(
+        with_token.clone(),
+        vec![("BRAIN_DISCOVER_TEST_TOKEN", "wrong-token".into())],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output)
+            .contains("the server refused the token in BRAIN_DISCOVER_TEST_TOKEN (HTTP 401)"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("wrong-token"));
+
+    let output = xtask(args(&base), vec![]).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("--token-env"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = xtask(with_token.clone(), vec![]).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("BRAIN_DISCOVER_TEST_TOKEN is not set"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = xtask(
+        with_token,
+        vec![("BRAIN_DISCOVER_TEST_TOKEN", "right-token".into())],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        bindings(&output)[0]["token_env"],
+        json!("BRAIN_DISCOVER_TEST_TOKEN")
+    );
+}
+
+#[tokio::test]
+async fn write_merges_atomically_and_check_finds_drift() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(
+        &config,
+        json!({"$schema": "../brain-config/host-config.schema.json", "tools": [
+            {"name": "keep_me", "description": "An HTTP tool.", "input_schema": {"type": "object"},
+             "url": "https://tools.example.com/x", "tenants": ["local"]},
+            {"name": "echo", "description": "An old echo.", "input_schema": {"type": "object"},
+             "url": server.url, "mcp_tool": "echo", "tenants": ["local"]}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let path = config.to_str().unwrap();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &server.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,weather",
+            "--write",
+            path,
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(": 1 replaced, 1 added, 3 bindings in all"),
+        "{}",
+        stdout(&output)
+    );
+    let written: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    let names: Vec<&str> = written["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["keep_me", "echo", "weather"]);
+    assert_eq!(
+        written["tools"][1]["description"],
+        json!("Echo a message back.")
+    );
+    assert_eq!(
+        written["$schema"],
+        json!("../brain-config/host-config.schema.json")
+    );
+
+    // The pinned bindings match their server...
+    let output = xtask(args(&["discover", "--check", path]), vec![]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).contains("ok: 2 MCP bindings match their servers"),
+        "{}",
+        stdout(&output)
+    );
+
+    // ...until the server changes `echo` under the reviewed config.
+    drop(server);
+    let url = written["tools"][1]["url"].as_str().unwrap().to_owned();
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    // The old server lets go of its port once its graceful shutdown ends.
+    let mut listener = None;
+    for _ in 0..100 {
+        if let Ok(bound) = tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            listener = Some(bound);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let listener = listener.expect("the port is free again");
+    let _drifted = TestServer::serve(
+        listener,
+        Faults {
+            drifted: true,
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    let output = xtask(args(&["discover", "--check", path]), vec![]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(out.contains(&format!("drift: tool \"echo\" (mcp_tool \"echo\" at {url}):\n  description:\n    - pinned: \"Echo a message back.\"\n    + live:   \"Echo a message back, louder.\"\n  input_schema:\n    /properties/volume: added {{\"type\":\"integer\"}}\n")), "{out}");
+    assert!(out.contains("error: 1 of 2 MCP bindings drifted"), "{out}");
+    assert!(!out.contains("\"weather\""), "weather did not drift: {out}");
+}
+
+#[tokio::test]
+async fn write_refuses_a_merge_that_would_be_invalid() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let before = json!({"tools": [{"name": "Echo", "description": "Collides with echo as a Rust type.",
+        "input_schema": {"type": "object"}, "url": "https://tools.example.com/x", "tenants": ["local"]}]})
+    .to_string();
+    std::fs::write(&config, &before).unwrap();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &server.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo",
+            "--write",
+            config.to_str().unwrap(),
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("error[ident-collision]"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        before,
+        "the file is untouched"
+    );
+}
+
+#[tokio::test]
+async fn python_sdk_server() {
+    let peer = tests::peers::Peer::python();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &peer.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,weather,image",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    assert_eq!(printed[0]["description"], json!("Echo a message back."));
+    assert_eq!(printed[0]["input_schema"]["required"], json!(["message"]));
+    assert_eq!(
+        printed[1]["output_schema"]["required"],
+        json!(["city", "temperature"])
+    );
+    assert_eq!(printed[0]["protocol_version"], json!("2026-07-28"));
+    passes_check(&printed).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
+    let output = xtask(
+        args(&["discover", "--check", path.to_str().unwrap()]),
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &peer.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,missing_one",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no tool named \"missing_one\""),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn server_everything() {
+    let peer = tests::peers::Peer::everything();
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &peer.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,get-structured-content,trigger-long-running-operation",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    assert_eq!(printed.len(), 3);
+    assert_eq!(printed[1]["annotations"]["readOnlyHint"], json!(true));
+    assert!(printed[1]["output_schema"]["properties"]["humidity"].is_object());
+    // `get-structured-content` is a fine name for a model; the config accepts it unchanged.
+    passes_check(&printed).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
+    let output = xtask(
+        args(&["discover", "--check", path.to_str().unwrap()]),
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
