@@ -1,10 +1,10 @@
 //! `cargo xtask demo`: the main job on the embedded default config, `bindings/host.json`.
 //!
 //! Validates the config and lists its bindings; shows what the compiler says about a copy with
-//! typical mistakes; then starts the test MCP server on a free loopback port, points the bindings
-//! at it and calls tools through `brain-harness`: a plain call, one with live progress, a refused
-//! call and a failing one with its `unknown_outcome`; then stops the server. Discovery (issue 4)
-//! and typed codegen (issue 5) join it as they are built.
+//! typical mistakes; then starts the test MCP server on a free loopback port, discovers two of its
+//! tools, points the bindings at it and calls tools through `brain-harness`: a plain call, one
+//! with live progress, a refused call and a failing one with its `unknown_outcome`; then stops the
+//! server. Typed codegen (issue 5) joins it when it is built.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -42,10 +42,51 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         Ok(_) => bail!("the broken config was accepted"),
     }
 
-    println!("\n== 3. calls through brain-harness, against the test MCP server on loopback");
+    println!("\n== 3. discover tools from a live MCP server (the test server, on loopback)");
     build_binaries()?;
     let server = TestServer::start()?;
-    println!("   test server: {}", server.url);
+    println!(
+        "   cargo xtask discover --url {} --tenant local --tools echo,weather\n",
+        server.url
+    );
+    let discovery = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(brain_runtime::discover::discover(
+            &brain_runtime::discover::DiscoverOptions {
+                url: server.url.clone(),
+                token: None,
+                timeout: std::time::Duration::from_secs(30),
+            },
+        ))?;
+    let settings = brain_config::discovery::BindingSettings {
+        url: server.url.clone(),
+        token_env: None,
+        tenants: vec!["local".into()],
+        timeout_seconds: brain_config::DEFAULT_TIMEOUT_SECONDS,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+    };
+    let discovered: Vec<_> = ["echo", "weather"]
+        .iter()
+        .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == *name))
+        .map(|tool| brain_config::discovery::binding_from_tool(tool, &settings))
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&discovered)?);
+    let count = discovered.len();
+    let errors = brain_config::validate(&HostConfig {
+        schema: None,
+        tools: discovered,
+    });
+    println!(
+        "   {} of the server's {} tools discovered (MCP {}); the bindings pass every config rule: {}",
+        count,
+        discovery.tools.len(),
+        discovery.protocol_version,
+        errors.is_empty()
+    );
+
+    println!("\n== 4. calls through brain-harness, against the same server");
     let dir = std::env::temp_dir().join(format!("brain-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let demo_config = dir.join("host.json");
@@ -97,8 +138,8 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     println!("\n   test server stopped");
 
     println!("\n== not built yet");
-    println!("   discovery from a live server (issue 4), typed codegen and build-time rejection");
-    println!("   (issue 5), conformance (issue 6), benchmarks (issue 7)");
+    println!("   typed codegen and build-time rejection (issue 5), conformance (issue 6),");
+    println!("   benchmarks (issue 7)");
     Ok(ExitCode::SUCCESS)
 }
 
