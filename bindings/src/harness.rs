@@ -120,12 +120,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The config from `--config` (validated with every rule), or the one compiled in.
+/// The config from `--config` (validated with every rule), or the bindings compiled in.
 fn load(path: Option<&std::path::Path>) -> Result<HostConfig, String> {
     let loaded = match path {
         Some(path) => brain_config::load_file(path),
-        None => brain_config::parse(crate::HOST_CONFIG.as_bytes(), "bindings/host.json")
-            .map_err(ConfigError::Invalid),
+        None => Ok(crate::generated::host_config()),
     };
     loaded.map_err(|error| match error {
         ConfigError::Invalid(diagnostics) => diagnostics.to_string(),

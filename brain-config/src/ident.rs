@@ -21,14 +21,16 @@ pub fn module_ident(name: &str) -> String {
 }
 
 /// The UpperCamelCase identifier of a binding's types and variant: `get-page` → `GetPage`,
-/// `3d` → `_3d`.
+/// `3d-render` → `X3dRender` (as typify spells it), `self` → `SelfTool`, `-` → `Tool`. Appending
+/// `Args` keeps it UpperCamelCase.
 pub fn type_ident(name: &str) -> String {
-    let camel = fix_start(name.to_upper_camel_case());
-    // `Self` is the only UpperCamelCase keyword.
-    if camel == "Self" {
-        "Self_".to_owned()
-    } else {
-        camel
+    let camel = name.to_upper_camel_case();
+    match camel.chars().next() {
+        None => "Tool".to_owned(),
+        Some(first) if first.is_ascii_digit() => format!("X{camel}"),
+        // `Self` is the only UpperCamelCase keyword.
+        Some(_) if camel == "Self" => "SelfTool".to_owned(),
+        Some(_) => camel,
     }
 }
 
@@ -71,9 +73,9 @@ mod tests {
         check("foo-bar", "foo_bar", "FooBar");
         check("fooBar", "foo_bar", "FooBar");
         check("type", "r#type", "Type");
-        check("self", "self_", "Self_");
-        check("3d", "_3d", "_3d");
-        check("_", "_tool", "_tool");
-        check("-", "_tool", "_tool");
+        check("self", "self_", "SelfTool");
+        check("3d-render", "_3d_render", "X3dRender");
+        check("_", "_tool", "Tool");
+        check("-", "_tool", "Tool");
     }
 }

@@ -114,6 +114,18 @@ pub enum BindingKind {
     Sse,
 }
 
+impl HostConfig {
+    /// A digest of the bindings (everything but `$schema`), in canonical JSON: generated code
+    /// records it, and `bindings/build.rs` compares it to prove the code fresh.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let canonical = serde_json::to_string(&self.tools).expect("a config serializes");
+        let hash = Sha256::digest(canonical.as_bytes());
+        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+}
+
 impl ToolBinding {
     /// The binding's kind: MCP when `mcp_tool` is present, else SSE or HTTP by `transport`.
     pub fn kind(&self) -> BindingKind {

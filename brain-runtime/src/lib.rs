@@ -34,7 +34,9 @@ mod outcome;
 mod runtime;
 mod session;
 mod stateless;
+mod typed;
 mod wire;
 
 pub use event::{ContentBlock, Event, Progress, ToolResult};
 pub use runtime::{Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError, Scope};
+pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};

@@ -284,6 +284,21 @@ impl Runtime {
         call
     }
 
+    /// Starts a call with typed arguments (a generated `ToolCall`); see [`Runtime::call`].
+    pub fn call_typed(
+        &self,
+        call: &impl crate::TypedCall,
+        scope: Scope,
+        call_id: Option<String>,
+    ) -> Call {
+        self.call(CallRequest {
+            tool: call.tool().to_owned(),
+            scope,
+            call_id,
+            arguments: call.arguments(),
+        })
+    }
+
     /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the
     /// arguments validate.
     fn check(&self, name: &str, scope: &Scope, arguments: &Value) -> Result<Arc<Tool>, Failure> {

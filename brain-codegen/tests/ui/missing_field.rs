@@ -1,0 +1,6 @@
+#[path = "../snapshots/names/mod.rs"]
+mod generated;
+
+fn main() {
+    let _ = generated::get_page::GetPageArgs {};
+}

@@ -1,0 +1,171 @@
+//! Typed calls: what generated bindings (`brain-codegen`) implement and use.
+
+use std::sync::OnceLock;
+
+use brain_config::{HostConfig, ToolBinding, Transport};
+use serde_json::Value;
+
+/// A call whose arguments are a typed struct: generated `ToolCall` enums implement it.
+pub trait TypedCall {
+    /// The binding's name.
+    fn tool(&self) -> &'static str;
+    /// The arguments as JSON (they are validated against the binding's schema again before
+    /// anything is sent).
+    fn arguments(&self) -> Value;
+}
+
+/// Why a name and JSON arguments are not a valid call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// No binding has this name.
+    #[error("there is no tool named {0:?}")]
+    UnknownTool(String),
+    /// The arguments do not match the binding's `input_schema`.
+    #[error("the arguments do not match the input schema of {tool:?}: {}", errors.join("; "))]
+    Invalid {
+        /// The binding.
+        tool: &'static str,
+        /// What is wrong, with JSON pointers.
+        errors: Vec<String>,
+    },
+    /// The arguments validate, but do not fit the typed struct (a typify limitation).
+    #[error("the arguments of {tool:?} validate but do not fit its typed struct: {message}")]
+    Typed {
+        /// The binding.
+        tool: &'static str,
+        /// serde's message.
+        message: String,
+    },
+}
+
+/// An unknown tool name, from `ToolName::from_str`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("there is no tool named {0:?}")]
+pub struct UnknownTool(pub String);
+
+impl From<UnknownTool> for ParseError {
+    fn from(error: UnknownTool) -> Self {
+        ParseError::UnknownTool(error.0)
+    }
+}
+
+/// One binding compiled into the binary: everything the runtime needs, schemas embedded as
+/// JSON text.
+#[derive(Debug)]
+pub struct StaticBinding {
+    /// `name`.
+    pub name: &'static str,
+    /// `description`.
+    pub description: &'static str,
+    /// `input_schema`, as JSON.
+    pub input_schema: &'static str,
+    /// `output_schema`, as JSON.
+    pub output_schema: Option<&'static str>,
+    /// `url`.
+    pub url: &'static str,
+    /// `mcp_tool`.
+    pub mcp_tool: Option<&'static str>,
+    /// `token_env`.
+    pub token_env: Option<&'static str>,
+    /// `tenants`.
+    pub tenants: &'static [&'static str],
+    /// `timeout_seconds`.
+    pub timeout_seconds: u64,
+    /// `max_output_bytes`.
+    pub max_output_bytes: u64,
+    /// `inspect_session`.
+    pub inspect_session: Option<bool>,
+    /// `transport`: `"http"` or `"sse"`.
+    pub transport: Option<&'static str>,
+    /// `protocol_version`.
+    pub protocol_version: Option<&'static str>,
+    /// `annotations`, as JSON.
+    pub annotations: Option<&'static str>,
+    /// The compiled `input_schema`, built on first use.
+    #[doc(hidden)]
+    pub input_validator: OnceLock<jsonschema::Validator>,
+}
+
+impl StaticBinding {
+    /// The binding as the config model has it.
+    pub fn to_binding(&self) -> ToolBinding {
+        let json = |text: &str| serde_json::from_str(text).expect("codegen embeds valid JSON");
+        ToolBinding {
+            name: self.name.to_owned(),
+            description: self.description.to_owned(),
+            input_schema: json(self.input_schema),
+            output_schema: self.output_schema.map(json),
+            url: self.url.to_owned(),
+            mcp_tool: self.mcp_tool.map(str::to_owned),
+            token_env: self.token_env.map(str::to_owned),
+            tenants: self.tenants.iter().map(|t| (*t).to_owned()).collect(),
+            timeout_seconds: self.timeout_seconds,
+            max_output_bytes: self.max_output_bytes,
+            inspect_session: self.inspect_session,
+            transport: self.transport.map(|t| match t {
+                "sse" => Transport::Sse,
+                _ => Transport::Http,
+            }),
+            protocol_version: self.protocol_version.map(str::to_owned),
+            annotations: self.annotations.map(|text| match json(text) {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            }),
+        }
+    }
+
+    /// The host config of a table of bindings.
+    pub fn host_config(bindings: &[StaticBinding]) -> HostConfig {
+        HostConfig {
+            schema: None,
+            tools: bindings.iter().map(StaticBinding::to_binding).collect(),
+        }
+    }
+
+    /// Validates arguments against `input_schema` (compiled once).
+    pub fn validate(&self, arguments: &Value) -> Result<(), ParseError> {
+        let validator = self.input_validator.get_or_init(|| {
+            let schema = serde_json::from_str(self.input_schema).expect("valid JSON");
+            brain_config::compile_schema(&schema).expect("codegen embeds valid schemas")
+        });
+        let errors: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(5)
+            .map(|error| format!("at `{}`: {error}", error.instance_path()))
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ParseError::Invalid {
+                tool: self.name,
+                errors,
+            })
+        }
+    }
+}
+
+/// What generated code may name: `use brain_runtime::__codegen::*` and nothing else.
+#[doc(hidden)]
+pub mod __codegen {
+    pub use super::{ParseError, StaticBinding, TypedCall, UnknownTool};
+    pub use brain_config::HostConfig;
+    pub use serde;
+    pub use serde_json;
+
+    /// `serde_json::from_value`, with the error generated code reports.
+    pub fn from_value<T: serde::de::DeserializeOwned>(
+        tool: &'static str,
+        arguments: serde_json::Value,
+    ) -> Result<T, ParseError> {
+        serde_json::from_value(arguments).map_err(|error| ParseError::Typed {
+            tool,
+            message: error.to_string(),
+        })
+    }
+
+    /// `serde_json::to_value` of a generated struct (cannot fail for them).
+    pub fn to_value<T: serde::Serialize>(arguments: &T) -> serde_json::Value {
+        serde_json::to_value(arguments).unwrap_or_default()
+    }
+}
