@@ -31,6 +31,7 @@ mod convert;
 pub mod discover;
 mod event;
 mod outcome;
+mod resolve;
 mod runtime;
 mod session;
 mod stateless;

@@ -171,7 +171,7 @@ impl<'a> RuntimeBuilder<'a> {
 }
 
 /// One shared, pooled HTTP client: rustls (ring), redirects never followed (the token only goes
-/// to the configured origin), no proxies, TCP_NODELAY.
+/// to the configured origin), no proxies, TCP_NODELAY, `localhost` always loopback.
 pub(crate) fn http_client() -> Result<reqwest::Client, RuntimeError> {
     // Fails only when a provider is already installed, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -180,6 +180,7 @@ pub(crate) fn http_client() -> Result<reqwest::Client, RuntimeError> {
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(60))
         .connect_timeout(Duration::from_secs(10))
+        .dns_resolver(Arc::new(crate::resolve::Resolver))
         .build()
         .map_err(|error| RuntimeError::Http(error.to_string()))
 }

@@ -681,3 +681,11 @@ async fn tls_failure_is_a_connection_failure() {
     assert_outcome(&result, true, false, "could not connect");
     assert_eq!(count(&server.stats.initializes), 0);
 }
+
+#[tokio::test]
+async fn localhost_is_loopback() {
+    let server = start(Faults::default()).await;
+    let url = server.url.replace("127.0.0.1", "localhost");
+    let result = call(&runtime(&url), "echo", json!({"message": "via localhost"})).await;
+    assert_outcome(&result, false, false, "via localhost");
+}
