@@ -26,7 +26,10 @@ async fn typed_calls_reach_the_server() {
     });
     let result = runtime.call_typed(&call, scope(), None).result().await;
     assert!(!result.is_error, "{result:?}");
-    assert_eq!(result.content, [brain_runtime::ContentBlock::text("typed hello")]);
+    assert_eq!(
+        result.content,
+        [brain_runtime::ContentBlock::text("typed hello")]
+    );
 
     let call = ToolCall::LongTask(LongTaskArgs {
         steps: std::num::NonZeroU64::new(3).unwrap(),
@@ -41,6 +44,9 @@ async fn typed_calls_reach_the_server() {
     // JSON from a model: validated against the schema first, then typed.
     let call = ToolCall::parse("echo", serde_json::json!({"message": "parsed"})).unwrap();
     let result = runtime.call_typed(&call, scope(), None).result().await;
-    assert_eq!(result.content, [brain_runtime::ContentBlock::text("parsed")]);
+    assert_eq!(
+        result.content,
+        [brain_runtime::ContentBlock::text("parsed")]
+    );
     assert_eq!(tests::server::Stats::get(&server.stats.calls), 3);
 }

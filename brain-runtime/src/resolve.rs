@@ -22,9 +22,8 @@ impl Resolve for Resolver {
                 let addrs: Addrs = Box::new(loopback.into_iter().map(|ip| SocketAddr::new(ip, 0)));
                 return Ok(addrs);
             }
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let addrs: Addrs = Box::new(found.into_iter());
             Ok(addrs)
         })

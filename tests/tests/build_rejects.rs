@@ -1,0 +1,94 @@
+//! `cargo build -p bindings` refuses an invalid `host.json` and stale generated code, with the
+//! diagnostics of `cargo xtask check` and the command that fixes it. Runs real cargo builds on a
+//! copy of the workspace (offline; its own target directory under `target/`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tests::workspace_root;
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if ["target", "node_modules", ".venv", ".git"]
+            .iter()
+            .any(|skip| name == *skip)
+        {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn build(workspace: &Path) -> Output {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "--locked",
+            "-p",
+            "bindings",
+            "--lib",
+        ])
+        .current_dir(workspace)
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace_root().join("target/build-rejects"),
+        )
+        .output()
+        .expect("cargo runs")
+}
+
+fn edit_host_json(workspace: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let path: PathBuf = workspace.join("bindings/host.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut config);
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+}
+
+#[test]
+fn cargo_build_rejects_invalid_and_stale_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path();
+    copy_tree(&workspace_root(), workspace);
+
+    // An MCP binding with `inspect_session`.
+    edit_host_json(workspace, |config| {
+        config["tools"][0]["inspect_session"] = serde_json::json!(true);
+    });
+    let output = build(workspace);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the build succeeded");
+    assert!(
+        stderr.contains("error[inspect-session-on-mcp]: host.json:")
+            && stderr.contains("/tools/0/inspect_session (tool \"echo\")"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cargo xtask check"), "{stderr}");
+
+    // A valid change that nobody regenerated the code for.
+    edit_host_json(workspace, |config| {
+        config["tools"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("inspect_session");
+        config["tools"][0]["description"] = serde_json::json!("Echo a message back, changed.");
+    });
+    let output = build(workspace);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the build succeeded");
+    assert!(
+        stderr.contains("error: bindings/src/generated is stale"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run `cargo xtask codegen`"), "{stderr}");
+}
