@@ -6,6 +6,8 @@
 //! Update with `EXPECTORATE=overwrite cargo test -p brain-codegen --test snapshots` (and
 //! `TRYBUILD=overwrite` for `tests/ui/*.stderr`), then review the diff.
 
+#![allow(clippy::print_stdout)]
+
 use std::path::{Path, PathBuf};
 
 fn dir(name: &str) -> PathBuf {
@@ -74,4 +76,34 @@ fn generated_code_compiles_and_misuse_does_not() {
     let cases = trybuild::TestCases::new();
     cases.pass("tests/pass/*.rs");
     cases.compile_fail("tests/ui/*.rs");
+}
+
+/// 128 bindings generate, each in its own module; prints how long it took (the target is
+/// under 2 s; benchmarks, not tests, hold the figure).
+#[test]
+fn one_hundred_and_twenty_eight_bindings() {
+    let tools: Vec<serde_json::Value> = (0..128)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("tool_{i:03}"),
+                "description": format!("Tool number {i}."),
+                "input_schema": {"type": "object", "properties": {
+                    "query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                    "mode": {"type": "string", "enum": ["fast", "exact"]},
+                    "filters": {"type": "array", "items": {"$ref": "#/$defs/filter"}}},
+                    "required": ["query"],
+                    "$defs": {"filter": {"type": "object", "properties": {"field": {"type": "string"}}}}},
+                "output_schema": {"type": "object", "properties": {"hits": {"type": "array", "items": {"type": "string"}}}},
+                "url": "https://mcp.example.com/mcp", "mcp_tool": format!("tool_{i}"), "tenants": ["local"]
+            })
+        })
+        .collect();
+    let text = serde_json::json!({ "tools": tools }).to_string();
+    let config = brain_config::parse(text.as_bytes(), "host.json").unwrap();
+    let started = std::time::Instant::now();
+    let files = brain_codegen::generate(&config, "host.json").unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(files.len(), 129);
+    assert!(files[0].contents.contains("Tool127(tool_127::Tool127Args)"));
+    println!("codegen of 128 bindings: {elapsed:?}");
 }

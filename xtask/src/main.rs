@@ -6,6 +6,7 @@
 //! - `cargo xtask codegen [--check]` — write (or verify) the generated files
 //! - `cargo xtask demo` — the main job on the embedded default config
 //! - `cargo xtask ci` — everything CI runs
+//! - `cargo xtask dist` — the statically linked release `brain-harness`
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,6 +20,7 @@ mod ci;
 mod codegen;
 mod demo;
 mod discover;
+mod dist;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "brain's project commands", version)]
@@ -47,6 +49,8 @@ enum Command {
     Demo,
     /// Run everything CI runs: fmt, clippy, codegen --check, tests.
     Ci,
+    /// Build the statically linked release brain-harness.
+    Dist,
 }
 
 fn main() -> ExitCode {
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),
         Command::Ci => ci::run(),
+        Command::Dist => dist::run(),
     };
     match result {
         Ok(code) => code,
