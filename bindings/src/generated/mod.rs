@@ -17,7 +17,7 @@ pub mod weather_unchecked;
     ::std::marker::Copy,
     ::std::cmp::PartialEq,
     ::std::cmp::Eq,
-    ::std::hash::Hash,
+    ::std::hash::Hash
 )]
 pub enum ToolName {
     /// `echo`: Echo a message back, unchanged.
@@ -64,9 +64,13 @@ impl ::std::str::FromStr for ToolName {
             "long_task" => ::std::result::Result::Ok(ToolName::LongTask),
             "weather" => ::std::result::Result::Ok(ToolName::Weather),
             "weather_unchecked" => ::std::result::Result::Ok(ToolName::WeatherUnchecked),
-            other => ::std::result::Result::Err(::brain_runtime::__codegen::UnknownTool(
-                ::std::string::ToString::to_string(other),
-            )),
+            other => {
+                ::std::result::Result::Err(
+                    ::brain_runtime::__codegen::UnknownTool(
+                        ::std::string::ToString::to_string(other),
+                    ),
+                )
+            }
         }
     }
 }
@@ -106,18 +110,37 @@ impl ToolCall {
         let tool: ToolName = name.parse()?;
         tool.binding().validate(&arguments)?;
         match tool {
-            ToolName::Echo => ::std::result::Result::Ok(ToolCall::Echo(
-                ::brain_runtime::__codegen::from_value("echo", arguments)?,
-            )),
-            ToolName::LongTask => ::std::result::Result::Ok(ToolCall::LongTask(
-                ::brain_runtime::__codegen::from_value("long_task", arguments)?,
-            )),
-            ToolName::Weather => ::std::result::Result::Ok(ToolCall::Weather(
-                ::brain_runtime::__codegen::from_value("weather", arguments)?,
-            )),
-            ToolName::WeatherUnchecked => ::std::result::Result::Ok(ToolCall::WeatherUnchecked(
-                ::brain_runtime::__codegen::from_value("weather_unchecked", arguments)?,
-            )),
+            ToolName::Echo => {
+                ::std::result::Result::Ok(
+                    ToolCall::Echo(
+                        ::brain_runtime::__codegen::from_value("echo", arguments)?,
+                    ),
+                )
+            }
+            ToolName::LongTask => {
+                ::std::result::Result::Ok(
+                    ToolCall::LongTask(
+                        ::brain_runtime::__codegen::from_value("long_task", arguments)?,
+                    ),
+                )
+            }
+            ToolName::Weather => {
+                ::std::result::Result::Ok(
+                    ToolCall::Weather(
+                        ::brain_runtime::__codegen::from_value("weather", arguments)?,
+                    ),
+                )
+            }
+            ToolName::WeatherUnchecked => {
+                ::std::result::Result::Ok(
+                    ToolCall::WeatherUnchecked(
+                        ::brain_runtime::__codegen::from_value(
+                            "weather_unchecked",
+                            arguments,
+                        )?,
+                    ),
+                )
+            }
         }
     }
 }
@@ -128,8 +151,12 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn arguments(&self) -> ::brain_runtime::__codegen::serde_json::Value {
         match self {
             ToolCall::Echo(arguments) => ::brain_runtime::__codegen::to_value(arguments),
-            ToolCall::LongTask(arguments) => ::brain_runtime::__codegen::to_value(arguments),
-            ToolCall::Weather(arguments) => ::brain_runtime::__codegen::to_value(arguments),
+            ToolCall::LongTask(arguments) => {
+                ::brain_runtime::__codegen::to_value(arguments)
+            }
+            ToolCall::Weather(arguments) => {
+                ::brain_runtime::__codegen::to_value(arguments)
+            }
             ToolCall::WeatherUnchecked(arguments) => {
                 ::brain_runtime::__codegen::to_value(arguments)
             }

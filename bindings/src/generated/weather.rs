@@ -8,7 +8,7 @@
     ::brain_runtime::__codegen::serde::Deserialize,
     ::brain_runtime::__codegen::serde::Serialize,
     Clone,
-    Debug,
+    Debug
 )]
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 pub struct WeatherArgs {
@@ -19,7 +19,7 @@ pub struct WeatherArgs {
     ::brain_runtime::__codegen::serde::Deserialize,
     ::brain_runtime::__codegen::serde::Serialize,
     Clone,
-    Debug,
+    Debug
 )]
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 pub struct WeatherOutput {
@@ -32,12 +32,18 @@ pub mod error {
     pub struct ConversionError(::std::borrow::Cow<'static, str>);
     impl ::std::error::Error for ConversionError {}
     impl ::std::fmt::Display for ConversionError {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
             ::std::fmt::Display::fmt(&self.0, f)
         }
     }
     impl ::std::fmt::Debug for ConversionError {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
             ::std::fmt::Debug::fmt(&self.0, f)
         }
     }

@@ -8,12 +8,12 @@
     ::brain_runtime::__codegen::serde::Deserialize,
     ::brain_runtime::__codegen::serde::Serialize,
     Clone,
-    Debug,
+    Debug
 )]
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(transparent)]
 pub struct WeatherUncheckedArgs(
-    pub  ::brain_runtime::__codegen::serde_json::Map<
+    pub ::brain_runtime::__codegen::serde_json::Map<
         ::std::string::String,
         ::brain_runtime::__codegen::serde_json::Value,
     >,
@@ -33,23 +33,20 @@ impl ::std::ops::Deref for WeatherUncheckedArgs {
     }
 }
 impl ::std::convert::From<WeatherUncheckedArgs>
-    for ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
-    >
-{
+for ::brain_runtime::__codegen::serde_json::Map<
+    ::std::string::String,
+    ::brain_runtime::__codegen::serde_json::Value,
+> {
     fn from(value: WeatherUncheckedArgs) -> Self {
         value.0
     }
 }
-impl
-    ::std::convert::From<
-        ::brain_runtime::__codegen::serde_json::Map<
-            ::std::string::String,
-            ::brain_runtime::__codegen::serde_json::Value,
-        >,
-    > for WeatherUncheckedArgs
-{
+impl ::std::convert::From<
+    ::brain_runtime::__codegen::serde_json::Map<
+        ::std::string::String,
+        ::brain_runtime::__codegen::serde_json::Value,
+    >,
+> for WeatherUncheckedArgs {
     fn from(
         value: ::brain_runtime::__codegen::serde_json::Map<
             ::std::string::String,
@@ -64,7 +61,7 @@ impl
     ::brain_runtime::__codegen::serde::Deserialize,
     ::brain_runtime::__codegen::serde::Serialize,
     Clone,
-    Debug,
+    Debug
 )]
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 pub struct WeatherUncheckedOutput {
@@ -77,12 +74,18 @@ pub mod error {
     pub struct ConversionError(::std::borrow::Cow<'static, str>);
     impl ::std::error::Error for ConversionError {}
     impl ::std::fmt::Display for ConversionError {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
             ::std::fmt::Display::fmt(&self.0, f)
         }
     }
     impl ::std::fmt::Debug for ConversionError {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> Result<(), ::std::fmt::Error> {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
             ::std::fmt::Debug::fmt(&self.0, f)
         }
     }
