@@ -4,28 +4,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use tests::server::{Faults, TestServer, tool_list};
+use tests::server::{Faults, TestServer, bindings_json};
 
 /// A config file with one binding per test-server tool.
 fn write_config(dir: &Path, url: &str, patch: impl Fn(&mut Value)) -> String {
-    let tools: Vec<Value> = tool_list()
-        .into_iter()
-        .map(|tool| {
-            let mut binding = json!({
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": Value::Object((*tool.input_schema).clone()),
-                "url": url,
-                "mcp_tool": tool.name,
-                "tenants": ["local"],
-            });
-            if let Some(schema) = &tool.output_schema {
-                binding["output_schema"] = Value::Object((**schema).clone());
-            }
-            patch(&mut binding);
-            binding
-        })
-        .collect();
+    let tools = bindings_json(url, |_, binding| patch(binding));
     let path = dir.join("host.json");
     std::fs::write(
         &path,

@@ -39,29 +39,36 @@ fn walk(schema: &Value, visit: &mut dyn FnMut(&str, &Value)) {
     }
 }
 
+/// Keywords whose value maps names to subschemas.
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+/// Keywords whose value may be an array of subschemas.
+const SCHEMA_ARRAYS: &[&str] = &["items", "prefixItems", "allOf", "anyOf", "oneOf"];
+/// Keywords whose value may be one subschema.
+const SCHEMA_VALUES: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
 /// The subschemas under one keyword.
 fn subschemas<'a>(keyword: &str, value: &'a Value) -> Vec<&'a Value> {
-    match (keyword, value) {
-        (
-            "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas",
-            Value::Object(map),
-        ) => map.values().collect(),
-        ("items" | "prefixItems" | "allOf" | "anyOf" | "oneOf", Value::Array(items)) => {
-            items.iter().collect()
-        }
-        (
-            "items"
-            | "additionalProperties"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "contains"
-            | "propertyNames"
-            | "unevaluatedProperties"
-            | "unevaluatedItems",
-            Value::Object(_),
-        ) => vec![value],
+    match value {
+        Value::Object(map) if SCHEMA_MAPS.contains(&keyword) => map.values().collect(),
+        Value::Array(items) if SCHEMA_ARRAYS.contains(&keyword) => items.iter().collect(),
+        Value::Object(_) if SCHEMA_VALUES.contains(&keyword) => vec![value],
         _ => Vec::new(),
     }
 }
@@ -100,29 +107,15 @@ fn prepare(schema: &mut Value) {
         *reference = format!("#/definitions/{rest}");
     }
     for (keyword, value) in map.iter_mut() {
-        match (keyword.as_str(), value) {
-            (
-                "properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas",
-                Value::Object(map),
-            ) => {
+        let keyword = keyword.as_str();
+        match value {
+            Value::Object(map) if SCHEMA_MAPS.contains(&keyword) => {
                 map.values_mut().for_each(prepare);
             }
-            ("items" | "prefixItems" | "allOf" | "anyOf" | "oneOf", Value::Array(items)) => {
+            Value::Array(items) if SCHEMA_ARRAYS.contains(&keyword) => {
                 items.iter_mut().for_each(prepare);
             }
-            (
-                "items"
-                | "additionalProperties"
-                | "not"
-                | "if"
-                | "then"
-                | "else"
-                | "contains"
-                | "propertyNames"
-                | "unevaluatedProperties"
-                | "unevaluatedItems",
-                value @ Value::Object(_),
-            ) => prepare(value),
+            value @ Value::Object(_) if SCHEMA_VALUES.contains(&keyword) => prepare(value),
             _ => {}
         }
     }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::check::is_valid_name;
 use crate::model::{HostConfig, ToolBinding};
+use crate::schema::remote_ref;
 
 /// What discovery puts in every binding besides the tool's own description and schemas.
 #[derive(Debug, Clone)]
@@ -111,7 +112,7 @@ pub fn lint(binding: &ToolBinding) -> Vec<Lint> {
         ("output_schema", binding.output_schema.as_ref()),
     ];
     for (field, schema) in schemas {
-        if let Some(reference) = schema.and_then(remote_ref) {
+        if let Some((_, reference)) = schema.and_then(remote_ref) {
             push(
                 "remote-ref",
                 format!(
@@ -132,25 +133,6 @@ pub fn lint(binding: &ToolBinding) -> Vec<Lint> {
         );
     }
     lints
-}
-
-fn remote_ref(schema: &Value) -> Option<String> {
-    let mut stack = vec![schema];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::Object(map) => {
-                if let Some(Value::String(reference)) = map.get("$ref")
-                    && !reference.starts_with('#')
-                {
-                    return Some(reference.clone());
-                }
-                stack.extend(map.values());
-            }
-            Value::Array(items) => stack.extend(items),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// How a merge changed a config.

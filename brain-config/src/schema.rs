@@ -127,7 +127,7 @@ impl jsonschema::Retrieve for NoRemoteSchemas {
 }
 
 /// The first `$ref` in `schema` that does not start with `#`, and the pointer to it.
-fn remote_ref(schema: &Value) -> Option<(String, String)> {
+pub(crate) fn remote_ref(schema: &Value) -> Option<(String, String)> {
     let mut stack = vec![(String::new(), schema)];
     while let Some((pointer, value)) = stack.pop() {
         match value {

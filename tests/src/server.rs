@@ -351,6 +351,29 @@ pub fn tool_list() -> Vec<Tool> {
     ]
 }
 
+/// One binding per tool of [`tool_list`], as host config JSON: named as on the server, at `url`,
+/// for tenant `local`; `patch` may change each (it gets the tool's name).
+pub fn bindings_json(url: &str, patch: impl Fn(&str, &mut Value)) -> Vec<Value> {
+    tool_list()
+        .into_iter()
+        .map(|tool| {
+            let mut binding = json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": Value::Object((*tool.input_schema).clone()),
+                "url": url,
+                "mcp_tool": tool.name,
+                "tenants": ["local"],
+            });
+            if let Some(schema) = &tool.output_schema {
+                binding["output_schema"] = Value::Object((**schema).clone());
+            }
+            patch(&tool.name, &mut binding);
+            binding
+        })
+        .collect()
+}
+
 fn result(value: Value) -> Result<CallToolResponse, ErrorData> {
     serde_json::from_value::<CallToolResult>(value)
         .map(Into::into)

@@ -8,29 +8,11 @@ use std::time::{Duration, Instant};
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tests::server::{Faults, Stats, TINY_PNG, TestServer, tool_list};
+use tests::server::{Faults, Stats, TINY_PNG, TestServer, bindings_json};
 
 /// A host config with one binding per test-server tool, named as on the server.
 fn config(url: &str, patch: impl Fn(&str, &mut Value)) -> brain_config::HostConfig {
-    let tools: Vec<Value> = tool_list()
-        .into_iter()
-        .map(|tool| {
-            let mut binding = json!({
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": Value::Object((*tool.input_schema).clone()),
-                "url": url,
-                "mcp_tool": tool.name,
-                "tenants": ["local"],
-            });
-            if let Some(schema) = &tool.output_schema {
-                binding["output_schema"] = Value::Object((**schema).clone());
-            }
-            patch(&tool.name, &mut binding);
-            binding
-        })
-        .collect();
-    let text = serde_json::to_string(&json!({ "tools": tools })).unwrap();
+    let text = serde_json::to_string(&json!({ "tools": bindings_json(url, patch) })).unwrap();
     brain_config::parse(text.as_bytes(), "test.json").unwrap_or_else(|e| panic!("{e}"))
 }
 
