@@ -71,6 +71,7 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         name_pattern(draft, &mut out);
         empty_description(draft, &mut out);
         schemas(draft, &mut out);
+        x_mcp_headers(draft, &mut out);
         url(draft, &mut out);
         token_over_plain_http(draft, &mut out);
         empty_mcp_tool(draft, &mut out);
@@ -183,6 +184,97 @@ fn schema_root_not_object(draft: &Draft, field: &str, schema: &Value, out: &mut 
         "make the root `{\"type\": \"object\", \"properties\": {...}}`; wrap a single value in a \
          property",
     ));
+}
+
+/// `x-mcp-header` annotations in `input_schema` (MCP 2026-07-28, SEP-2243) each name one header
+/// an argument travels in: a non-empty HTTP token (RFC 9110 `tchar`s), unique ignoring case, on
+/// a property of type `string`, `integer` or `boolean` reached from the root through
+/// `properties` alone. Clients must refuse tools that break this.
+fn x_mcp_headers(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if !draft.usable("input_schema") {
+        return;
+    }
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut stack = vec![(String::new(), &draft.binding.input_schema, true)];
+    while let Some((pointer, schema, on_chain)) = stack.pop() {
+        let Value::Object(map) = schema else { continue };
+        if let Some(header) = map.get("x-mcp-header") {
+            let at = format!("input_schema{pointer}/x-mcp-header");
+            let problem = x_mcp_header_problem(header, map, &pointer, on_chain, &mut seen);
+            if let Some(message) = problem {
+                out.push(draft.error(
+                    Rule::InvalidXMcpHeader,
+                    &at,
+                    message,
+                    "fix the tool's schema on the server (or remove the annotation from the pinned \
+                     binding): servers and clients reject tools with invalid x-mcp-header",
+                ));
+            }
+        }
+        for (keyword, value) in map {
+            let child = format!("{pointer}/{}", crate::source::escape_token(keyword));
+            match (keyword.as_str(), value) {
+                ("enum" | "const" | "default" | "examples", _) => {}
+                ("properties", Value::Object(properties)) => {
+                    for (name, property) in properties {
+                        let path = format!("{child}/{}", crate::source::escape_token(name));
+                        stack.push((path, property, on_chain));
+                    }
+                }
+                (_, Value::Object(_)) => stack.push((child, value, false)),
+                (_, Value::Array(items)) => {
+                    for (i, item) in items.iter().enumerate() {
+                        stack.push((format!("{child}/{i}"), item, false));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// What is wrong with one `x-mcp-header` annotation, if anything.
+fn x_mcp_header_problem(
+    header: &Value,
+    property: &serde_json::Map<String, Value>,
+    pointer: &str,
+    on_chain: bool,
+    seen: &mut HashMap<String, String>,
+) -> Option<String> {
+    let Value::String(name) = header else {
+        return Some(format!("`x-mcp-header` is {header}, not a string"));
+    };
+    if pointer.is_empty() || !on_chain {
+        return Some(
+            "`x-mcp-header` must annotate a property reached from the root through `properties` \
+             alone"
+                .into(),
+        );
+    }
+    if name.is_empty() {
+        return Some("`x-mcp-header` is empty".into());
+    }
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if !name.chars().all(tchar) {
+        return Some(format!(
+            "`x-mcp-header` {name:?} is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"
+        ));
+    }
+    let primitive = matches!(
+        property.get("type").and_then(Value::as_str),
+        Some("string" | "integer" | "boolean")
+    );
+    if !primitive {
+        return Some(format!(
+            "`x-mcp-header` {name:?} is on a property whose type is not string, integer or boolean"
+        ));
+    }
+    if let Some(first) = seen.insert(name.to_ascii_lowercase(), pointer.to_owned()) {
+        return Some(format!(
+            "`x-mcp-header` {name:?} repeats the header of {first} (header names ignore case)"
+        ));
+    }
+    None
 }
 
 /// `url` is an absolute `http` or `https` URL, with no user name or password (use `token_env`)

@@ -80,6 +80,8 @@ rules! {
     SchemaInvalid = "schema-invalid",
     /// A schema's root is not `"type": "object"`.
     SchemaRootNotObject = "schema-root-not-object",
+    /// An `x-mcp-header` annotation (SEP-2243) is not one brain can send.
+    InvalidXMcpHeader = "invalid-x-mcp-header",
     /// `transport` is set on an MCP binding.
     TransportOnMcp = "transport-on-mcp",
     /// `transport` is neither `http` nor `sse`.

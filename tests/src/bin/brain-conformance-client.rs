@@ -1,0 +1,169 @@
+//! The client for the official MCP conformance suite (`conformance client --command
+//! brain-conformance-client`): the scenario server's URL is the last argument, the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`. It discovers the server's tools and calls each through
+//! brain-runtime as the harness would, with arguments sampled from its input schema; events go
+//! to stdout as JSON Lines.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use brain_config::HostConfig;
+use brain_config::discovery::{BindingSettings, binding_from_tool};
+use brain_runtime::discover::{DiscoverOptions, discover};
+use brain_runtime::{CallRequest, Runtime, Scope};
+use futures_util::StreamExt;
+use serde_json::{Map, Value, json};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: brain-conformance-client URL");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    eprintln!("scenario {scenario:?} at {url}");
+    let options = DiscoverOptions {
+        url: url.clone(),
+        token: None,
+        timeout: Duration::from_secs(20),
+    };
+    let discovery = match discover(&options).await {
+        Ok(discovery) => discovery,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let settings = BindingSettings {
+        url,
+        token_env: None,
+        tenants: vec!["conformance".into()],
+        timeout_seconds: 20,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+    };
+    let mut bindings = Vec::new();
+    for tool in &discovery.tools {
+        let mut binding = binding_from_tool(tool, &settings);
+        binding.name = model_name(&binding.name, bindings.len());
+        if binding.description.trim().is_empty() {
+            binding.description = format!("{} (no description)", binding.name);
+        }
+        bindings.push(binding);
+    }
+    // A tool whose binding breaks a rule (an invalid `x-mcp-header`, a remote `$ref`, ...) is
+    // excluded, as `cargo xtask check` would refuse it.
+    let errors = brain_config::validate(&HostConfig {
+        schema: None,
+        tools: bindings.clone(),
+    });
+    let mut rejected = std::collections::BTreeSet::new();
+    for error in &errors {
+        eprintln!("excluded: {}", error.render("discovered tools"));
+        if let Some(index) = error
+            .pointer
+            .strip_prefix("/tools/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|index| index.parse::<usize>().ok())
+        {
+            rejected.insert(index);
+        }
+    }
+    let config = HostConfig {
+        schema: None,
+        tools: bindings
+            .into_iter()
+            .enumerate()
+            .filter(|(index, _)| !rejected.contains(index))
+            .map(|(_, binding)| binding)
+            .collect(),
+    };
+    let runtime = match Runtime::new(&config) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut failed = false;
+    for binding in &config.tools {
+        let mut call = runtime.call(CallRequest {
+            tool: binding.name.clone(),
+            scope: Scope {
+                tenant_id: "conformance".into(),
+                session_id: "conformance".into(),
+            },
+            call_id: None,
+            arguments: sample(&binding.input_schema),
+        });
+        while let Some(event) = call.next().await {
+            println!("{}", serde_json::to_string(&event).unwrap_or_default());
+            if let brain_runtime::Event::Result(result) = event {
+                failed |= result.is_error && !result.unknown_outcome;
+            }
+        }
+    }
+    let _ = failed;
+    ExitCode::SUCCESS
+}
+
+/// A name model APIs accept, unique by index.
+fn model_name(name: &str, index: usize) -> String {
+    if brain_config::is_valid_name(name) {
+        return name.to_owned();
+    }
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(56)
+        .collect();
+    format!("{cleaned}_{index}")
+}
+
+/// Arguments that satisfy a simple schema: its default, first enum value, or a value per type.
+fn sample(schema: &Value) -> Value {
+    if let Some(default) = schema.get("default") {
+        return default.clone();
+    }
+    if let Some(constant) = schema.get("const") {
+        return constant.clone();
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => json!("test"),
+        Some("integer") | Some("number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("null") => Value::Null,
+        _ => {
+            let mut object = Map::new();
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    if required.contains(&name.as_str()) {
+                        object.insert(name.clone(), sample(property));
+                    }
+                }
+            }
+            Value::Object(object)
+        }
+    }
+}
