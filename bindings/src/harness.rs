@@ -200,7 +200,22 @@ async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult
             }
         }
     }
-    unreachable!("a call always ends with its result")
+    // The runtime always ends a call with its result; should its task ever die, say so.
+    let result = ToolResult {
+        call_id: call.call_id().to_owned(),
+        is_error: true,
+        unknown_outcome: true,
+        content: vec![ContentBlock::text("the call ended without a result")],
+        structured_content: None,
+    };
+    if json {
+        let event = Event::Result(result.clone());
+        println!(
+            "{}",
+            serde_json::to_string(&event).expect("events serialize")
+        );
+    }
+    result
 }
 
 fn print_readable(result: &ToolResult) {
