@@ -80,6 +80,20 @@ async fn eventually(counter: &AtomicUsize, at_least: usize) -> usize {
     count(counter)
 }
 
+/// Calls `echo` on a server with `faults` and checks the outcome, the message, and how many
+/// `tools/call` requests reached the server.
+async fn check_echo_under(
+    faults: Faults,
+    (is_error, unknown_outcome): (bool, bool),
+    needle: &str,
+    calls: usize,
+) {
+    let server = start(faults).await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, is_error, unknown_outcome, needle);
+    assert_eq!(count(&server.stats.calls), calls, "{needle}");
+}
+
 // Conversion rules.
 
 #[tokio::test]
@@ -287,14 +301,11 @@ async fn connection_refused() {
 
 #[tokio::test]
 async fn initialize_http_error() {
-    let server = start(Faults {
+    let faults = Faults {
         initialize_500: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, false, "HTTP 500");
-    assert_eq!(count(&server.stats.calls), 0);
+    };
+    check_echo_under(faults, (true, false), "HTTP 500", 0).await;
 }
 
 #[tokio::test]
@@ -334,89 +345,68 @@ async fn token_refused_and_accepted() {
 #[tokio::test]
 async fn tools_call_rejected_at_the_http_layer() {
     for status in [401, 403, 404, 405, 406, 415] {
-        let server = start(Faults {
+        let faults = Faults {
             call_status: Some(status),
             ..Faults::default()
-        })
-        .await;
-        let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-        assert_outcome(&result, true, false, &format!("HTTP {status}"));
-        assert_eq!(count(&server.stats.calls), 1, "HTTP {status}");
+        };
+        check_echo_under(faults, (true, false), &format!("HTTP {status}"), 1).await;
     }
 }
 
 #[tokio::test]
 async fn tools_call_method_not_found() {
-    let server = start(Faults {
+    let faults = Faults {
         call_method_not_found: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, false, "-32601");
-    assert_eq!(count(&server.stats.calls), 1);
+    };
+    check_echo_under(faults, (true, false), "-32601", 1).await;
 }
 
 // After tools/call: unknown_outcome true, and never sent twice.
 
 #[tokio::test]
 async fn server_error_status_after_the_call() {
-    let server = start(Faults {
+    let faults = Faults {
         call_status: Some(500),
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, true, "HTTP 500");
-    assert_eq!(count(&server.stats.calls), 1);
+    };
+    check_echo_under(faults, (true, true), "HTTP 500", 1).await;
 }
 
 #[tokio::test]
 async fn connection_dropped_after_reading_the_call() {
-    let server = start(Faults {
+    let faults = Faults {
         drop_after_call: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, true, "the tool may have run");
-    assert_eq!(count(&server.stats.calls), 1);
+    };
+    check_echo_under(faults, (true, true), "the tool may have run", 1).await;
 }
 
 #[tokio::test]
 async fn connection_dropped_before_reading_the_call() {
-    let server = start(Faults {
+    let faults = Faults {
         drop_before_call: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, true, "the tool may have run");
-    assert_eq!(count(&server.stats.calls), 0);
+    };
+    check_echo_under(faults, (true, true), "the tool may have run", 0).await;
 }
 
 #[tokio::test]
 async fn malformed_response() {
-    let server = start(Faults {
+    let faults = Faults {
         malformed_call: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, true, "malformed");
-    assert_eq!(count(&server.stats.calls), 1);
+    };
+    check_echo_under(faults, (true, true), "malformed", 1).await;
 }
 
 #[tokio::test]
 async fn truncated_sse_stream() {
-    let server = start(Faults {
+    let faults = Faults {
         truncated_call: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, true, "without a result");
-    assert_eq!(count(&server.stats.calls), 1);
+    };
+    check_echo_under(faults, (true, true), "without a result", 1).await;
 }
 
 #[tokio::test]
@@ -644,14 +634,11 @@ async fn non_increasing_progress_is_dropped() {
 
 #[tokio::test]
 async fn initialize_json_rpc_error() {
-    let server = start(Faults {
+    let faults = Faults {
         initialize_rpc_error: true,
         ..Faults::default()
-    })
-    .await;
-    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
-    assert_outcome(&result, true, false, "Unsupported protocol version");
-    assert_eq!(count(&server.stats.calls), 0);
+    };
+    check_echo_under(faults, (true, false), "Unsupported protocol version", 0).await;
 }
 
 #[tokio::test]
