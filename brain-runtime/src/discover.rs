@@ -20,6 +20,12 @@ use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, Token, er
 const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;
 /// At most this many `tools/list` pages.
 const MAX_PAGES: usize = 1000;
+/// Bound on the body of an HTTP error response read for its JSON-RPC error.
+const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+/// JSON-RPC error code of a rejected protocol revision (2026-07-28, SEP-2575).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// The revisions discovery negotiates, newest first.
+const SPOKEN: &[&str] = &[stateless::REVISION, brain_config::DEFAULT_PROTOCOL_VERSION];
 
 /// What a server offers.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +78,18 @@ pub enum DiscoverError {
     /// The token's value cannot be sent in a header.
     #[error("the value of {0} cannot be sent as an HTTP header (it holds a control character)")]
     InvalidToken(String),
+    /// The server speaks none of the revisions brain speaks.
+    #[error(
+        "the server rejected protocol revision {requested} and supports {supported:?}; brain speaks {spoken:?}"
+    )]
+    UnsupportedVersion {
+        /// The revision brain asked for.
+        requested: String,
+        /// The revisions the server said it supports.
+        supported: Vec<String>,
+        /// The revisions brain speaks.
+        spoken: &'static [&'static str],
+    },
     /// The server answered, but not as MCP says.
     #[error("{0}")]
     Protocol(String),
@@ -115,19 +133,39 @@ struct Client<'a> {
 
 impl Client<'_> {
     /// `server/discover` at 2026-07-28; `None` when the server does not speak it.
+    ///
+    /// A server that rejects the revision (`-32022`) while listing it among the supported ones
+    /// is asked once more; one that lists only 2025-11-25 gets a session.
     async fn stateless(&self) -> Result<Option<Discovery>, DiscoverError> {
-        let headers = stateless_headers("server/discover");
-        let request = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "server/discover",
-            "params": {"_meta": stateless::meta()}
-        });
-        let result = match self.request(&request, headers).await {
-            Ok(result) => result,
-            Err(
-                error @ (DiscoverError::TokenRefused { .. } | DiscoverError::TokenRequired { .. }),
-            )
-            | Err(error @ DiscoverError::Connect { .. }) => return Err(error),
-            Err(_) => return Ok(None),
+        let mut asked_again = false;
+        let result = loop {
+            let request = json!({
+                "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                "params": {"_meta": stateless::meta()}
+            });
+            match self
+                .request(&request, stateless_headers("server/discover"))
+                .await
+            {
+                Ok(result) => break result,
+                Err(DiscoverError::UnsupportedVersion { supported, .. })
+                    if supported.iter().any(|v| v == stateless::REVISION) && !asked_again =>
+                {
+                    asked_again = true;
+                }
+                Err(DiscoverError::UnsupportedVersion { supported, .. })
+                    if supported.iter().any(|v| SPOKEN.contains(&v.as_str())) =>
+                {
+                    return Ok(None);
+                }
+                Err(
+                    error @ (DiscoverError::TokenRefused { .. }
+                    | DiscoverError::TokenRequired { .. }
+                    | DiscoverError::Connect { .. }
+                    | DiscoverError::UnsupportedVersion { .. }),
+                ) => return Err(error),
+                Err(_) => return Ok(None),
+            }
         };
         let speaks = result
             .get("supportedVersions")
@@ -267,8 +305,23 @@ impl Client<'_> {
         request: &Value,
     ) -> Result<Value, DiscoverError> {
         let method = request["method"].as_str().unwrap_or_default();
-        if !response.status().is_success() {
-            return Err(self.status_error(response.status()));
+        let status = response.status();
+        if !status.is_success() {
+            if matches!(status.as_u16(), 401 | 403) {
+                return Err(self.status_error(status));
+            }
+            // An error status may carry the JSON-RPC error that explains it.
+            let error = match Messages::read(response, ERROR_BODY_LIMIT).await {
+                Ok(mut messages) => match messages.next().await {
+                    Some(Ok(message)) => message.get("error").cloned(),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            return Err(match error {
+                Some(error) => rpc_error(method, &error),
+                None => self.status_error(status),
+            });
         }
         let mut messages = Messages::read(response, RESPONSE_LIMIT)
             .await
@@ -280,11 +333,7 @@ impl Client<'_> {
                 continue;
             }
             if let Some(error) = message.get("error") {
-                return Err(DiscoverError::Protocol(format!(
-                    "{method} failed: JSON-RPC error {}: {}",
-                    error["code"],
-                    error["message"].as_str().unwrap_or("no message")
-                )));
+                return Err(rpc_error(method, error));
             }
             return Ok(message.get("result").cloned().unwrap_or_default());
         }
@@ -303,6 +352,32 @@ impl Client<'_> {
             _ => DiscoverError::Protocol(format!("the server answered HTTP {status}")),
         }
     }
+}
+
+/// The error a JSON-RPC `error` object stands for.
+fn rpc_error(method: &str, error: &Value) -> DiscoverError {
+    if error["code"].as_i64() == Some(UNSUPPORTED_PROTOCOL_VERSION) {
+        let data = &error["data"];
+        return DiscoverError::UnsupportedVersion {
+            requested: data["requested"].as_str().unwrap_or_default().to_owned(),
+            supported: data["supported"]
+                .as_array()
+                .map(|versions| {
+                    versions
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            spoken: SPOKEN,
+        };
+    }
+    DiscoverError::Protocol(format!(
+        "{method} failed: JSON-RPC error {}: {}",
+        error["code"],
+        error["message"].as_str().unwrap_or("no message")
+    ))
 }
 
 fn stateless_headers(method: &'static str) -> HeaderMap {

@@ -20,6 +20,12 @@ const INIT_LIMIT: u64 = 1024 * 1024;
 /// The JSON-RPC ids brain uses within a session.
 const INIT_ID: u64 = 0;
 const CALL_ID: u64 = 1;
+/// How long to wait before resuming a closed stream when the server gave no `retry`.
+const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// At most this many `input_required` rounds after the call (2026-07-28).
+const MAX_ROUNDS: u64 = 8;
+/// At most this many resumptions in a row that bring no message.
+const MAX_IDLE_RESUMES: u32 = 16;
 
 /// What the cleanup after a call needs to know.
 #[derive(Debug, Default)]
@@ -58,13 +64,42 @@ impl Exchange<'_> {
     pub(crate) async fn run(&self) -> Result<ToolResult, Failure> {
         let version = self.tool.binding.protocol_version();
         if version == stateless::REVISION {
-            let name = self.tool.binding.mcp_tool.as_deref().unwrap_or_default();
-            let headers = stateless::headers(name, self.arguments, &self.tool.param_headers);
-            return self.call(headers, stateless::meta()).await;
+            return self.stateless_call().await;
         }
         let headers = self.initialize(version).await?;
         self.initialized(&headers).await?;
-        self.call(headers, Map::new()).await
+        match self.call(headers, Map::new(), &Round::first()).await? {
+            Reply::Complete(result) => Ok(result),
+            Reply::InputRequired(_) => Err(Failure::sent(
+                "the server answered with an `input_required` result on a session revision, \
+                 where MCP does not allow it; the tool may have run",
+            )),
+        }
+    }
+
+    /// A 2026-07-28 call: one POST, plus the rounds the server asks for (SEP-2322, bounded).
+    ///
+    /// A round re-requests the call only because the server answered `input_required`, a
+    /// definite answer that the tool has not completed: `requestState` is echoed exactly, and
+    /// the input requests are answered without a user (an elicitation is declined; brain offers
+    /// no sampling or roots, so those fail the call).
+    async fn stateless_call(&self) -> Result<ToolResult, Failure> {
+        let name = self.tool.binding.mcp_tool.as_deref().unwrap_or_default();
+        let mut round = Round::first();
+        loop {
+            let headers = stateless::headers(name, self.arguments, &self.tool.param_headers);
+            let asked = match self.call(headers, stateless::meta(), &round).await? {
+                Reply::Complete(result) => return Ok(result),
+                Reply::InputRequired(asked) => asked,
+            };
+            if round.number >= MAX_ROUNDS {
+                return Err(Failure::sent(format!(
+                    "the server still asked for another round (input_required) after \
+                     {MAX_ROUNDS} rounds; brain stopped, and the tool may have run"
+                )));
+            }
+            round = Round::next(round.number + 1, &asked)?;
+        }
     }
 
     async fn initialize(&self, version: &str) -> Result<HeaderMap, Failure> {
@@ -171,7 +206,8 @@ impl Exchange<'_> {
         &self,
         headers: HeaderMap,
         mut meta: Map<String, Value>,
-    ) -> Result<ToolResult, Failure> {
+        round: &Round,
+    ) -> Result<Reply, Failure> {
         let binding = &self.tool.binding;
         meta.insert("progressToken".into(), json!(self.call_id));
         meta.insert(
@@ -182,17 +218,27 @@ impl Exchange<'_> {
                 "call_id": self.call_id,
             }),
         );
-        let request = json!({
-            "jsonrpc": "2.0",
-            "id": CALL_ID,
-            "method": "tools/call",
-            "params": {
-                "name": binding.mcp_tool.as_deref().unwrap_or_default(),
-                "arguments": self.arguments,
-                "_meta": meta,
-            }
-        });
-        self.state().call_sent = true;
+        let call_id = CALL_ID + round.number;
+        let mut params = Map::new();
+        params.insert(
+            "name".into(),
+            json!(binding.mcp_tool.as_deref().unwrap_or_default()),
+        );
+        params.insert("arguments".into(), self.arguments.clone());
+        if let Some(responses) = &round.input_responses {
+            params.insert("inputResponses".into(), Value::Object(responses.clone()));
+        }
+        if let Some(state) = &round.request_state {
+            params.insert("requestState".into(), state.clone());
+        }
+        params.insert("_meta".into(), Value::Object(meta));
+        let request =
+            json!({"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params});
+        {
+            let mut state = self.state();
+            state.call_sent = true;
+            state.answered = false;
+        }
         let response = match self.endpoint.post(&request, headers.clone()).await {
             Ok(response) => response,
             Err(error) if error.is_connect() => {
@@ -229,8 +275,22 @@ impl Exchange<'_> {
             .await
             .map_err(|error| self.read_failure(error))?;
         let mut last_progress: Option<f64> = None;
+        let resumable = self.tool.binding.protocol_version() != stateless::REVISION;
+        let mut idle_resumes = 0;
         loop {
             let message = match messages.next().await {
+                None if resumable && messages.resumable() => {
+                    idle_resumes += 1;
+                    let from = Resume::after(&messages);
+                    messages = self.resume(from, &headers, idle_resumes).await?;
+                    continue;
+                }
+                Some(Err(ReadError::Transport(_))) if resumable && messages.resumable() => {
+                    idle_resumes += 1;
+                    let from = Resume::after(&messages);
+                    messages = self.resume(from, &headers, idle_resumes).await?;
+                    continue;
+                }
                 None => {
                     return Err(Failure::sent(
                         "the server ended its response without a result; the tool may have run",
@@ -239,6 +299,7 @@ impl Exchange<'_> {
                 Some(Err(error)) => return Err(self.read_failure(error)),
                 Some(Ok(message)) => message,
             };
+            idle_resumes = 0;
             let method = message.get("method").and_then(Value::as_str);
             match (method, message.get("id")) {
                 (Some("notifications/progress"), None) => {
@@ -247,7 +308,7 @@ impl Exchange<'_> {
                 (Some(method), Some(id)) => {
                     self.server_request(method, id, &headers).await?;
                 }
-                (None, Some(id)) if *id == json!(CALL_ID) => {
+                (None, Some(id)) if *id == json!(call_id) => {
                     self.state().answered = true;
                     return self.response(&message);
                 }
@@ -255,6 +316,49 @@ impl Exchange<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// Resumes the response stream of `tools/call` after the server closed it before the
+    /// result (Streamable HTTP resumability, SEP-1699): waits the server's `retry`, then GETs the
+    /// stream from the last event id. The call itself is never sent again.
+    async fn resume(
+        &self,
+        from: Resume,
+        headers: &HeaderMap,
+        attempt: u32,
+    ) -> Result<Messages, Failure> {
+        if attempt > MAX_IDLE_RESUMES {
+            return Err(Failure::sent(format!(
+                "the server closed the response stream of tools/call {MAX_IDLE_RESUMES} times \
+                 in a row without sending anything; brain stopped resuming it, and the tool may \
+                 have run"
+            )));
+        }
+        tokio::time::sleep(from.retry.unwrap_or(DEFAULT_RETRY)).await;
+        let response = self
+            .endpoint
+            .resume(headers.clone(), &from.last_event_id)
+            .await
+            .map_err(|error| {
+                Failure::sent(format!(
+                    "the server closed the response stream of tools/call before its result, \
+                     and resuming it failed: {}; the tool may have run",
+                    error_chain(&error)
+                ))
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Failure::sent(format!(
+                "the server closed the response stream of tools/call before its result, and \
+                 refused to resume it (HTTP {status}); the tool may have run"
+            )));
+        }
+        let mut resumed = Messages::read_after(response, self.tool.raw_limit(), from.bytes_read)
+            .await
+            .map_err(|error| self.read_failure(error))?;
+        resumed.last_event_id = Some(from.last_event_id);
+        resumed.retry = from.retry;
+        Ok(resumed)
     }
 
     fn read_failure(&self, error: ReadError) -> Failure {
@@ -321,7 +425,7 @@ impl Exchange<'_> {
     }
 
     /// The JSON-RPC response to `tools/call`.
-    fn response(&self, message: &Value) -> Result<ToolResult, Failure> {
+    fn response(&self, message: &Value) -> Result<Reply, Failure> {
         if let Some(error) = message.get("error") {
             let text = rpc_error_text(error);
             if error.get("code").and_then(Value::as_i64) == Some(-32601) {
@@ -340,13 +444,7 @@ impl Exchange<'_> {
         };
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => {}
-            Some("input_required") => {
-                return Err(Failure::sent(
-                    "the server asked for user input (input_required), which brain does not \
-                     provide; brain never re-sends a call, and the tool may have run. Handle \
-                     approval inside the tool instead",
-                ));
-            }
+            Some("input_required") => return Ok(Reply::InputRequired(result.clone())),
             Some(other) => {
                 return Err(Failure::sent(format!(
                     "the server answered with a `{other}` result, which brain does not support; \
@@ -360,6 +458,7 @@ impl Exchange<'_> {
             self.tool.output.as_ref(),
             self.tool.binding.max_output_bytes,
         )
+        .map(Reply::Complete)
     }
 
     fn auth_hint(&self, status: StatusCode) -> String {
@@ -371,6 +470,78 @@ impl Exchange<'_> {
                 " (the server wants a token: set `token_env` on the binding)".to_owned()
             }
             _ => String::new(),
+        }
+    }
+}
+
+/// The server's answer to one `tools/call` request.
+enum Reply {
+    /// The tool's result.
+    Complete(ToolResult),
+    /// An `input_required` result (2026-07-28): the tool has not completed.
+    InputRequired(Value),
+}
+
+/// What one round of a 2026-07-28 call carries besides the call itself.
+struct Round {
+    /// 0 for the call, 1.. for the rounds the server asked for; also offsets the JSON-RPC id.
+    number: u64,
+    /// The `requestState` of the previous `input_required` result, exactly as received.
+    request_state: Option<Value>,
+    /// The answers to its `inputRequests`.
+    input_responses: Option<Map<String, Value>>,
+}
+
+impl Round {
+    fn first() -> Self {
+        Round {
+            number: 0,
+            request_state: None,
+            input_responses: None,
+        }
+    }
+
+    /// The round that answers an `input_required` result, or the failure when brain cannot
+    /// answer one of its input requests.
+    fn next(number: u64, asked: &Value) -> Result<Self, Failure> {
+        let mut responses = Map::new();
+        if let Some(requests) = asked.get("inputRequests").and_then(Value::as_object) {
+            for (key, request) in requests {
+                let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+                let response = match method {
+                    // No user is there to ask: the request is declined, and the server decides.
+                    "elicitation/create" => json!({"action": "decline"}),
+                    _ => {
+                        return Err(Failure::sent(format!(
+                            "the server asked for {method:?} (input_required), which brain does \
+                             not provide; the tool may have run"
+                        )));
+                    }
+                };
+                responses.insert(key.clone(), response);
+            }
+        }
+        Ok(Round {
+            number,
+            request_state: asked.get("requestState").cloned(),
+            input_responses: (!responses.is_empty()).then_some(responses),
+        })
+    }
+}
+
+/// Where a closed response stream resumes.
+struct Resume {
+    last_event_id: String,
+    retry: Option<std::time::Duration>,
+    bytes_read: u64,
+}
+
+impl Resume {
+    fn after(closed: &Messages) -> Self {
+        Resume {
+            last_event_id: closed.last_event_id.clone().unwrap_or_default(),
+            retry: closed.retry,
+            bytes_read: closed.bytes_read(),
         }
     }
 }

@@ -6,7 +6,10 @@
 //! statuses into strings: all three would break at-most-once or the `unknown_outcome` table.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -66,6 +69,27 @@ impl Endpoint<'_> {
         request.send().await
     }
 
+    /// GETs the session's SSE stream to resume a response stream after `last_event_id`
+    /// (Streamable HTTP resumability). Nothing is re-sent: the server replays what followed.
+    pub(crate) async fn resume(
+        &self,
+        headers: HeaderMap,
+        last_event_id: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut request = self
+            .http
+            .get(self.url)
+            .header(ACCEPT, "text/event-stream")
+            .headers(headers);
+        if let Ok(id) = HeaderValue::from_str(last_event_id) {
+            request = request.header("last-event-id", id);
+        }
+        if let Some(token) = self.token {
+            request = request.header(AUTHORIZATION, token.0.clone());
+        }
+        request.send().await
+    }
+
     /// DELETEs a session; errors are of no interest to anyone.
     pub(crate) async fn delete(&self, headers: HeaderMap) {
         let mut request = self.http.delete(self.url).headers(headers);
@@ -93,6 +117,12 @@ pub(crate) enum ReadError {
 /// The JSON-RPC messages of one response, in wire order.
 pub(crate) struct Messages {
     kind: Kind,
+    /// Body bytes read so far (of this response and the ones it resumes).
+    read: Arc<AtomicU64>,
+    /// The id of the last SSE event that carried one: where a resumed stream starts.
+    pub(crate) last_event_id: Option<String>,
+    /// The server's last `retry` field: how long to wait before resuming.
+    pub(crate) retry: Option<Duration>,
 }
 
 enum Kind {
@@ -104,16 +134,30 @@ enum Kind {
 impl Messages {
     /// Starts reading `response`, at most `limit` bytes of body in all.
     pub(crate) async fn read(response: reqwest::Response, limit: u64) -> Result<Self, ReadError> {
+        Self::read_after(response, limit, 0).await
+    }
+
+    /// Starts reading `response`, which continues a stream of which `already` bytes were read;
+    /// the bound covers both.
+    pub(crate) async fn read_after(
+        response: reqwest::Response,
+        limit: u64,
+        already: u64,
+    ) -> Result<Self, ReadError> {
+        let read = Arc::new(AtomicU64::new(already));
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let body = Bounded::new(response, limit);
+        let body = Bounded::new(response, limit, read.clone());
         if content_type.starts_with("text/event-stream") {
             return Ok(Messages {
                 kind: Kind::Sse(Box::pin(SseStream::from_bytes_stream(body))),
+                read,
+                last_event_id: None,
+                retry: None,
             });
         }
         if !content_type.starts_with("application/json") {
@@ -129,7 +173,20 @@ impl Messages {
         };
         Ok(Messages {
             kind: Kind::Json(messages.into_iter()),
+            read,
+            last_event_id: None,
+            retry: None,
         })
+    }
+
+    /// Body bytes read so far, counting the streams this one resumes.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    /// Whether this is an SSE stream that gave an event id, so it can be resumed.
+    pub(crate) fn resumable(&self) -> bool {
+        matches!(self.kind, Kind::Sse(_) | Kind::Done) && self.last_event_id.is_some()
     }
 
     /// The next message; `None` when the response has ended.
@@ -151,6 +208,12 @@ impl Messages {
                         return Some(Err(ReadError::Malformed(format!("invalid SSE: {error}"))));
                     }
                 };
+                if let Some(id) = event.id.as_ref() {
+                    self.last_event_id = Some(id.clone());
+                }
+                if let Some(retry) = event.retry {
+                    self.retry = Some(Duration::from_millis(retry));
+                }
                 // Priming events and comments carry no data.
                 let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                     continue;
@@ -169,15 +232,17 @@ impl Messages {
 pub(crate) struct Bounded {
     stream: Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>,
     limit: u64,
-    read: u64,
+    read: Arc<AtomicU64>,
+    failed: bool,
 }
 
 impl Bounded {
-    fn new(response: reqwest::Response, limit: u64) -> Self {
+    fn new(response: reqwest::Response, limit: u64, read: Arc<AtomicU64>) -> Self {
         Bounded {
             stream: Box::pin(response.bytes_stream()),
             limit,
-            read: 0,
+            read,
+            failed: false,
         }
     }
 
@@ -194,19 +259,21 @@ impl Stream for Bounded {
     type Item = Result<Bytes, ReadError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.read > self.limit {
+        if self.failed {
             return Poll::Ready(None);
         }
         match self.stream.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
-                self.read += chunk.len() as u64;
-                if self.read > self.limit {
+                let read =
+                    self.read.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
+                if read > self.limit {
+                    self.failed = true;
                     return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
                 }
                 Poll::Ready(Some(Ok(chunk)))
             }
             Poll::Ready(Some(Err(error))) => {
-                self.read = self.limit + 1;
+                self.failed = true;
                 Poll::Ready(Some(Err(ReadError::Transport(error_chain(&error)))))
             }
             other => other.map(|_| None),

@@ -58,6 +58,26 @@ pub struct Faults {
     pub page_size: Option<usize>,
     /// Serve `echo` with a changed description and input schema (drift).
     pub drifted: bool,
+    /// Answer `tools/call` with an SSE stream that sends only a priming event (an id and this
+    /// `retry` in ms) and closes; the result comes on the GET that resumes after that id.
+    pub close_call_stream: Option<u64>,
+    /// With `close_call_stream`: what a resuming GET gets.
+    pub resume: Resume,
+    /// Reject the first `server/discover` with HTTP 400 and JSON-RPC error -32022, naming these
+    /// revisions as supported.
+    pub reject_revision_once: Option<Vec<String>>,
+}
+
+/// What a GET that resumes a closed `tools/call` stream gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Resume {
+    /// The call's result.
+    #[default]
+    Answer,
+    /// HTTP 405: this server offers no stream to resume.
+    Refuse,
+    /// Another priming event, and the stream closes again.
+    CloseAgain,
 }
 
 /// What the server saw.
@@ -75,6 +95,12 @@ pub struct Stats {
     pub deletes: AtomicUsize,
     /// Answers the client sent to server requests (elicitation and others).
     pub client_answers: AtomicUsize,
+    /// `server/discover` requests.
+    pub discovers: AtomicUsize,
+    /// GETs that resumed a stream, each with its `Last-Event-ID` and when it arrived.
+    pub resumes: std::sync::Mutex<Vec<(Option<String>, std::time::Instant)>>,
+    /// When the server closed a `tools/call` stream to be resumed.
+    pub closed_streams: std::sync::Mutex<Vec<std::time::Instant>>,
 }
 
 impl Stats {
@@ -125,6 +151,7 @@ impl TestServer {
         let layer = Arc::new(FaultLayer {
             faults: faults.clone(),
             stats: Arc::clone(&stats),
+            pending_call: std::sync::Mutex::new(None),
         });
         let router = axum::Router::new()
             .nest_service("/mcp", service)
@@ -150,6 +177,8 @@ impl TestServer {
 struct FaultLayer {
     faults: Faults,
     stats: Arc<Stats>,
+    /// The `tools/call` whose stream was closed, to answer on the resuming GET.
+    pending_call: std::sync::Mutex<Option<Value>>,
 }
 
 /// The axum layer in front of rmcp: counts, and injects the configured faults.
@@ -166,6 +195,9 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     if request.method() == Method::DELETE {
         stats.deletes.fetch_add(1, Ordering::SeqCst);
         return next.run(request).await;
+    }
+    if request.method() == Method::GET && faults.close_call_stream.is_some() {
+        return resume_stream(&layer, request.headers());
     }
     if request.method() != Method::POST {
         return next.run(request).await;
@@ -201,8 +233,31 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         }
         Some("tools/call") => {
             stats.calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(retry) = faults.close_call_stream {
+                *lock(&layer.pending_call) = Some(message.clone());
+                lock(&stats.closed_streams).push(std::time::Instant::now());
+                return sse_response(format!("id: call-1\nretry: {retry}\ndata:\n\n"));
+            }
             if let Some(response) = call_fault(faults, &message).await {
                 return response;
+            }
+        }
+        Some("server/discover") => {
+            if stats.discovers.fetch_add(1, Ordering::SeqCst) == 0
+                && let Some(supported) = &faults.reject_revision_once
+            {
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": supported, "requested": "2026-07-28"}
+                }});
+                return (
+                    StatusCode::BAD_REQUEST,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
             }
         }
         None if message.get("id").is_some() => {
@@ -212,6 +267,42 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// A GET resuming the `tools/call` stream that `close_call_stream` closed.
+fn resume_stream(layer: &FaultLayer, headers: &HeaderMap) -> Response {
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    lock(&layer.stats.resumes).push((last_event_id, std::time::Instant::now()));
+    let retry = layer.faults.close_call_stream.unwrap_or_default();
+    match layer.faults.resume {
+        Resume::Refuse => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        Resume::CloseAgain => {
+            lock(&layer.stats.closed_streams).push(std::time::Instant::now());
+            sse_response(format!("id: call-1\nretry: {retry}\ndata:\n\n"))
+        }
+        Resume::Answer => {
+            let Some(call) = lock(&layer.pending_call).take() else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": [
+                {"type": "text", "text": format!("resumed: {}", call["params"]["arguments"])}
+            ]}});
+            sse_response(format!("id: call-2\ndata: {answer}\n\n"))
+        }
+    }
+}
+
+fn sse_response(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn call_fault(faults: &Faults, message: &Value) -> Option<Response> {
@@ -342,7 +433,13 @@ pub fn tool_list() -> Vec<Tool> {
         tool("rpc_error", "Answers with a JSON-RPC error.", empty.clone()),
         tool("huge", "Text of `bytes` bytes.", json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]})),
         tool("elicit", "Asks the user for approval (elicitation/create).", empty.clone()),
-        tool("input_required", "Answers input_required (2026-07-28).", empty),
+        tool("input_required", "Answers input_required (2026-07-28) for `rounds` rounds, asking for `ask`: only requestState (default), or an elicitation or sampling input request with it; then completes with what the last round carried.", json!({
+            "type": "object",
+            "properties": {
+                "rounds": {"type": "integer", "minimum": 1},
+                "ask": {"type": "string", "enum": ["state", "elicitation", "sampling"]}
+            }
+        })),
         tool("routed", "Returns its headers; `region` travels as the Mcp-Param-Region header.", json!({
             "type": "object",
             "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
@@ -509,9 +606,50 @@ impl ServerHandler for TestTools {
                     ),
                 }
             }
-            "input_required" => Ok(CallToolResponse::InputRequired(
-                InputRequiredResult::from_request_state("brain-test-state"),
-            )),
+            "input_required" => {
+                let rounds = args.get("rounds").and_then(Value::as_u64).unwrap_or(1);
+                let round = request
+                    .request_state
+                    .as_deref()
+                    .and_then(|state| state.strip_prefix("round-"))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+                if round >= rounds {
+                    let responses =
+                        serde_json::to_value(&request.input_responses).unwrap_or_default();
+                    return result(json!({"content": [{"type": "text", "text": format!(
+                        "completed after {round} rounds, input responses: {responses}"
+                    )}]}));
+                }
+                let mut asked = json!({
+                    "resultType": "input_required",
+                    "requestState": format!("round-{}", round + 1)
+                });
+                match args.get("ask").and_then(Value::as_str) {
+                    Some("elicitation") => {
+                        asked["inputRequests"] = json!({"approval": {
+                            "method": "elicitation/create",
+                            "params": {
+                                "message": "Go ahead?",
+                                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+                            }
+                        }});
+                    }
+                    Some("sampling") => {
+                        asked["inputRequests"] = json!({"llm": {
+                            "method": "sampling/createMessage",
+                            "params": {
+                                "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
+                                "maxTokens": 10
+                            }
+                        }});
+                    }
+                    _ => {}
+                }
+                serde_json::from_value::<InputRequiredResult>(asked)
+                    .map(CallToolResponse::InputRequired)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
                 None,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tests::server::{Faults, Stats, TINY_PNG, TestServer, bindings_json};
+use tests::server::{Faults, Resume, Stats, TINY_PNG, TestServer, bindings_json};
 
 /// A host config with one binding per test-server tool, named as on the server.
 fn config(url: &str, patch: impl Fn(&str, &mut Value)) -> brain_config::HostConfig {
@@ -588,13 +588,61 @@ async fn stateless_progress_in_order() {
     assert!(matches!(events.last(), Some(Event::Result(r)) if !r.is_error));
 }
 
+// 2026-07-28 rounds (SEP-2322): an `input_required` result is a definite "not completed yet".
+
 #[tokio::test]
-async fn stateless_input_required_fails_and_is_never_resent() {
+async fn stateless_request_state_rounds_echo_the_state_and_complete() {
     let server = start(Faults::default()).await;
     let runtime = stateless_runtime(&server.url, 30);
-    let result = call(&runtime, "input_required", json!({})).await;
-    assert_outcome(&result, true, true, "input_required");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let result = call(&runtime, "input_required", json!({"rounds": 3})).await;
+    // The server completes only when round 3 carried the state it gave in round 2, exactly.
+    assert_outcome(&result, false, false, "completed after 3 rounds");
+    assert!(
+        text(&result).contains("input responses: null"),
+        "{result:?}"
+    );
+    assert_eq!(count(&server.stats.calls), 4);
+}
+
+#[tokio::test]
+async fn stateless_rounds_are_bounded() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let result = call(&runtime, "input_required", json!({"rounds": 1000})).await;
+    assert_outcome(&result, true, true, "after 8 rounds");
+    assert_eq!(count(&server.stats.calls), 9);
+}
+
+#[tokio::test]
+async fn stateless_elicitation_is_declined_and_the_server_decides() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let result = call(
+        &runtime,
+        "input_required",
+        json!({"rounds": 1, "ask": "elicitation"}),
+    )
+    .await;
+    assert_outcome(
+        &result,
+        false,
+        false,
+        r#"{"approval":{"action":"decline"}}"#,
+    );
+    assert_eq!(count(&server.stats.calls), 2);
+}
+
+#[tokio::test]
+async fn stateless_sampling_request_fails_the_call_without_another_round() {
+    let server = start(Faults::default()).await;
+    let runtime = stateless_runtime(&server.url, 30);
+    let result = call(
+        &runtime,
+        "input_required",
+        json!({"rounds": 1, "ask": "sampling"}),
+    )
+    .await;
+    assert_outcome(&result, true, true, "sampling/createMessage");
     assert_eq!(count(&server.stats.calls), 1);
 }
 
@@ -657,4 +705,103 @@ async fn localhost_is_loopback() {
     let url = server.url.replace("127.0.0.1", "localhost");
     let result = call(&runtime(&url), "echo", json!({"message": "via localhost"})).await;
     assert_outcome(&result, false, false, "via localhost");
+}
+
+// Resuming a response stream (SEP-1699): the call is never sent again.
+
+fn closing(retry_ms: u64, resume: Resume) -> Faults {
+    Faults {
+        close_call_stream: Some(retry_ms),
+        resume,
+        ..Faults::default()
+    }
+}
+
+#[tokio::test]
+async fn closed_stream_is_resumed_after_retry_with_last_event_id() {
+    let server = start(closing(300, Resume::Answer)).await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, false, false, r#"resumed: {"message":"x"}"#);
+    assert_eq!(count(&server.stats.calls), 1);
+    let resumes = server.stats.resumes.lock().unwrap().clone();
+    assert_eq!(resumes.len(), 1);
+    assert_eq!(resumes[0].0.as_deref(), Some("call-1"));
+    let closed = server.stats.closed_streams.lock().unwrap()[0];
+    let waited = resumes[0].1 - closed;
+    assert!(
+        waited >= Duration::from_millis(300),
+        "resumed after {waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn refused_resumption_is_an_unknown_outcome() {
+    let server = start(closing(10, Resume::Refuse)).await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "refused to resume it (HTTP 405");
+    assert_eq!(count(&server.stats.calls), 1);
+}
+
+#[tokio::test]
+async fn empty_resumptions_are_bounded() {
+    let server = start(closing(10, Resume::CloseAgain)).await;
+    let result = call(&runtime(&server.url), "echo", json!({"message": "x"})).await;
+    assert_outcome(&result, true, true, "16 times in a row");
+    assert_eq!(count(&server.stats.calls), 1);
+    assert_eq!(server.stats.resumes.lock().unwrap().len(), 16);
+}
+
+// Discovery negotiates the revision (SEP-2575).
+
+fn discover_options(url: &str) -> brain_runtime::discover::DiscoverOptions {
+    brain_runtime::discover::DiscoverOptions {
+        url: url.to_owned(),
+        token: None,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+#[tokio::test]
+async fn discovery_asks_again_when_its_revision_is_rejected_but_supported() {
+    let server = start(Faults {
+        reject_revision_once: Some(vec!["2026-07-28".into()]),
+        ..Faults::default()
+    })
+    .await;
+    let discovery = brain_runtime::discover::discover(&discover_options(&server.url))
+        .await
+        .unwrap();
+    assert_eq!(discovery.protocol_version, "2026-07-28");
+    assert_eq!(count(&server.stats.discovers), 2);
+    assert_eq!(count(&server.stats.initializes), 0);
+}
+
+#[tokio::test]
+async fn discovery_falls_back_to_a_session_when_only_2025_is_supported() {
+    let server = start(Faults {
+        reject_revision_once: Some(vec!["2025-11-25".into()]),
+        ..Faults::default()
+    })
+    .await;
+    let discovery = brain_runtime::discover::discover(&discover_options(&server.url))
+        .await
+        .unwrap();
+    assert_eq!(discovery.protocol_version, "2025-11-25");
+    assert_eq!(count(&server.stats.discovers), 1);
+    assert_eq!(count(&server.stats.initializes), 1);
+}
+
+#[tokio::test]
+async fn discovery_names_the_revisions_when_none_is_shared() {
+    let server = start(Faults {
+        reject_revision_once: Some(vec!["2099-01-01".into()]),
+        ..Faults::default()
+    })
+    .await;
+    let error = brain_runtime::discover::discover(&discover_options(&server.url))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("2099-01-01"), "{error}");
+    assert!(error.contains("2026-07-28"), "{error}");
 }

@@ -6,8 +6,9 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
-/// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the doc
-/// tests and the tests (nextest when installed), all `--locked`; stops at the first failure.
+/// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the
+/// conformance suite, the doc tests and the tests (nextest when installed), all `--locked`;
+/// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
@@ -29,6 +30,11 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         .context("cannot run tests/interop/setup.sh")?;
     if !status.success() {
         bail!("tests/interop/setup.sh failed ({status})");
+    }
+    step("cargo xtask conformance (the official MCP client conformance suite)");
+    let conformance = crate::conformance::ConformanceArgs::default();
+    if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
+        bail!("the conformance suite found unexpected results");
     }
     // Doc tests first, so that the summary of all the other tests is what CI reads last.
     cargo(&["test", "--workspace", "--locked", "--doc"])?;

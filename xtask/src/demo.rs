@@ -137,9 +137,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_dir_all(&dir);
     println!("\n   test server stopped");
 
-    println!("\n== not built yet");
-    println!("   typed codegen and build-time rejection (issue 5), conformance (issue 6),");
-    println!("   benchmarks (issue 7)");
+    println!("\n== more");
+    println!("   typed bindings: bindings/src/generated (cargo xtask codegen); the official MCP");
+    println!("   client conformance suite: cargo xtask conformance. Not built yet: benchmarks");
+    println!("   (issue 7)");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,8 @@
 //! - `cargo xtask check [--config PATH]` — validate a host config (default `bindings/host.json`)
 //! - `cargo xtask codegen [--check]` — write (or verify) the generated files
 //! - `cargo xtask demo` — the main job on the embedded default config
+//! - `cargo xtask conformance [--scenario NAME] [--spec-version REV]` — the official MCP client
+//!   conformance suite against `brain-conformance-client`
 //! - `cargo xtask ci` — everything CI runs
 //! - `cargo xtask dist` — the statically linked release `brain-harness`
 
@@ -18,6 +20,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod ci;
 mod codegen;
+mod conformance;
 mod demo;
 mod discover;
 mod dist;
@@ -47,7 +50,10 @@ enum Command {
     },
     /// Run the main job on the embedded default config (bindings/host.json).
     Demo,
-    /// Run everything CI runs: fmt, clippy, codegen --check, tests.
+    /// Run the official MCP client conformance suite (both pinned versions, both revisions)
+    /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
+    Conformance(conformance::ConformanceArgs),
+    /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
     Ci,
     /// Build the statically linked release brain-harness.
     Dist,
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
         Command::Check { config } => check::run(&config),
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),
+        Command::Conformance(args) => conformance::run(&args),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
     };

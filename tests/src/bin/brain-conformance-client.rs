@@ -87,26 +87,91 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut failed = false;
-    for binding in &config.tools {
+    for (tool, arguments) in planned_calls(&scenario, &config) {
         let mut call = runtime.call(CallRequest {
-            tool: binding.name.clone(),
+            tool,
             scope: Scope {
                 tenant_id: "conformance".into(),
                 session_id: "conformance".into(),
             },
             call_id: None,
-            arguments: sample(&binding.input_schema),
+            arguments,
         });
         while let Some(event) = call.next().await {
             println!("{}", serde_json::to_string(&event).unwrap_or_default());
-            if let brain_runtime::Event::Result(result) = event {
-                failed |= result.is_error && !result.unknown_outcome;
-            }
         }
     }
-    let _ = failed;
     ExitCode::SUCCESS
+}
+
+/// The calls a scenario asks for: those its context names (`MCP_CONFORMANCE_CONTEXT`
+/// `toolCalls`, with their arguments), else one call of every tool with arguments sampled
+/// from its schema. `json-schema-2020-12-preservation` wants the schema brain pinned for its
+/// focal tool echoed back.
+fn planned_calls(scenario: &str, config: &HostConfig) -> Vec<(String, Value)> {
+    let binding_of = |mcp_name: &str| {
+        config
+            .tools
+            .iter()
+            .find(|binding| binding.mcp_tool.as_deref() == Some(mcp_name))
+    };
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|context| serde_json::from_str(&context).ok())
+        .unwrap_or_default();
+    if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+        return calls
+            .iter()
+            .filter_map(|call| {
+                let name = call.get("name")?.as_str()?;
+                let Some(binding) = binding_of(name) else {
+                    eprintln!("context names {name:?}, which has no binding");
+                    return None;
+                };
+                let arguments = call.get("arguments").cloned().unwrap_or(json!({}));
+                Some((
+                    binding.name.clone(),
+                    without_invalid_nulls(arguments, &binding.input_schema),
+                ))
+            })
+            .collect();
+    }
+    if scenario == "json-schema-2020-12-preservation"
+        && let (Some(focal), Some(echo)) = (
+            binding_of("json_schema_2020_12_tool"),
+            binding_of("json_schema_echo"),
+        )
+    {
+        return vec![(
+            echo.name.clone(),
+            json!({"schema": focal.input_schema.clone()}),
+        )];
+    }
+    config
+        .tools
+        .iter()
+        .map(|binding| (binding.name.clone(), sample(&binding.input_schema)))
+        .collect()
+}
+
+/// The arguments without `null` for optional properties whose type excludes it: brain's gate
+/// refuses such arguments as invalid (they are), where the suite means "not provided".
+fn without_invalid_nulls(mut arguments: Value, schema: &Value) -> Value {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(object) = arguments.as_object_mut() {
+        object.retain(|name, value| {
+            let excludes_null = schema
+                .pointer(&format!("/properties/{name}/type"))
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind != "null");
+            !(value.is_null() && excludes_null && !required.contains(&name.as_str()))
+        });
+    }
+    arguments
 }
 
 /// A name model APIs accept, unique by index.

