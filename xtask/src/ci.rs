@@ -65,7 +65,7 @@ fn step(what: &str) {
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {
     step(&format!("cargo {}", args.join(" ")));
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = crate::cargo()
         .args(args)
         .current_dir(workspace_root())
         .status()
@@ -77,7 +77,7 @@ fn cargo(args: &[&str]) -> anyhow::Result<()> {
 }
 
 fn has_nextest() -> bool {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    crate::cargo()
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|output| output.status.success())

