@@ -137,12 +137,11 @@ fn assert_outcome(result: &Value, is_error: bool, unknown_outcome: bool) {
     );
 }
 
-#[test]
-fn python_sdk_server() {
-    let peer = Peer::python();
-
+/// What both revisions must do against the Python SDK server: text, progress in order,
+/// structured content, image, a tool error, and the scope and progress token in `_meta`.
+fn python_common(peer: &Peer) {
     let (code, events) = peer.call("echo", json!({"message": "hello"}));
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(0), "{events:?}");
     assert_outcome(result(&events), false, false);
     assert_eq!(
         result(&events)["content"][0],
@@ -184,10 +183,7 @@ fn python_sdk_server() {
     assert_eq!(code, Some(1));
     assert_outcome(result(&events), true, false);
 
-    let (code, events) = peer.call("echo_meta", json!({}));
-    assert_eq!(code, Some(0));
-    let text = result(&events)["content"][0]["text"].as_str().unwrap();
-    let seen: Value = serde_json::from_str(text).unwrap();
+    let seen = echo_meta(peer);
     assert_eq!(
         seen["meta"]["brain.dev/scope"],
         json!({"tenant_id": "local", "session_id": "harness", "call_id": "interop-1"})
@@ -196,6 +192,35 @@ fn python_sdk_server() {
         .get("progressToken")
         .or(seen["meta"].get("progress_token"));
     assert_eq!(token, Some(&json!("interop-1")), "{seen}");
+}
+
+/// The `_meta` the Python server saw.
+fn echo_meta(peer: &Peer) -> Value {
+    let (code, events) = peer.call("echo_meta", json!({}));
+    assert_eq!(code, Some(0));
+    let text = result(&events)["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+/// A 1 s timeout on a 60 s sleep ends the call in about a second, outcome unknown.
+fn python_timeout(peer: &Peer) {
+    peer.set_on_all("timeout_seconds", json!(1));
+    let started = Instant::now();
+    let (code, events) = peer.call("slow", json!({"seconds": 60}));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, true);
+    assert!(peer.url.starts_with("http://127.0.0.1:"));
+}
+
+#[test]
+fn python_sdk_server() {
+    let peer = Peer::python();
+    python_common(&peer);
 
     // Elicitation fails the call with an unknown outcome, and the server is not left waiting.
     let started = Instant::now();
@@ -223,42 +248,10 @@ impl Peer {
 fn python_sdk_server_stateless_2026_07_28() {
     let peer = Peer::python();
     peer.set_on_all("protocol_version", json!("2026-07-28"));
-
-    let (code, events) = peer.call("echo", json!({"message": "hello"}));
-    assert_eq!(code, Some(0), "{events:?}");
+    python_common(&peer);
     assert_eq!(
-        result(&events)["content"][0],
-        json!({"type": "text", "text": "hello"})
-    );
-
-    let (code, events) = peer.call("progress", json!({"steps": 3}));
-    assert_eq!(code, Some(0));
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| e["type"] == "tool.progress")
-            .count(),
-        3
-    );
-
-    let (code, events) = peer.call("weather", json!({"city": "Oslo"}));
-    assert_eq!(code, Some(0));
-    assert_eq!(
-        result(&events)["structured_content"]["temperature"],
-        json!(21.5)
-    );
-
-    let (code, events) = peer.call("echo_meta", json!({}));
-    assert_eq!(code, Some(0));
-    let text = result(&events)["content"][0]["text"].as_str().unwrap();
-    let seen: Value = serde_json::from_str(text).unwrap();
-    assert_eq!(
-        seen["meta"]["io.modelcontextprotocol/protocolVersion"],
+        echo_meta(&peer)["meta"]["io.modelcontextprotocol/protocolVersion"],
         json!("2026-07-28")
-    );
-    assert_eq!(
-        seen["meta"]["brain.dev/scope"]["call_id"],
-        json!("interop-1")
     );
 
     // 2026-07-28 has no back-channel: the server refuses its own elicitation after the call
@@ -270,18 +263,14 @@ fn python_sdk_server_stateless_2026_07_28() {
 
 #[test]
 fn python_sdk_server_timeout() {
+    python_timeout(&Peer::python());
+}
+
+#[test]
+fn python_sdk_server_timeout_2026_07_28() {
     let peer = Peer::python();
-    peer.set_on_all("timeout_seconds", json!(1));
-    let started = Instant::now();
-    let (code, events) = peer.call("slow", json!({"seconds": 60}));
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(code, Some(1));
-    assert_outcome(result(&events), true, true);
-    assert!(peer.url.starts_with("http://127.0.0.1:"));
+    peer.set_on_all("protocol_version", json!("2026-07-28"));
+    python_timeout(&peer);
 }
 
 #[test]

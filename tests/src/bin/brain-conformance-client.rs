@@ -36,6 +36,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    eprintln!(
+        "discovered {} tools at protocol revision {}",
+        discovery.tools.len(),
+        discovery.protocol_version
+    );
     let settings = BindingSettings {
         url,
         token_env: None,
