@@ -39,5 +39,5 @@ mod typed;
 mod wire;
 
 pub use event::{ContentBlock, Event, Progress, ToolResult};
-pub use runtime::{Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError, Scope};
+pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError, Scope};
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};

@@ -489,3 +489,57 @@ impl std::fmt::Debug for Call {
             .finish()
     }
 }
+
+/// Not API: the runtime's own work for one call without the network, for benchmarks (P4).
+#[doc(hidden)]
+pub mod __bench {
+    use serde_json::{Map, Value};
+
+    use super::{CallRequest, Runtime};
+    use crate::event::ToolResult;
+    use crate::session::{Round, call_message};
+    use crate::stateless;
+
+    /// The gate (tool, tenant, token, argument validation), the `tools/call` message as the
+    /// binding's revision sends it (its `_meta`, and for 2026-07-28 its headers) serialized to
+    /// bytes, and the conversion of `result` into a `tool.result` — everything a call does but
+    /// the I/O. `None` when the gate refuses.
+    pub fn per_call_work(
+        runtime: &Runtime,
+        request: &CallRequest,
+        result: &Value,
+    ) -> Option<ToolResult> {
+        let tool = runtime
+            .check(&request.tool, &request.scope, &request.arguments)
+            .ok()?;
+        let call_id = request.call_id.as_deref().unwrap_or("bench");
+        let binding = &tool.binding;
+        let meta = if binding.protocol_version() == stateless::REVISION {
+            let name = binding.mcp_tool.as_deref().unwrap_or_default();
+            std::hint::black_box(stateless::headers(
+                name,
+                &request.arguments,
+                &tool.param_headers,
+            ));
+            stateless::meta()
+        } else {
+            Map::new()
+        };
+        let message = call_message(
+            binding,
+            call_id,
+            &request.scope,
+            &request.arguments,
+            meta,
+            &Round::first(),
+        );
+        std::hint::black_box(serde_json::to_vec(&message).ok()?);
+        crate::convert::convert(
+            call_id,
+            result,
+            tool.output.as_ref(),
+            binding.max_output_bytes,
+        )
+        .ok()
+    }
+}

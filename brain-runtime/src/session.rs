@@ -205,35 +205,17 @@ impl Exchange<'_> {
     async fn call(
         &self,
         headers: HeaderMap,
-        mut meta: Map<String, Value>,
+        meta: Map<String, Value>,
         round: &Round,
     ) -> Result<Reply, Failure> {
-        let binding = &self.tool.binding;
-        meta.insert("progressToken".into(), json!(self.call_id));
-        meta.insert(
-            "brain.dev/scope".into(),
-            json!({
-                "tenant_id": self.scope.tenant_id,
-                "session_id": self.scope.session_id,
-                "call_id": self.call_id,
-            }),
+        let request = call_message(
+            &self.tool.binding,
+            self.call_id,
+            self.scope,
+            self.arguments,
+            meta,
+            round,
         );
-        let call_id = CALL_ID + round.number;
-        let mut params = Map::new();
-        params.insert(
-            "name".into(),
-            json!(binding.mcp_tool.as_deref().unwrap_or_default()),
-        );
-        params.insert("arguments".into(), self.arguments.clone());
-        if let Some(responses) = &round.input_responses {
-            params.insert("inputResponses".into(), Value::Object(responses.clone()));
-        }
-        if let Some(state) = &round.request_state {
-            params.insert("requestState".into(), state.clone());
-        }
-        params.insert("_meta".into(), Value::Object(meta));
-        let request =
-            json!({"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params});
         {
             let mut state = self.state();
             state.call_sent = true;
@@ -308,7 +290,7 @@ impl Exchange<'_> {
                 (Some(method), Some(id)) => {
                     self.server_request(method, id, &headers).await?;
                 }
-                (None, Some(id)) if *id == json!(call_id) => {
+                (None, Some(id)) if Some(id) == request.get("id") => {
                     self.state().answered = true;
                     return self.response(&message);
                 }
@@ -474,6 +456,41 @@ impl Exchange<'_> {
     }
 }
 
+/// The `tools/call` message of one round. `meta` holds the revision's own `_meta` entries;
+/// brain's scope and progress token are added last, so that they win.
+pub(crate) fn call_message(
+    binding: &brain_config::ToolBinding,
+    call_id: &str,
+    scope: &Scope,
+    arguments: &Value,
+    mut meta: Map<String, Value>,
+    round: &Round,
+) -> Value {
+    meta.insert("progressToken".into(), json!(call_id));
+    meta.insert(
+        "brain.dev/scope".into(),
+        json!({
+            "tenant_id": scope.tenant_id,
+            "session_id": scope.session_id,
+            "call_id": call_id,
+        }),
+    );
+    let mut params = Map::new();
+    params.insert(
+        "name".into(),
+        json!(binding.mcp_tool.as_deref().unwrap_or_default()),
+    );
+    params.insert("arguments".into(), arguments.clone());
+    if let Some(responses) = &round.input_responses {
+        params.insert("inputResponses".into(), Value::Object(responses.clone()));
+    }
+    if let Some(state) = &round.request_state {
+        params.insert("requestState".into(), state.clone());
+    }
+    params.insert("_meta".into(), Value::Object(meta));
+    json!({"jsonrpc": "2.0", "id": CALL_ID + round.number, "method": "tools/call", "params": params})
+}
+
 /// The server's answer to one `tools/call` request.
 enum Reply {
     /// The tool's result.
@@ -483,7 +500,7 @@ enum Reply {
 }
 
 /// What one round of a 2026-07-28 call carries besides the call itself.
-struct Round {
+pub(crate) struct Round {
     /// 0 for the call, 1.. for the rounds the server asked for; also offsets the JSON-RPC id.
     number: u64,
     /// The `requestState` of the previous `input_required` result, exactly as received.
@@ -493,7 +510,7 @@ struct Round {
 }
 
 impl Round {
-    fn first() -> Self {
+    pub(crate) fn first() -> Self {
         Round {
             number: 0,
             request_state: None,

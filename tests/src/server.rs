@@ -471,7 +471,10 @@ pub fn bindings_json(url: &str, patch: impl Fn(&str, &mut Value)) -> Vec<Value> 
         .collect()
 }
 
-fn result(value: Value) -> Result<CallToolResponse, ErrorData> {
+/// A complete result. `resultType` is spelled out: rmcp leaves it out, and the Python SDK client
+/// requires it at 2026-07-28.
+fn result(mut value: Value) -> Result<CallToolResponse, ErrorData> {
+    value["resultType"] = json!("complete");
     serde_json::from_value::<CallToolResult>(value)
         .map(Into::into)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))

@@ -7,6 +7,7 @@
 //! - `cargo xtask demo` — the main job on the embedded default config
 //! - `cargo xtask conformance [--scenario NAME] [--spec-version REV]` — the official MCP client
 //!   conformance suite against `brain-conformance-client`
+//! - `cargo xtask bench [--quick]` — the performance targets, measured side by side
 //! - `cargo xtask ci` — everything CI runs
 //! - `cargo xtask dist` — the statically linked release `brain-harness`
 
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod check;
 mod ci;
 mod codegen;
@@ -53,6 +55,12 @@ enum Command {
     /// Run the official MCP client conformance suite (both pinned versions, both revisions)
     /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
     Conformance(conformance::ConformanceArgs),
+    /// Measure the performance targets (DESIGN §7) side by side; exit 1 if one is missed.
+    Bench {
+        /// Fewer rounds and calls (under 3 minutes).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
     Ci,
     /// Build the statically linked release brain-harness.
@@ -67,6 +75,7 @@ fn main() -> ExitCode {
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),
         Command::Conformance(args) => conformance::run(&args),
+        Command::Bench { quick } => bench::run(quick),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
     };

@@ -1,0 +1,710 @@
+//! brain-bench: the performance targets of DESIGN §7 (P1–P6), measured side by side in one run
+//! against servers it starts on loopback. `cargo xtask bench [--quick]` builds it in release mode
+//! and runs it.
+//!
+//! Comparisons run in interleaved rounds (A then B, B then A, ...) and report the median round;
+//! the per-scenario table pools the latencies of every round. Baselines: a naive client on plain
+//! rmcp with its defaults (initialize, call, DELETE per call); the floor, a plain HTTP POST of the
+//! same JSON to the same server process; the same server with Nagle on; and, when present, the
+//! official TypeScript and Python SDK clients (tests/interop/bench_client.*), a new session each.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use brain_config::HostConfig;
+use brain_runtime::{CallRequest, Runtime, Scope};
+use clap::Parser;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+
+/// Measures DESIGN §7's targets; exits 1 when one is missed.
+#[derive(Parser)]
+struct Args {
+    /// Fewer rounds and calls (under 3 minutes).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// How much to measure.
+struct Plan {
+    rounds: usize,
+    calls_c1: usize,
+    calls_c32: usize,
+    sdk_calls: usize,
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(&args).await {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: &Args) -> anyhow::Result<bool> {
+    let plan = if args.quick {
+        Plan {
+            rounds: 3,
+            calls_c1: 200,
+            calls_c32: 1000,
+            sdk_calls: 60,
+        }
+    } else {
+        Plan {
+            rounds: 7,
+            calls_c1: 600,
+            calls_c32: 3000,
+            sdk_calls: 200,
+        }
+    };
+    let server = Server::start(&[])?;
+    let nagle = Server::start(&["--nagle"])?;
+    let brain_2025 = Arc::new(Driver::brain(&server.url, "2025-11-25")?);
+    let brain_2025_nagle = Arc::new(Driver::brain(&nagle.url, "2025-11-25")?);
+    let brain_2026 = Arc::new(Driver::brain(&server.url, "2026-07-28")?);
+    let naive = Arc::new(Driver::Naive {
+        url: server.url.clone(),
+    });
+    let floor = Arc::new(Driver::floor(&server.url)?);
+
+    let mut targets = Vec::new();
+    let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
+    for concurrency in [1, 32] {
+        let calls = if concurrency == 1 {
+            plan.calls_c1
+        } else {
+            plan.calls_c32
+        };
+        eprintln!("measuring at concurrency {concurrency} ({calls} calls a round)...");
+        let (brain, rmcp) = compare(&brain_2025, &naive, calls, concurrency, plan.rounds).await?;
+        targets.push(Target::ratio(
+            "P1",
+            format!("fresh session per call (2025-11-25) vs naive rmcp, c={concurrency}"),
+            brain.median_rate() / rmcp.median_rate(),
+            1.5,
+        ));
+        let (on, off) = compare(
+            &brain_2025_nagle,
+            &brain_2025,
+            calls,
+            concurrency,
+            plan.rounds,
+        )
+        .await?;
+        targets.push(Target::ratio(
+            "P2",
+            format!("server with Nagle on vs TCP_NODELAY, c={concurrency}"),
+            on.median_rate() / off.median_rate(),
+            0.8,
+        ));
+        let (stateless, raw) =
+            compare(&brain_2026, &floor, calls, concurrency, plan.rounds).await?;
+        targets.push(Target::ratio(
+            "P3",
+            format!("2026-07-28 binding vs raw HTTP POST floor, c={concurrency}"),
+            stateless.median_rate() / raw.median_rate(),
+            0.5,
+        ));
+        scenarios.push((
+            "brain, session per call (2025-11-25)".into(),
+            concurrency,
+            brain.pooled(),
+        ));
+        scenarios.push((
+            "brain, Nagle-on server (2025-11-25)".into(),
+            concurrency,
+            on.pooled(),
+        ));
+        scenarios.push((
+            "brain, stateless (2026-07-28)".into(),
+            concurrency,
+            stateless.pooled(),
+        ));
+        scenarios.push((
+            "naive rmcp client (session per call)".into(),
+            concurrency,
+            rmcp.pooled(),
+        ));
+        scenarios.push(("floor: raw HTTP POST".into(), concurrency, raw.pooled()));
+        for sdk in [Sdk::TypeScript, Sdk::Python] {
+            match sdk.measure(&server.url, plan.sdk_calls, concurrency) {
+                Ok(Some(measure)) => scenarios.push((sdk.label().into(), concurrency, measure)),
+                Ok(None) => eprintln!("{}: not installed (tests/interop/setup.sh)", sdk.label()),
+                Err(error) => eprintln!("{}: {error:#}", sdk.label()),
+            }
+        }
+    }
+
+    targets.push(per_call_work(&server.url, plan.rounds)?);
+    targets.extend(memory(&server.url).await?);
+    targets.extend(discovery_and_codegen(plan.rounds).await?);
+
+    println!(
+        "\n{:<4} {:<68} {:>12} {:>10}  status",
+        "id", "what", "measured", "target"
+    );
+    for target in &targets {
+        println!(
+            "{:<4} {:<68} {:>12} {:>10}  {}",
+            target.id,
+            target.what,
+            target.measured,
+            target.target,
+            if target.met { "met" } else { "missed" }
+        );
+    }
+    println!(
+        "\n{:<40} {:>3} {:>10} {:>10} {:>10}",
+        "scenario", "c", "calls/s", "p50 ms", "p99 ms"
+    );
+    for (name, concurrency, measure) in &scenarios {
+        println!(
+            "{:<40} {:>3} {:>10.0} {:>10.3} {:>10.3}",
+            name,
+            concurrency,
+            measure.rate,
+            measure.p50.as_secs_f64() * 1e3,
+            measure.p99.as_secs_f64() * 1e3
+        );
+    }
+    let met = targets.iter().filter(|t| t.met).count();
+    println!("\ntargets met: {met}/{}", targets.len());
+    Ok(met == targets.len())
+}
+
+/// One row of the targets table.
+struct Target {
+    id: &'static str,
+    what: String,
+    measured: String,
+    target: String,
+    met: bool,
+}
+
+impl Target {
+    fn ratio(id: &'static str, what: String, ratio: f64, at_least: f64) -> Target {
+        Target {
+            id,
+            what,
+            measured: format!("{ratio:.2}x"),
+            target: format!(">= {at_least}x"),
+            met: ratio >= at_least,
+        }
+    }
+
+    fn below(id: &'static str, what: &str, value: f64, unit: &str, limit: f64) -> Target {
+        Target {
+            id,
+            what: what.to_owned(),
+            measured: format!("{value:.1} {unit}"),
+            target: format!("< {limit} {unit}"),
+            met: value < limit,
+        }
+    }
+}
+
+/// A test server process (`brain-test-server`, built next to this binary); killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> anyhow::Result<Server> {
+        let path = sibling("brain-test-server")?;
+        let mut child = Command::new(&path)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", path.display()))?;
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut url)?;
+        Ok(Server {
+            child,
+            url: url.trim().to_owned(),
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(exe.parent().context("no parent")?.join(name))
+}
+
+/// A client making `echo` calls.
+enum Driver {
+    Brain(Runtime),
+    Naive { url: String },
+    Floor(Floor),
+}
+
+/// The floor: the same `tools/call` JSON that brain sends at 2026-07-28, POSTed with a pooled
+/// reqwest client.
+struct Floor {
+    http: reqwest::Client,
+    url: String,
+    body: Vec<u8>,
+}
+
+fn scope() -> Scope {
+    Scope {
+        tenant_id: "local".into(),
+        session_id: "bench".into(),
+    }
+}
+
+fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Result<HostConfig> {
+    let schema = match tool {
+        "slow" => {
+            json!({"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
+        }
+        "huge" => {
+            json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]})
+        }
+        _ => {
+            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})
+        }
+    };
+    let text = json!({"tools": [{
+        "name": tool, "description": "Benchmark tool.", "input_schema": schema,
+        "url": url, "mcp_tool": tool, "tenants": ["local"], "protocol_version": revision,
+        "timeout_seconds": 120, "max_output_bytes": 1_048_576
+    }]})
+    .to_string();
+    brain_config::parse(text.as_bytes(), "bench.json").map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+impl Driver {
+    fn brain(url: &str, revision: &str) -> anyhow::Result<Driver> {
+        Ok(Driver::Brain(Runtime::new(&echo_config(
+            url, revision, "echo",
+        )?)?))
+    }
+
+    fn floor(url: &str) -> anyhow::Result<Driver> {
+        let message = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {
+                "name": "echo",
+                "arguments": {"message": "hello"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "brain", "version": "0.1.0"},
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "progressToken": "bench",
+                    "brain.dev/scope": {"tenant_id": "local", "session_id": "bench", "call_id": "bench"}
+                }
+            }
+        });
+        Ok(Driver::Floor(Floor {
+            http: reqwest::Client::builder().tcp_nodelay(true).build()?,
+            url: url.to_owned(),
+            body: serde_json::to_vec(&message)?,
+        }))
+    }
+
+    async fn call(&self) -> anyhow::Result<()> {
+        match self {
+            Driver::Brain(runtime) => {
+                let result = runtime
+                    .call(CallRequest {
+                        tool: "echo".into(),
+                        scope: scope(),
+                        call_id: None,
+                        arguments: json!({"message": "hello"}),
+                    })
+                    .result()
+                    .await;
+                if result.is_error {
+                    bail!("brain: {:?}", result.content);
+                }
+            }
+            Driver::Naive { url } => {
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                let client = ().serve(transport).await?;
+                let arguments = json!({"message": "hello"});
+                let params = CallToolRequestParams::new("echo")
+                    .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+                let result = client.call_tool(params).await?;
+                if result.is_error == Some(true) {
+                    bail!("rmcp: {result:?}");
+                }
+                client.cancel().await?;
+            }
+            Driver::Floor(floor) => {
+                let response = floor
+                    .http
+                    .post(&floor.url)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .header("mcp-protocol-version", "2026-07-28")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-name", "echo")
+                    .body(floor.body.clone())
+                    .send()
+                    .await?;
+                if !response.status().is_success() {
+                    bail!("floor: HTTP {}", response.status());
+                }
+                let body = response.bytes().await?;
+                if !body.windows(5).any(|w| w == b"hello") {
+                    bail!(
+                        "floor: unexpected answer {}",
+                        String::from_utf8_lossy(&body)
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Calls per second and latency percentiles of one run or of several pooled.
+#[derive(Clone)]
+struct Measure {
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    latencies: Vec<Duration>,
+}
+
+impl Measure {
+    fn new(calls: usize, elapsed: Duration, mut latencies: Vec<Duration>) -> Measure {
+        latencies.sort();
+        let at = |q: f64| {
+            latencies
+                .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        Measure {
+            rate: calls as f64 / elapsed.as_secs_f64(),
+            p50: at(0.5),
+            p99: at(0.99),
+            latencies,
+        }
+    }
+}
+
+/// The rounds of one side of a comparison.
+struct Rounds(Vec<Measure>);
+
+impl Rounds {
+    fn median_rate(&self) -> f64 {
+        let mut rates: Vec<f64> = self.0.iter().map(|m| m.rate).collect();
+        rates.sort_by(f64::total_cmp);
+        rates[rates.len() / 2]
+    }
+
+    /// Every round's latencies together; the rate is the median round's.
+    fn pooled(&self) -> Measure {
+        let latencies: Vec<Duration> = self.0.iter().flat_map(|m| m.latencies.clone()).collect();
+        let mut measure = Measure::new(latencies.len(), Duration::from_secs(1), latencies);
+        measure.rate = self.median_rate();
+        measure
+    }
+}
+
+/// `calls` calls, `concurrency` at a time.
+async fn measure(
+    driver: &Arc<Driver>,
+    calls: usize,
+    concurrency: usize,
+) -> anyhow::Result<Measure> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let driver = Arc::clone(driver);
+        let next = Arc::clone(&next);
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < calls {
+                let started = Instant::now();
+                driver.call().await?;
+                latencies.push(started.elapsed());
+            }
+            anyhow::Ok(latencies)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(calls);
+    for worker in workers {
+        latencies.extend(worker.await??);
+    }
+    Ok(Measure::new(calls, started.elapsed(), latencies))
+}
+
+/// A and B in interleaved rounds, after a warm-up of each.
+async fn compare(
+    a: &Arc<Driver>,
+    b: &Arc<Driver>,
+    calls: usize,
+    concurrency: usize,
+    rounds: usize,
+) -> anyhow::Result<(Rounds, Rounds)> {
+    measure(a, calls / 10 + concurrency, concurrency).await?;
+    measure(b, calls / 10 + concurrency, concurrency).await?;
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            first.push(measure(a, calls, concurrency).await?);
+            second.push(measure(b, calls, concurrency).await?);
+        } else {
+            second.push(measure(b, calls, concurrency).await?);
+            first.push(measure(a, calls, concurrency).await?);
+        }
+    }
+    Ok((Rounds(first), Rounds(second)))
+}
+
+/// The official SDK clients, run as processes of their own.
+#[derive(Clone, Copy)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
+impl Sdk {
+    fn label(self) -> &'static str {
+        match self {
+            Sdk::TypeScript => "TypeScript SDK client (session per call)",
+            Sdk::Python => "Python SDK client (session per call)",
+        }
+    }
+
+    /// `None` when the SDK is not installed.
+    fn measure(
+        self,
+        url: &str,
+        calls: usize,
+        concurrency: usize,
+    ) -> anyhow::Result<Option<Measure>> {
+        let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
+        let (program, script, ready) = match self {
+            Sdk::TypeScript => (
+                PathBuf::from("node"),
+                interop.join("bench_client.mjs"),
+                interop.join("node_modules/@modelcontextprotocol/sdk/package.json"),
+            ),
+            Sdk::Python => (
+                interop.join(".venv/bin/python"),
+                interop.join("bench_client.py"),
+                interop.join(".venv/bin/python"),
+            ),
+        };
+        if !ready.exists() {
+            return Ok(None);
+        }
+        let output = Command::new(program)
+            .arg(script)
+            .args([url, &calls.to_string(), &concurrency.to_string()])
+            .output()?;
+        if !output.status.success() {
+            bail!("{}", String::from_utf8_lossy(&output.stderr));
+        }
+        let report: Value = serde_json::from_slice(&output.stdout)?;
+        let latencies: Vec<Duration> = report["latencies_ms"]
+            .as_array()
+            .context("no latencies")?
+            .iter()
+            .filter_map(Value::as_f64)
+            .map(|ms| Duration::from_secs_f64(ms / 1e3))
+            .collect();
+        let elapsed = Duration::from_secs_f64(report["elapsed_ms"].as_f64().unwrap_or(1.0) / 1e3);
+        Ok(Some(Measure::new(latencies.len(), elapsed, latencies)))
+    }
+}
+
+/// P4: the runtime's own work per call (gate, message, conversion), no network; median round.
+fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
+    let runtime = Runtime::new(&echo_config(url, "2026-07-28", "echo")?)?;
+    let request = CallRequest {
+        tool: "echo".into(),
+        scope: scope(),
+        call_id: Some("bench".into()),
+        arguments: json!({"message": "hello"}),
+    };
+    let result = json!({"content": [{"type": "text", "text": "hello"}]});
+    let iterations = 20_000;
+    let mut per_call = Vec::new();
+    for _ in 0..rounds.max(3) {
+        let started = Instant::now();
+        for _ in 0..iterations {
+            let converted = brain_runtime::__bench::per_call_work(&runtime, &request, &result);
+            if std::hint::black_box(converted).is_none() {
+                bail!("per_call_work refused the call");
+            }
+        }
+        per_call.push(started.elapsed().as_secs_f64() * 1e6 / iterations as f64);
+    }
+    per_call.sort_by(f64::total_cmp);
+    Ok(Target::below(
+        "P4",
+        "runtime work per call without network (gate, message, conversion)",
+        per_call[per_call.len() / 2],
+        "us",
+        20.0,
+    ))
+}
+
+/// Resident set size of this process (`VmRSS`) or its peak (`VmHWM`), in MB.
+fn rss_mb(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with(field))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// P5: 1,000 slow calls in flight; a 200 MB response under a 1 MiB limit.
+async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
+    let slow = Runtime::new(&echo_config(url, "2025-11-25", "slow")?)?;
+    let calls: Vec<_> = (0..1000)
+        .map(|i| {
+            slow.call(CallRequest {
+                tool: "slow".into(),
+                scope: scope(),
+                call_id: Some(format!("slow-{i}")),
+                arguments: json!({"seconds": 5}),
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let in_flight = rss_mb("VmRSS:");
+    drop(calls);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let huge = Runtime::new(&echo_config(url, "2025-11-25", "huge")?)?;
+    let before = rss_mb("VmRSS:");
+    // Reset the peak, so that VmHWM is this call's.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let result = huge
+        .call(CallRequest {
+            tool: "huge".into(),
+            scope: scope(),
+            call_id: None,
+            arguments: json!({"bytes": 200_000_000}),
+        })
+        .result()
+        .await;
+    if !result.unknown_outcome {
+        bail!("the 200 MB response was not refused: {:?}", result.content);
+    }
+    let added = rss_mb("VmHWM:") - before;
+    Ok(vec![
+        Target::below(
+            "P5",
+            "1,000 in-flight slow calls: RSS of the process",
+            in_flight,
+            "MB",
+            150.0,
+        ),
+        Target::below(
+            "P5",
+            "200 MB response under a 1 MiB limit: RSS added",
+            added.max(0.0),
+            "MB",
+            32.0,
+        ),
+    ])
+}
+
+/// P6: discovery of 128 tools (a server offering them, paginated as it likes), and codegen of
+/// 128 bindings; median of the rounds.
+async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
+    let server = Server::start(&["--extra-tools", "128"])?;
+    let options = brain_runtime::discover::DiscoverOptions {
+        url: server.url.clone(),
+        token: None,
+        timeout: Duration::from_secs(30),
+    };
+    let mut discovery_times = Vec::new();
+    let mut discovery = None;
+    for _ in 0..rounds {
+        let started = Instant::now();
+        discovery = Some(brain_runtime::discover::discover(&options).await?);
+        discovery_times.push(started.elapsed().as_secs_f64());
+    }
+    let discovery = discovery.context("no round")?;
+    let settings = brain_config::discovery::BindingSettings {
+        url: server.url.clone(),
+        token_env: None,
+        tenants: vec!["local".into()],
+        timeout_seconds: 300,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+    };
+    let tools: Vec<_> = discovery
+        .tools
+        .iter()
+        .filter(|tool| {
+            tool["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("generated_"))
+        })
+        .map(|tool| brain_config::discovery::binding_from_tool(tool, &settings))
+        .collect();
+    if tools.len() != 128 {
+        bail!(
+            "the server offered {} generated tools, not 128",
+            tools.len()
+        );
+    }
+    let config = HostConfig {
+        schema: None,
+        tools,
+    };
+    let mut codegen_times = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let files =
+            brain_codegen::generate(&config, "bench.json").map_err(|e| anyhow::anyhow!("{e}"))?;
+        std::hint::black_box(files);
+        codegen_times.push(started.elapsed().as_secs_f64());
+    }
+    discovery_times.sort_by(f64::total_cmp);
+    codegen_times.sort_by(f64::total_cmp);
+    Ok(vec![
+        Target::below(
+            "P6",
+            "discovery of 128 tools",
+            discovery_times[discovery_times.len() / 2] * 1e3,
+            "ms",
+            500.0,
+        ),
+        Target::below(
+            "P6",
+            "codegen of 128 bindings",
+            codegen_times[codegen_times.len() / 2] * 1e3,
+            "ms",
+            2000.0,
+        ),
+    ])
+}
