@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::runtime::http_client;
@@ -282,7 +282,7 @@ impl Client<'_> {
         &self,
         message: &Value,
         headers: HeaderMap,
-    ) -> Result<reqwest::Response, DiscoverError> {
+    ) -> Result<crate::http::Response, DiscoverError> {
         self.endpoint
             .post(message, headers)
             .await
@@ -301,7 +301,7 @@ impl Client<'_> {
     /// The result answering `request` in `response`.
     async fn answer(
         &self,
-        response: reqwest::Response,
+        response: crate::http::Response,
         request: &Value,
     ) -> Result<Value, DiscoverError> {
         let method = request["method"].as_str().unwrap_or_default();

@@ -30,8 +30,8 @@
 mod convert;
 pub mod discover;
 mod event;
+mod http;
 mod outcome;
-mod resolve;
 mod runtime;
 mod session;
 mod stateless;

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use brain_config::{BindingKind, HostConfig, ToolBinding, compile_schema};
 use futures_util::Stream;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::event::{Event, ToolResult};
+use crate::http::HttpClient;
 use crate::outcome::Failure;
 use crate::session::{CallState, Exchange};
 use crate::stateless::{ParamHeader, param_headers};
@@ -170,24 +171,16 @@ impl<'a> RuntimeBuilder<'a> {
     }
 }
 
-/// One shared, pooled HTTP client: rustls (ring), redirects never followed (the token only goes
-/// to the configured origin), no proxies, TCP_NODELAY, `localhost` always loopback.
-pub(crate) fn http_client() -> Result<reqwest::Client, RuntimeError> {
-    // Fails only when a provider is already installed, which is as good.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(true)
-        .pool_idle_timeout(Duration::from_secs(60))
-        .connect_timeout(Duration::from_secs(10))
-        .dns_resolver(Arc::new(crate::resolve::Resolver))
-        .build()
-        .map_err(|error| RuntimeError::Http(error.to_string()))
+/// One shared, pooled HTTP client (see `http.rs`): rustls (ring), redirects never followed (the
+/// token only goes to the configured origin), no proxies, TCP_NODELAY and quick ACKs,
+/// `localhost` always loopback.
+pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
+    crate::http::client().map_err(RuntimeError::Http)
 }
 
 struct Inner {
     tools: HashMap<String, Arc<Tool>>,
-    http: reqwest::Client,
+    http: HttpClient,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -360,7 +353,7 @@ impl Runtime {
 /// Runs one call to its result: the exchange, bounded by the timeout and by cancellation, then
 /// the cleanup, off the caller's path.
 async fn run(
-    http: reqwest::Client,
+    http: HttpClient,
     tool: Arc<Tool>,
     call_id: &str,
     scope: &Scope,
@@ -408,7 +401,7 @@ async fn run(
 }
 
 /// Cancels an unanswered `tools/call` and closes the session, bounded in time.
-async fn clean_up(http: reqwest::Client, tool: Arc<Tool>, state: CallState) {
+async fn clean_up(http: HttpClient, tool: Arc<Tool>, state: CallState) {
     let Some(session) = state
         .session_id
         .and_then(|s| HeaderValue::from_str(&s).ok())

@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http::StatusCode;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -564,7 +564,7 @@ impl Resume {
 }
 
 /// `: <JSON-RPC error>` when an error response carries one (read within 64 KiB), else nothing.
-async fn error_detail(response: reqwest::Response) -> String {
+async fn error_detail(response: crate::http::Response) -> String {
     let Ok(mut messages) = Messages::read(response, 64 * 1024).await else {
         return String::new();
     };

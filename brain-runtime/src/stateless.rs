@@ -4,7 +4,7 @@
 
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::wire::PROTOCOL_HEADER;

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http_body_util::Full;
+
+use crate::http::{HttpClient, HttpError, Response};
 use serde_json::Value;
 use sse_stream::SseStream;
 
@@ -43,7 +46,7 @@ impl std::fmt::Debug for Token {
 
 /// Where a call's messages go.
 pub(crate) struct Endpoint<'a> {
-    pub(crate) http: &'a reqwest::Client,
+    pub(crate) http: &'a HttpClient,
     pub(crate) url: &'a str,
     pub(crate) token: Option<&'a Token>,
 }
@@ -54,19 +57,13 @@ impl Endpoint<'_> {
         &self,
         message: &Value,
         headers: HeaderMap,
-    ) -> Result<reqwest::Response, reqwest::Error> {
+    ) -> Result<Response, HttpError> {
         let body = serde_json::to_vec(message).expect("a JSON value serializes");
-        let mut request = self
-            .http
-            .post(self.url)
+        let mut request = http::Request::post(self.url)
             .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .headers(headers)
-            .body(body);
-        if let Some(token) = self.token {
-            request = request.header(AUTHORIZATION, token.0.clone());
-        }
-        request.send().await
+            .header(CONTENT_TYPE, "application/json");
+        self.send(&mut request, headers);
+        self.request(request, Bytes::from(body)).await
     }
 
     /// GETs the session's SSE stream to resume a response stream after `last_event_id`
@@ -75,28 +72,41 @@ impl Endpoint<'_> {
         &self,
         headers: HeaderMap,
         last_event_id: &str,
-    ) -> Result<reqwest::Response, reqwest::Error> {
-        let mut request = self
-            .http
-            .get(self.url)
-            .header(ACCEPT, "text/event-stream")
-            .headers(headers);
+    ) -> Result<Response, HttpError> {
+        let mut request = http::Request::get(self.url).header(ACCEPT, "text/event-stream");
         if let Ok(id) = HeaderValue::from_str(last_event_id) {
             request = request.header("last-event-id", id);
         }
-        if let Some(token) = self.token {
-            request = request.header(AUTHORIZATION, token.0.clone());
-        }
-        request.send().await
+        self.send(&mut request, headers);
+        self.request(request, Bytes::new()).await
     }
 
     /// DELETEs a session; errors are of no interest to anyone.
     pub(crate) async fn delete(&self, headers: HeaderMap) {
-        let mut request = self.http.delete(self.url).headers(headers);
-        if let Some(token) = self.token {
-            request = request.header(AUTHORIZATION, token.0.clone());
+        let mut request = http::Request::delete(self.url);
+        self.send(&mut request, headers);
+        let _ = self.request(request, Bytes::new()).await;
+    }
+
+    /// Adds `headers` and the token.
+    fn send(&self, request: &mut http::request::Builder, headers: HeaderMap) {
+        if let Some(map) = request.headers_mut() {
+            map.extend(headers);
+            if let Some(token) = self.token {
+                map.insert(AUTHORIZATION, token.0.clone());
+            }
         }
-        let _ = request.send().await;
+    }
+
+    async fn request(
+        &self,
+        request: http::request::Builder,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let request = request
+            .body(Full::new(body))
+            .map_err(|error| HttpError::Url(error.to_string()))?;
+        Ok(self.http.request(request).await?)
     }
 }
 
@@ -133,14 +143,14 @@ enum Kind {
 
 impl Messages {
     /// Starts reading `response`, at most `limit` bytes of body in all.
-    pub(crate) async fn read(response: reqwest::Response, limit: u64) -> Result<Self, ReadError> {
+    pub(crate) async fn read(response: Response, limit: u64) -> Result<Self, ReadError> {
         Self::read_after(response, limit, 0).await
     }
 
     /// Starts reading `response`, which continues a stream of which `already` bytes were read;
     /// the bound covers both.
     pub(crate) async fn read_after(
-        response: reqwest::Response,
+        response: Response,
         limit: u64,
         already: u64,
     ) -> Result<Self, ReadError> {
@@ -230,16 +240,16 @@ impl Messages {
 /// A response body that fails once more than `limit` bytes have arrived, so that a huge
 /// response is never buffered.
 pub(crate) struct Bounded {
-    stream: Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>,
+    stream: Pin<Box<dyn Stream<Item = Result<Bytes, hyper::Error>> + Send>>,
     limit: u64,
     read: Arc<AtomicU64>,
     failed: bool,
 }
 
 impl Bounded {
-    fn new(response: reqwest::Response, limit: u64, read: Arc<AtomicU64>) -> Self {
+    fn new(response: Response, limit: u64, read: Arc<AtomicU64>) -> Self {
         Bounded {
-            stream: Box::pin(response.bytes_stream()),
+            stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
             limit,
             read,
             failed: false,

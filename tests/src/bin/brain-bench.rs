@@ -45,6 +45,8 @@ struct Plan {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    // For the baselines' reqwest clients (brain's own client brings its provider).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match run(&args).await {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::FAILURE,
