@@ -7,7 +7,8 @@
 //!
 //! Events go to stdout as JSON Lines with `--json` or when stdout is not a terminal; on a
 //! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
-//! result, 2 for usage or config errors.
+//! result, 2 for usage or config errors. `RUST_LOG` (e.g. `RUST_LOG=brain_runtime=debug`) turns
+//! on logs, to stderr; tokens never appear in them.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -62,6 +63,12 @@ enum Command {
 /// Runs the harness; returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let config = match load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(message) => {

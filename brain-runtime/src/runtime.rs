@@ -376,6 +376,14 @@ async fn run(
         state: &state,
     };
     let timeout = Duration::from_secs(tool.binding.timeout_seconds);
+    let started = std::time::Instant::now();
+    tracing::debug!(
+        tool = %tool.binding.name,
+        call_id,
+        url = %tool.binding.url,
+        revision = tool.binding.protocol_version(),
+        "call started"
+    );
     let interrupted = |what: String| {
         let sent = state.lock().map(|s| s.call_sent).unwrap_or(true);
         if sent {
@@ -395,9 +403,17 @@ async fn run(
     };
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     tokio::spawn(clean_up(http.clone(), Arc::clone(&tool), state));
-    outcome.unwrap_or_else(|failure| {
+    let result = outcome.unwrap_or_else(|failure| {
         ToolResult::failure(call_id, failure.unknown_outcome, failure.message)
-    })
+    });
+    tracing::debug!(
+        call_id,
+        is_error = result.is_error,
+        unknown_outcome = result.unknown_outcome,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "call ended"
+    );
+    result
 }
 
 /// Cancels an unanswered `tools/call` and closes the session, bounded in time.

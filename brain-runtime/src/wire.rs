@@ -106,7 +106,17 @@ impl Endpoint<'_> {
         let request = request
             .body(Full::new(body))
             .map_err(|error| HttpError::Url(error.to_string()))?;
-        Ok(self.http.request(request).await?)
+        let method = request.method().clone();
+        let response = self.http.request(request).await;
+        match &response {
+            Ok(response) => {
+                tracing::trace!(%method, url = self.url, status = %response.status(), "response")
+            }
+            Err(error) => {
+                tracing::trace!(%method, url = self.url, error = %error_chain(error), "no response")
+            }
+        }
+        Ok(response?)
     }
 }
 

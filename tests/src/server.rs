@@ -66,6 +66,8 @@ pub struct Faults {
     /// Reject the first `server/discover` with HTTP 400 and JSON-RPC error -32022, naming these
     /// revisions as supported.
     pub reject_revision_once: Option<Vec<String>>,
+    /// Answer every request with `307 Temporary Redirect` to this URL.
+    pub redirect_to: Option<String>,
 }
 
 /// What a GET that resumes a closed `tools/call` stream gets.
@@ -97,6 +99,10 @@ pub struct Stats {
     pub client_answers: AtomicUsize,
     /// `server/discover` requests.
     pub discovers: AtomicUsize,
+    /// Every HTTP request that arrived.
+    pub requests: AtomicUsize,
+    /// Requests that carried an `Authorization` header.
+    pub authorized_requests: AtomicUsize,
     /// GETs that resumed a stream, each with its `Last-Event-ID` and when it arrived.
     pub resumes: std::sync::Mutex<Vec<(Option<String>, std::time::Instant)>>,
     /// When the server closed a `tools/call` stream to be resumed.
@@ -185,6 +191,17 @@ struct FaultLayer {
 async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Next) -> Response {
     let faults = &layer.faults;
     let stats = &layer.stats;
+    stats.requests.fetch_add(1, Ordering::SeqCst);
+    if request.headers().contains_key(header::AUTHORIZATION) {
+        stats.authorized_requests.fetch_add(1, Ordering::SeqCst);
+    }
+    if let Some(target) = &faults.redirect_to {
+        return (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, target.as_str())],
+        )
+            .into_response();
+    }
     if let Some(token) = &faults.require_token {
         let expected = format!("Bearer {token}");
         let given = request.headers().get(header::AUTHORIZATION);

@@ -753,55 +753,49 @@ async fn empty_resumptions_are_bounded() {
 
 // Discovery negotiates the revision (SEP-2575).
 
-fn discover_options(url: &str) -> brain_runtime::discover::DiscoverOptions {
-    brain_runtime::discover::DiscoverOptions {
-        url: url.to_owned(),
+/// Discovery against a server that rejects the first `server/discover`, naming `supported`.
+async fn discover_rejected_once(
+    supported: &str,
+) -> (
+    Result<brain_runtime::discover::Discovery, String>,
+    TestServer,
+) {
+    let server = start(Faults {
+        reject_revision_once: Some(vec![supported.into()]),
+        ..Faults::default()
+    })
+    .await;
+    let options = brain_runtime::discover::DiscoverOptions {
+        url: server.url.clone(),
         token: None,
         timeout: Duration::from_secs(10),
-    }
+    };
+    let discovery = brain_runtime::discover::discover(&options)
+        .await
+        .map_err(|error| error.to_string());
+    (discovery, server)
 }
 
 #[tokio::test]
 async fn discovery_asks_again_when_its_revision_is_rejected_but_supported() {
-    let server = start(Faults {
-        reject_revision_once: Some(vec!["2026-07-28".into()]),
-        ..Faults::default()
-    })
-    .await;
-    let discovery = brain_runtime::discover::discover(&discover_options(&server.url))
-        .await
-        .unwrap();
-    assert_eq!(discovery.protocol_version, "2026-07-28");
+    let (discovery, server) = discover_rejected_once("2026-07-28").await;
+    assert_eq!(discovery.unwrap().protocol_version, "2026-07-28");
     assert_eq!(count(&server.stats.discovers), 2);
     assert_eq!(count(&server.stats.initializes), 0);
 }
 
 #[tokio::test]
 async fn discovery_falls_back_to_a_session_when_only_2025_is_supported() {
-    let server = start(Faults {
-        reject_revision_once: Some(vec!["2025-11-25".into()]),
-        ..Faults::default()
-    })
-    .await;
-    let discovery = brain_runtime::discover::discover(&discover_options(&server.url))
-        .await
-        .unwrap();
-    assert_eq!(discovery.protocol_version, "2025-11-25");
+    let (discovery, server) = discover_rejected_once("2025-11-25").await;
+    assert_eq!(discovery.unwrap().protocol_version, "2025-11-25");
     assert_eq!(count(&server.stats.discovers), 1);
     assert_eq!(count(&server.stats.initializes), 1);
 }
 
 #[tokio::test]
 async fn discovery_names_the_revisions_when_none_is_shared() {
-    let server = start(Faults {
-        reject_revision_once: Some(vec!["2099-01-01".into()]),
-        ..Faults::default()
-    })
-    .await;
-    let error = brain_runtime::discover::discover(&discover_options(&server.url))
-        .await
-        .unwrap_err()
-        .to_string();
+    let (discovery, _server) = discover_rejected_once("2099-01-01").await;
+    let error = discovery.unwrap_err();
     assert!(error.contains("2099-01-01"), "{error}");
     assert!(error.contains("2026-07-28"), "{error}");
 }

@@ -2,18 +2,14 @@
 //! runs the benchmark (DESIGN §7, P1–P6); its exit code is the bench's (1 when a target is
 //! missed).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
-
-use crate::workspace_root;
+use anyhow::Context;
 
 pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
     println!("=== cargo build --release -p tests --bin brain-bench --bin brain-test-server");
-    let status = crate::cargo()
-        .args([
-            "build",
+    crate::cargo_build(
+        &[
             "--release",
             "--locked",
             "-p",
@@ -22,17 +18,10 @@ pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
             "brain-bench",
             "--bin",
             "brain-test-server",
-        ])
-        .current_dir(workspace_root())
-        .status()
-        .context("cannot run cargo build")?;
-    if !status.success() {
-        bail!("the release build failed");
-    }
-    let bench = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-        .join("release/brain-bench");
+        ],
+        "brain-bench",
+    )?;
+    let bench = crate::target_dir().join("release/brain-bench");
     let mut command = std::process::Command::new(&bench);
     if quick {
         command.arg("--quick");

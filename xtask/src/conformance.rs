@@ -153,26 +153,18 @@ fn install(dir: &Path) -> anyhow::Result<()> {
 
 /// Builds `brain-conformance-client` and returns its path.
 fn build_client() -> anyhow::Result<PathBuf> {
-    let status = crate::cargo()
-        .args([
-            "build",
+    crate::cargo_build(
+        &[
             "--quiet",
             "--locked",
             "-p",
             "tests",
             "--bin",
             "brain-conformance-client",
-        ])
-        .current_dir(workspace_root())
-        .status()
-        .context("cannot run cargo build")?;
-    if !status.success() {
-        bail!("building brain-conformance-client failed");
-    }
-    Ok(std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-        .join("debug/brain-conformance-client"))
+        ],
+        "brain-conformance-client",
+    )?;
+    Ok(crate::target_dir().join("debug/brain-conformance-client"))
 }
 
 /// Whether the suite has `scenario` at `revision`.

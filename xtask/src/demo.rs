@@ -145,10 +145,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
 }
 
 fn target_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| workspace_root().join("target"))
-        .join("debug")
+    crate::target_dir().join("debug")
 }
 
 fn harness() -> std::path::PathBuf {
@@ -156,22 +153,16 @@ fn harness() -> std::path::PathBuf {
 }
 
 fn build_binaries() -> anyhow::Result<()> {
-    let status = crate::cargo()
-        .args([
-            "build",
+    crate::cargo_build(
+        &[
             "--quiet",
             "--bin",
             "brain-harness",
             "--bin",
             "brain-test-server",
-        ])
-        .current_dir(workspace_root())
-        .status()
-        .context("cannot run cargo build")?;
-    if !status.success() {
-        bail!("building brain-harness and brain-test-server failed");
-    }
-    Ok(())
+        ],
+        "brain-harness and brain-test-server",
+    )
 }
 
 /// The test server as a child process, killed when dropped.

@@ -27,9 +27,7 @@ pub(crate) fn build() -> anyhow::Result<PathBuf> {
     if !triple.ends_with("-linux-gnu") {
         bail!("cargo xtask dist builds static binaries for *-linux-gnu hosts; this is {triple}");
     }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
+    let target_dir = crate::target_dir();
     // `--target` keeps the static flag off build scripts and proc macros, which run on the host.
     let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
     rustflags.push_str(" -C target-feature=+crt-static");

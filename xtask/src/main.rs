@@ -130,3 +130,25 @@ fn cargo() -> std::process::Command {
     }
     command
 }
+
+/// The workspace's target directory (`CARGO_TARGET_DIR`, else `target/`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Runs `cargo build ARGS` in the workspace (see [`cargo`]); `what` names it in the error.
+fn cargo_build(args: &[&str], what: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let status = cargo()
+        .arg("build")
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .context("cannot run cargo build")?;
+    if !status.success() {
+        anyhow::bail!("building {what} failed");
+    }
+    Ok(())
+}

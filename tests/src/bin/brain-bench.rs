@@ -598,10 +598,18 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
             })
         })
         .collect();
+    let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let in_flight = rss_mb("VmRSS:");
-    drop(calls);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // They were all in flight: each ends with the tool's result, after its 5 s.
+    let results = futures_util::future::join_all(calls.into_iter().map(|call| call.result())).await;
+    let failed = results.iter().filter(|result| result.is_error).count();
+    if failed > 0 || started.elapsed() < Duration::from_secs(5) {
+        bail!(
+            "{failed} of the 1,000 slow calls failed: {:?}",
+            results.iter().find(|r| r.is_error)
+        );
+    }
 
     let huge = Runtime::new(&echo_config(url, "2025-11-25", "huge")?)?;
     let before = rss_mb("VmRSS:");

@@ -1,0 +1,110 @@
+//! Tokens never leak: brain-harness runs with `RUST_LOG=trace` through a success, a refused token
+//! (401), a timeout and protocol errors, on both revisions, and neither the token's value nor a
+//! wrong token's value appears in stdout, stderr or the events.
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use tests::server::{Faults, TestServer};
+
+const TOKEN: &str = "brain-secret-7f3a9c1e-token-value";
+const WRONG: &str = "brain-wrong-5b2d8e4f-token-value";
+
+fn binding(name: &str, url: &str, revision: &str, timeout: u64) -> Value {
+    json!({
+        "name": name, "description": "Echo under a fault.",
+        "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+        "url": url, "mcp_tool": "echo", "token_env": "BRAIN_SECRETS_TEST_TOKEN",
+        "tenants": ["local"], "timeout_seconds": timeout, "protocol_version": revision
+    })
+}
+
+async fn harness(config: String, tool: &'static str, token: &'static str) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args([
+                "--config", &config, "call", "--tenant", "local", "--json", tool,
+            ])
+            .arg(r#"{"message": "hello"}"#)
+            .env("RUST_LOG", "trace")
+            .env("BRAIN_SECRETS_TEST_TOKEN", token)
+            .output()
+            .expect("brain-harness runs")
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_appear_in_no_output_even_at_trace_level() {
+    let with = |faults: Faults| Faults {
+        require_token: Some(TOKEN.into()),
+        ..faults
+    };
+    let ok = TestServer::start(with(Faults::default())).await.unwrap();
+    let malformed = TestServer::start(with(Faults {
+        malformed_call: true,
+        ..Faults::default()
+    }))
+    .await
+    .unwrap();
+    let truncated = TestServer::start(with(Faults {
+        truncated_call: true,
+        ..Faults::default()
+    }))
+    .await
+    .unwrap();
+    let stalled = TestServer::start(with(Faults {
+        stall_call: true,
+        ..Faults::default()
+    }))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let config = dir.path().join(format!("{revision}.json"));
+        let tools = json!({"tools": [
+            binding("ok", &ok.url, revision, 30),
+            binding("malformed", &malformed.url, revision, 30),
+            binding("truncated", &truncated.url, revision, 30),
+            binding("stalled", &stalled.url, revision, 1),
+        ]});
+        std::fs::write(&config, tools.to_string()).unwrap();
+        let config = config.display().to_string();
+        let runs = [
+            ("ok", TOKEN, false, false),
+            ("ok", WRONG, true, false),
+            ("malformed", TOKEN, true, true),
+            ("truncated", TOKEN, true, true),
+            ("stalled", TOKEN, true, true),
+        ];
+        for (tool, token, is_error, unknown_outcome) in runs {
+            let output = harness(config.clone(), tool, token).await;
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let label = format!("{tool} with {token} at {revision}");
+            let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{label}: {e}: {stdout} {stderr}"));
+            assert_eq!(
+                (&result["is_error"], &result["unknown_outcome"]),
+                (&json!(is_error), &json!(unknown_outcome)),
+                "{label}: {result}"
+            );
+            // The logs are on: the test would see a token if one were logged.
+            assert!(
+                stderr.contains("call started"),
+                "{label}: no trace logs: {stderr}"
+            );
+            for secret in [TOKEN, WRONG] {
+                assert!(
+                    !stdout.contains(secret),
+                    "{label}: token in stdout: {stdout}"
+                );
+                assert!(
+                    !stderr.contains(secret),
+                    "{label}: token in stderr: {stderr}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The fault matrix: every fault switch of the test server × both protocol revisions. Each case
+//! must end in exactly one `tool.result` with the `is_error`/`unknown_outcome` DESIGN §3 gives,
+//! within the binding's timeout plus one second, and the server must have counted at most one
+//! `tools/call` — exactly the number the case expects.
+
+use std::time::{Duration, Instant};
+
+use brain_runtime::{CallRequest, Event, Runtime, Scope};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tests::server::{Faults, Resume, Stats, TestServer, bindings_json};
+
+/// What a case must end in, per revision: `(is_error, unknown_outcome, tools/call counted)`.
+type Outcome = (bool, bool, usize);
+
+struct Case {
+    name: &'static str,
+    faults: Faults,
+    session: Outcome,
+    stateless: Outcome,
+}
+
+const OK: Outcome = (false, false, 1);
+/// Refused before `tools/call` was sent, or before the server took it in.
+const NOT_SENT: Outcome = (true, false, 0);
+/// Rejected at the HTTP or JSON-RPC layer before the tool ran (the layer counted it).
+const REJECTED: Outcome = (true, false, 1);
+/// After `tools/call` was sent: the tool may have run.
+const UNKNOWN: Outcome = (true, true, 1);
+
+fn case(name: &'static str, faults: Faults, session: Outcome, stateless: Outcome) -> Case {
+    Case {
+        name,
+        faults,
+        session,
+        stateless,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let f = Faults::default;
+    let status = |code| Faults {
+        call_status: Some(code),
+        ..f()
+    };
+    let closing = |resume| Faults {
+        close_call_stream: Some(10),
+        resume,
+        ..f()
+    };
+    let mut cases = vec![
+        case("no fault", f(), OK, OK),
+        case(
+            "token required, none sent",
+            Faults {
+                require_token: Some("s3cret".into()),
+                ..f()
+            },
+            NOT_SENT,
+            NOT_SENT,
+        ),
+        // 2026-07-28 has no initialize: its faults never fire.
+        case(
+            "initialize HTTP 500",
+            Faults {
+                initialize_500: true,
+                ..f()
+            },
+            NOT_SENT,
+            OK,
+        ),
+        case(
+            "initialize JSON-RPC error",
+            Faults {
+                initialize_rpc_error: true,
+                ..f()
+            },
+            NOT_SENT,
+            OK,
+        ),
+        case("tools/call HTTP 500", status(500), UNKNOWN, UNKNOWN),
+        // Dropped before the server read it: not counted, but brain cannot know that.
+        case(
+            "dropped before reading tools/call",
+            Faults {
+                drop_before_call: true,
+                ..f()
+            },
+            (true, true, 0),
+            (true, true, 0),
+        ),
+        case(
+            "dropped after reading tools/call",
+            Faults {
+                drop_after_call: true,
+                ..f()
+            },
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "stalled (timeout)",
+            Faults {
+                stall_call: true,
+                ..f()
+            },
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "malformed JSON",
+            Faults {
+                malformed_call: true,
+                ..f()
+            },
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "truncated SSE",
+            Faults {
+                truncated_call: true,
+                ..f()
+            },
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "JSON-RPC -32601",
+            Faults {
+                call_method_not_found: true,
+                ..f()
+            },
+            REJECTED,
+            REJECTED,
+        ),
+        case("Nagle on", Faults { nagle: true, ..f() }, OK, OK),
+        case(
+            "128 extra tools",
+            Faults {
+                extra_tools: 128,
+                ..f()
+            },
+            OK,
+            OK,
+        ),
+        case(
+            "paginated tools/list",
+            Faults {
+                page_size: Some(3),
+                ..f()
+            },
+            OK,
+            OK,
+        ),
+        case(
+            "drifted echo",
+            Faults {
+                drifted: true,
+                ..f()
+            },
+            OK,
+            OK,
+        ),
+        // Streams are resumed on sessions only; 2026-07-28 has no stream to resume.
+        case(
+            "stream closed, resumed",
+            closing(Resume::Answer),
+            OK,
+            UNKNOWN,
+        ),
+        case(
+            "stream closed, resumption refused",
+            closing(Resume::Refuse),
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "stream closed again and again",
+            closing(Resume::CloseAgain),
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        case(
+            "server/discover rejected once",
+            Faults {
+                reject_revision_once: Some(vec!["2026-07-28".into()]),
+                ..f()
+            },
+            OK,
+            OK,
+        ),
+    ];
+    for code in [401, 403, 404, 405, 406, 415] {
+        cases.push(case(
+            "tools/call rejected",
+            status(code),
+            REJECTED,
+            REJECTED,
+        ));
+    }
+    cases
+}
+
+/// The timeout of every binding in the matrix.
+const TIMEOUT_SECONDS: u64 = 1;
+
+async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(), String> {
+    let server = TestServer::start(faults).await.map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(
+        &json!({"tools": bindings_json(&server.url, |_, binding: &mut Value| {
+            binding["protocol_version"] = json!(revision);
+            binding["timeout_seconds"] = json!(TIMEOUT_SECONDS);
+        })}),
+    )
+    .unwrap();
+    let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
+    let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut call = runtime.call(CallRequest {
+        tool: "echo".into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "matrix".into(),
+        },
+        call_id: Some("matrix-1".into()),
+        arguments: json!({"message": "matrix"}),
+    });
+    let deadline = Duration::from_secs(TIMEOUT_SECONDS + 1);
+    let mut results = Vec::new();
+    let drained = tokio::time::timeout(deadline, async {
+        while let Some(event) = call.next().await {
+            if let Event::Result(result) = event {
+                results.push(result);
+            }
+        }
+    })
+    .await;
+    let elapsed = started.elapsed();
+    if drained.is_err() {
+        return Err(format!("no end within {deadline:?}"));
+    }
+    let [result] = results.as_slice() else {
+        return Err(format!("{} results: {results:?}", results.len()));
+    };
+    // Give a dropped connection's server side a moment to count what it read.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let calls = Stats::get(&server.stats.calls);
+    let seen = (result.is_error, result.unknown_outcome, calls);
+    if seen != expected {
+        return Err(format!(
+            "expected {expected:?}, got {seen:?} after {elapsed:?}: {:?}",
+            result.content
+        ));
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_on_both_revisions() {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for case in cases() {
+        for (revision, expected) in [("2025-11-25", case.session), ("2026-07-28", case.stateless)] {
+            ran += 1;
+            let label = format!(
+                "{} ({}) at {revision}",
+                case.name,
+                fault_detail(&case.faults)
+            );
+            // A panic inside the runtime would surface here as a failed case, not abort the rest.
+            let outcome = tokio::spawn(run_case(case.faults.clone(), revision, expected))
+                .await
+                .unwrap_or_else(|panic| Err(format!("panicked: {panic}")));
+            if let Err(why) = outcome {
+                failures.push(format!("{label}: {why}"));
+            }
+        }
+    }
+    assert!(ran >= 48, "{ran} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn fault_detail(faults: &Faults) -> String {
+    match faults.call_status {
+        Some(code) => format!("HTTP {code}"),
+        None => "switch".into(),
+    }
+}
