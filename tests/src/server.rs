@@ -114,6 +114,17 @@ impl Stats {
     pub fn get(counter: &AtomicUsize) -> usize {
         counter.load(Ordering::SeqCst)
     }
+
+    /// The counters as JSON (also served at `GET /stats`, for processes that drive the server).
+    pub fn snapshot(&self) -> Value {
+        json!({
+            "calls": Self::get(&self.calls),
+            "initializes": Self::get(&self.initializes),
+            "cancellations": Self::get(&self.cancellations),
+            "deletes": Self::get(&self.deletes),
+            "requests": Self::get(&self.requests),
+        })
+    }
 }
 
 /// A running test server; stopped when dropped.
@@ -157,11 +168,26 @@ impl TestServer {
         let layer = Arc::new(FaultLayer {
             faults: faults.clone(),
             stats: Arc::clone(&stats),
-            pending_call: std::sync::Mutex::new(None),
+            pending_calls: std::sync::Mutex::default(),
+            closed: AtomicUsize::new(0),
         });
+        let counters = Arc::clone(&stats);
+        // `/stats` is added after the fault layer, so that no fault reaches it.
         let router = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(layer, inject));
+            .layer(axum::middleware::from_fn_with_state(layer, inject))
+            .route(
+                "/stats",
+                axum::routing::get(move || {
+                    let stats = Arc::clone(&counters);
+                    async move {
+                        (
+                            [(header::CONTENT_TYPE, "application/json")],
+                            stats.snapshot().to_string(),
+                        )
+                    }
+                }),
+            );
         let nodelay = !faults.nagle;
         let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
             let _ = tcp.set_nodelay(nodelay);
@@ -183,8 +209,11 @@ impl TestServer {
 struct FaultLayer {
     faults: Faults,
     stats: Arc<Stats>,
-    /// The `tools/call` whose stream was closed, to answer on the resuming GET.
-    pending_call: std::sync::Mutex<Option<Value>>,
+    /// The `tools/call` requests whose streams were closed, by event id, to answer on the
+    /// resuming GET.
+    pending_calls: std::sync::Mutex<std::collections::HashMap<String, Value>>,
+    /// Numbers the closed streams' event ids.
+    closed: AtomicUsize,
 }
 
 /// The axum layer in front of rmcp: counts, and injects the configured faults.
@@ -251,9 +280,10 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         Some("tools/call") => {
             stats.calls.fetch_add(1, Ordering::SeqCst);
             if let Some(retry) = faults.close_call_stream {
-                *lock(&layer.pending_call) = Some(message.clone());
+                let id = format!("call-{}", layer.closed.fetch_add(1, Ordering::SeqCst) + 1);
+                lock(&layer.pending_calls).insert(id.clone(), message.clone());
                 lock(&stats.closed_streams).push(std::time::Instant::now());
-                return sse_response(format!("id: call-1\nretry: {retry}\ndata:\n\n"));
+                return sse_response(format!("id: {id}\nretry: {retry}\ndata:\n\n"));
             }
             if let Some(response) = call_fault(faults, &message).await {
                 return response;
@@ -292,22 +322,24 @@ fn resume_stream(layer: &FaultLayer, headers: &HeaderMap) -> Response {
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    lock(&layer.stats.resumes).push((last_event_id, std::time::Instant::now()));
+    lock(&layer.stats.resumes).push((last_event_id.clone(), std::time::Instant::now()));
     let retry = layer.faults.close_call_stream.unwrap_or_default();
     match layer.faults.resume {
         Resume::Refuse => StatusCode::METHOD_NOT_ALLOWED.into_response(),
         Resume::CloseAgain => {
             lock(&layer.stats.closed_streams).push(std::time::Instant::now());
-            sse_response(format!("id: call-1\nretry: {retry}\ndata:\n\n"))
+            let id = last_event_id.unwrap_or_default();
+            sse_response(format!("id: {id}\nretry: {retry}\ndata:\n\n"))
         }
         Resume::Answer => {
-            let Some(call) = lock(&layer.pending_call).take() else {
+            let call = last_event_id.and_then(|id| lock(&layer.pending_calls).remove(&id));
+            let Some(call) = call else {
                 return StatusCode::NOT_FOUND.into_response();
             };
             let answer = json!({"jsonrpc": "2.0", "id": call["id"], "result": {"content": [
                 {"type": "text", "text": format!("resumed: {}", call["params"]["arguments"])}
             ]}});
-            sse_response(format!("id: call-2\ndata: {answer}\n\n"))
+            sse_response(format!("id: answer\ndata: {answer}\n\n"))
         }
     }
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use crate::workspace_root;
 
 /// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the
-/// conformance suite, the doc tests and the tests (nextest when installed), all `--locked`;
+/// conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     cargo(&["fmt", "--all", "--check"])?;
@@ -35,6 +35,15 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let conformance = crate::conformance::ConformanceArgs::default();
     if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
         bail!("the conformance suite found unexpected results");
+    }
+    step("cargo xtask soak --calls 2000 (random faults through one runtime)");
+    let soak = crate::soak::SoakArgs {
+        calls: 2000,
+        concurrency: 64,
+        fault_rate: 0.1,
+    };
+    if crate::soak::run(&soak)? != ExitCode::SUCCESS {
+        bail!("the soak found violations");
     }
     // Doc tests first, so that the summary of all the other tests is what CI reads last.
     cargo(&["test", "--workspace", "--locked", "--doc"])?;

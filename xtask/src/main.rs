@@ -8,6 +8,7 @@
 //! - `cargo xtask conformance [--scenario NAME] [--spec-version REV]` — the official MCP client
 //!   conformance suite against `brain-conformance-client`
 //! - `cargo xtask bench [--quick]` — the performance targets, measured side by side
+//! - `cargo xtask soak [--calls N] [--concurrency C] [--fault-rate F]` — calls with random faults
 //! - `cargo xtask ci` — everything CI runs
 //! - `cargo xtask dist` — the statically linked release `brain-harness`
 
@@ -26,6 +27,7 @@ mod conformance;
 mod demo;
 mod discover;
 mod dist;
+mod soak;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "brain's project commands", version)]
@@ -61,6 +63,8 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Soak the runtime: many calls with random faults; exit 1 on any violation.
+    Soak(soak::SoakArgs),
     /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
     Ci,
     /// Build the statically linked release brain-harness.
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Demo => demo::run(),
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench { quick } => bench::run(quick),
+        Command::Soak(args) => soak::run(&args),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
     };

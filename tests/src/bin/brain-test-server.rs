@@ -4,7 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
-use tests::server::{Faults, TestServer};
+use tests::server::{Faults, Resume, TestServer};
 
 /// Serves the test tools over Streamable HTTP on loopback.
 #[derive(Parser)]
@@ -30,6 +30,36 @@ struct Args {
     /// Serve a changed `echo` (drift).
     #[arg(long)]
     drifted: bool,
+    /// Answer initialize with a JSON-RPC error.
+    #[arg(long)]
+    initialize_rpc_error: bool,
+    /// Answer `tools/call` with this HTTP status.
+    #[arg(long)]
+    call_status: Option<u16>,
+    /// Drop the connection before reading `tools/call`.
+    #[arg(long)]
+    drop_before_call: bool,
+    /// Read `tools/call`, then drop the connection.
+    #[arg(long)]
+    drop_after_call: bool,
+    /// Read `tools/call`, then never answer.
+    #[arg(long)]
+    stall_call: bool,
+    /// Answer `tools/call` with malformed JSON.
+    #[arg(long)]
+    malformed_call: bool,
+    /// Answer `tools/call` with a truncated SSE stream.
+    #[arg(long)]
+    truncated_call: bool,
+    /// Answer `tools/call` with JSON-RPC error -32601.
+    #[arg(long)]
+    call_method_not_found: bool,
+    /// Close `tools/call` streams after a priming event with this `retry` (ms).
+    #[arg(long)]
+    close_call_stream: Option<u64>,
+    /// Refuse the GET that would resume a closed stream.
+    #[arg(long)]
+    refuse_resume: bool,
 }
 
 #[tokio::main]
@@ -43,6 +73,20 @@ async fn main() -> std::io::Result<()> {
         extra_tools: args.extra_tools,
         page_size: args.page_size,
         drifted: args.drifted,
+        initialize_rpc_error: args.initialize_rpc_error,
+        call_status: args.call_status,
+        drop_before_call: args.drop_before_call,
+        drop_after_call: args.drop_after_call,
+        stall_call: args.stall_call,
+        malformed_call: args.malformed_call,
+        truncated_call: args.truncated_call,
+        call_method_not_found: args.call_method_not_found,
+        close_call_stream: args.close_call_stream,
+        resume: if args.refuse_resume {
+            Resume::Refuse
+        } else {
+            Resume::Answer
+        },
         ..Faults::default()
     };
     let server = TestServer::serve(listener, faults)?;

@@ -1,0 +1,412 @@
+//! brain-soak: many calls through one runtime against test servers (separate processes), a share
+//! of them with random faults, both protocol revisions. `cargo xtask soak` builds and runs it.
+//!
+//! Asserts: no panic, no hang (every call ends within its timeout plus 5 s), every call answered
+//! with exactly one `tool.result`, RSS flat (after the last quarter of the calls within 10 % of
+//! after the second), this process's open file descriptors back to the starting count once the
+//! runtime is dropped, and each server's `tools/call` count equal to the calls that reached it.
+//! Prints the figures; the last line is a one-line summary; exit 1 on any violation.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use brain_runtime::{CallRequest, Event, Runtime, Scope};
+use clap::Parser;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+/// Soak the runtime with random faults.
+#[derive(Parser)]
+struct Args {
+    /// Calls to make.
+    #[arg(long, default_value_t = 20_000)]
+    calls: usize,
+    /// Calls in flight at once.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Share of calls sent to a faulty server.
+    #[arg(long, default_value_t = 0.1)]
+    fault_rate: f64,
+    /// Seed of the fault choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// One server: its faults (as `brain-test-server` flags) and how many `tools/call` a call
+/// routed to it adds to its count, per revision.
+struct Kind {
+    name: &'static str,
+    flags: &'static [&'static str],
+    counted_session: usize,
+    counted_stateless: usize,
+}
+
+const KINDS: &[Kind] = &[
+    Kind {
+        name: "healthy",
+        flags: &[],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "initialize 500",
+        flags: &["--initialize-500"],
+        counted_session: 0,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "tools/call 500",
+        flags: &["--call-status", "500"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "tools/call 404",
+        flags: &["--call-status", "404"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "dropped before call",
+        flags: &["--drop-before-call"],
+        counted_session: 0,
+        counted_stateless: 0,
+    },
+    Kind {
+        name: "dropped after call",
+        flags: &["--drop-after-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stalled",
+        flags: &["--stall-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "malformed",
+        flags: &["--malformed-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "truncated",
+        flags: &["--truncated-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "-32601",
+        flags: &["--call-method-not-found"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stream closed, resumed",
+        flags: &["--close-call-stream", "10"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stream closed, refused",
+        flags: &["--close-call-stream", "10", "--refuse-resume"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+];
+
+/// The timeout of every binding (the stalled server's calls end by it).
+const TIMEOUT_SECONDS: u64 = 2;
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    // For the reqwest client that reads the servers' counters.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(soak(&args)) {
+        Ok(violations) if violations.is_empty() => std::process::ExitCode::SUCCESS,
+        Ok(_) => std::process::ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(flags: &[&str]) -> anyhow::Result<Server> {
+    let exe = std::env::current_exe()?;
+    let path = exe.parent().context("no parent")?.join("brain-test-server");
+    let mut child = Command::new(&path)
+        .args(flags)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", path.display()))?;
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut url)?;
+    Ok(Server {
+        child,
+        url: url.trim().to_owned(),
+    })
+}
+
+/// xorshift64*: a reproducible choice of faults.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmRSS:"))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|dir| dir.count())
+        .unwrap_or(0)
+}
+
+async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
+    let servers: Vec<Server> = KINDS
+        .iter()
+        .map(|kind| start(kind.flags))
+        .collect::<anyhow::Result<_>>()?;
+    let fds_before = open_fds();
+    let mut tools = Vec::new();
+    for (index, server) in servers.iter().enumerate() {
+        for revision in ["2025-11-25", "2026-07-28"] {
+            tools.push(json!({
+                "name": format!("s{index}_{}", &revision[..4]),
+                "description": "Echo on a soak server.",
+                "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+                "url": server.url, "mcp_tool": "echo", "tenants": ["soak"],
+                "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": revision
+            }));
+        }
+    }
+    let text = json!({"tools": tools}).to_string();
+    let config =
+        brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtime = Runtime::new(&config)?;
+
+    // The plan: for each call, its server and revision.
+    let mut rng = Rng(args.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let plan: Vec<(usize, bool)> = (0..args.calls)
+        .map(|_| {
+            let server = if rng.next() < args.fault_rate {
+                1 + (rng.next() * (KINDS.len() - 1) as f64) as usize % (KINDS.len() - 1)
+            } else {
+                0
+            };
+            (server, rng.next() < 0.5)
+        })
+        .collect();
+    let plan = Arc::new(plan);
+
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(Mutex::new(Vec::<String>::new()));
+    let outcomes = Arc::new(Mutex::new(vec![[0usize; 3]; KINDS.len()]));
+    let rss = Arc::new(Mutex::new(vec![0.0f64; 4]));
+    let mut workers = Vec::new();
+    for _ in 0..args.concurrency {
+        let (runtime, plan, next, done) = (
+            runtime.clone(),
+            Arc::clone(&plan),
+            Arc::clone(&next),
+            Arc::clone(&done),
+        );
+        let (violations, outcomes, rss) = (
+            Arc::clone(&violations),
+            Arc::clone(&outcomes),
+            Arc::clone(&rss),
+        );
+        let total = args.calls;
+        workers.push(tokio::spawn(async move {
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= total {
+                    break;
+                }
+                let (server, stateless) = plan[index];
+                let tool = format!("s{server}_{}", if stateless { "2026" } else { "2025" });
+                let mut call = runtime.call(CallRequest {
+                    tool,
+                    scope: Scope {
+                        tenant_id: "soak".into(),
+                        session_id: "soak".into(),
+                    },
+                    call_id: Some(format!("soak-{index}")),
+                    arguments: json!({"message": "soak"}),
+                });
+                let bound = Duration::from_secs(TIMEOUT_SECONDS + 5);
+                let mut results = Vec::new();
+                let ended = tokio::time::timeout(bound, async {
+                    while let Some(event) = call.next().await {
+                        if let Event::Result(result) = event {
+                            results.push(result);
+                        }
+                    }
+                })
+                .await;
+                let mut violations = violations.lock().unwrap_or_else(|p| p.into_inner());
+                if ended.is_err() {
+                    violations.push(format!(
+                        "call {index} ({}) did not end within {bound:?}",
+                        KINDS[server].name
+                    ));
+                } else if results.len() != 1 {
+                    violations.push(format!("call {index} ended with {} results", results.len()));
+                } else {
+                    let slot = match (results[0].is_error, results[0].unknown_outcome) {
+                        (false, _) => 0,
+                        (true, false) => 1,
+                        (true, true) => 2,
+                    };
+                    outcomes.lock().unwrap_or_else(|p| p.into_inner())[server][slot] += 1;
+                }
+                drop(violations);
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
+                    rss.lock().unwrap_or_else(|p| p.into_inner())
+                        [finished / (total / 4).max(1) - 1] = rss_mb();
+                }
+            }
+        }));
+    }
+    let mut panics = 0;
+    for worker in workers {
+        if worker.await.is_err() {
+            panics += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    let mut violations = Arc::try_unwrap(violations)
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .unwrap_or_default();
+    if panics > 0 {
+        violations.push(format!("{panics} workers panicked"));
+    }
+
+    // Each server counted exactly the calls that reached it.
+    let http = reqwest::Client::new();
+    let mut table = Vec::new();
+    for (index, (kind, server)) in KINDS.iter().zip(&servers).enumerate() {
+        let sent_session = plan
+            .iter()
+            .filter(|(s, stateless)| *s == index && !stateless)
+            .count();
+        let sent_stateless = plan
+            .iter()
+            .filter(|(s, stateless)| *s == index && *stateless)
+            .count();
+        let expected =
+            sent_session * kind.counted_session + sent_stateless * kind.counted_stateless;
+        let stats_url = server.url.replace("/mcp", "/stats");
+        // A dropped connection's count may land a moment after the client gave up.
+        let mut counted = 0;
+        for _ in 0..50 {
+            let stats: Value = http.get(&stats_url).send().await?.json().await?;
+            counted = stats["calls"].as_u64().unwrap_or_default() as usize;
+            if counted == expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if counted != expected {
+            violations.push(format!(
+                "{}: the server counted {counted} tools/call, {expected} reached it",
+                kind.name
+            ));
+        }
+        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[index];
+        table.push((kind.name, sent_session + sent_stateless, counted, outcome));
+    }
+
+    let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if rss[3] > rss[1] * 1.10 {
+        violations.push(format!(
+            "RSS grew: {:.1} MB after the second quarter, {:.1} MB after the last",
+            rss[1], rss[3]
+        ));
+    }
+    drop(runtime);
+    drop(http);
+    // Cleanup (DELETE, cancellation) runs in tasks bounded by 5 s; the pool closes with them.
+    let mut fds_after = open_fds();
+    for _ in 0..100 {
+        if fds_after <= fds_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        fds_after = open_fds();
+    }
+    if fds_after > fds_before {
+        violations.push(format!(
+            "open file descriptors: {fds_before} before, {fds_after} after"
+        ));
+    }
+
+    for violation in &violations {
+        println!("violation: {violation}");
+    }
+    println!(
+        "{:<26} {:>7} {:>9} {:>7} {:>9} {:>9}",
+        "server", "calls", "counted", "ok", "error", "unknown"
+    );
+    for (name, calls, counted, [ok, error, unknown]) in &table {
+        println!("{name:<26} {calls:>7} {counted:>9} {ok:>7} {error:>9} {unknown:>9}");
+    }
+    println!(
+        "RSS by quarter (MB): {:.1} {:.1} {:.1} {:.1}; open fds: {fds_before} before, {fds_after} after",
+        rss[0], rss[1], rss[2], rss[3]
+    );
+    println!(
+        "soak: {} calls, concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
+        args.calls,
+        args.concurrency,
+        args.fault_rate,
+        elapsed.as_secs_f64(),
+        args.calls as f64 / elapsed.as_secs_f64(),
+        violations.len()
+    );
+    Ok(violations)
+}
