@@ -190,6 +190,17 @@ fn cases() -> Vec<Case> {
             OK,
             OK,
         ),
+        // Redirects are never followed; a session is refused before tools/call, while a
+        // redirected tools/call (2026-07-28) counts as sent.
+        case(
+            "every request redirected",
+            Faults {
+                redirect_to: Some("http://127.0.0.1:9/mcp".into()),
+                ..f()
+            },
+            NOT_SENT,
+            (true, true, 0),
+        ),
     ];
     for code in [401, 403, 404, 405, 406, 415] {
         cases.push(case(
@@ -277,7 +288,7 @@ async fn every_fault_on_both_revisions() {
             }
         }
     }
-    assert!(ran >= 48, "{ran} cases");
+    assert!(ran >= 50, "{ran} cases");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
