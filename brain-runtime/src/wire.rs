@@ -62,7 +62,7 @@ impl Endpoint<'_> {
         let mut request = http::Request::post(self.url)
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json");
-        self.send(&mut request, headers);
+        self.add_headers(&mut request, headers);
         self.request(request, Bytes::from(body)).await
     }
 
@@ -77,19 +77,19 @@ impl Endpoint<'_> {
         if let Ok(id) = HeaderValue::from_str(last_event_id) {
             request = request.header("last-event-id", id);
         }
-        self.send(&mut request, headers);
+        self.add_headers(&mut request, headers);
         self.request(request, Bytes::new()).await
     }
 
     /// DELETEs a session; errors are of no interest to anyone.
     pub(crate) async fn delete(&self, headers: HeaderMap) {
         let mut request = http::Request::delete(self.url);
-        self.send(&mut request, headers);
+        self.add_headers(&mut request, headers);
         let _ = self.request(request, Bytes::new()).await;
     }
 
     /// Adds `headers` and the token.
-    fn send(&self, request: &mut http::request::Builder, headers: HeaderMap) {
+    fn add_headers(&self, request: &mut http::request::Builder, headers: HeaderMap) {
         if let Some(map) = request.headers_mut() {
             map.extend(headers);
             if let Some(token) = self.token {

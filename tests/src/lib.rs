@@ -13,4 +13,5 @@ pub fn workspace_root() -> PathBuf {
 }
 
 pub mod peers;
+pub mod process;
 pub mod server;

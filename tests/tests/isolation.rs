@@ -15,6 +15,14 @@ fn config(url: &str, patch: impl Fn(&mut Value)) -> HostConfig {
     brain_config::parse(text.as_bytes(), "isolation.json").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A runtime with every test-server tool pinned to `revision`.
+fn runtime_at(url: &str, revision: &str) -> Runtime {
+    Runtime::new(&config(url, |binding| {
+        binding["protocol_version"] = json!(revision);
+    }))
+    .unwrap()
+}
+
 fn request(tool: &str, tenant: &str, arguments: Value) -> CallRequest {
     CallRequest {
         tool: tool.into(),
@@ -63,10 +71,7 @@ async fn a_redirect_to_another_origin_is_not_followed_and_gets_no_token() {
 async fn a_caller_cannot_replace_the_scope() {
     let server = TestServer::start(Faults::default()).await.unwrap();
     for revision in ["2025-11-25", "2026-07-28"] {
-        let runtime = Runtime::new(&config(&server.url, |binding| {
-            binding["protocol_version"] = json!(revision);
-        }))
-        .unwrap();
+        let runtime = runtime_at(&server.url, revision);
         let forged =
             json!({"tenant_id": "other-tenant", "session_id": "forged", "call_id": "forged"});
         let arguments = json!({"_meta": {"brain.dev/scope": forged, "progressToken": "forged"}});
@@ -89,10 +94,7 @@ async fn a_caller_cannot_replace_the_scope() {
 async fn a_tenant_not_allowed_causes_no_request() {
     let server = TestServer::start(Faults::default()).await.unwrap();
     for revision in ["2025-11-25", "2026-07-28"] {
-        let runtime = Runtime::new(&config(&server.url, |binding| {
-            binding["protocol_version"] = json!(revision);
-        }))
-        .unwrap();
+        let runtime = runtime_at(&server.url, revision);
         let result = runtime
             .call(request("echo", "intruder", json!({"message": "x"})))
             .result()

@@ -5,11 +5,9 @@
 
 #![allow(clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 use brain_runtime::{CallRequest, Runtime, Scope};
 use serde_json::json;
+use tests::process::ServerProcess;
 
 /// Peak resident set size of this process, in bytes (Linux `VmHWM`).
 fn peak_rss() -> u64 {
@@ -19,27 +17,11 @@ fn peak_rss() -> u64 {
     kb * 1024
 }
 
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_200_mb_response_under_a_1_mib_limit() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brain-test-server"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    let _server = Killed(child);
-    let url = url.trim();
+    let server =
+        ServerProcess::start(env!("CARGO_BIN_EXE_brain-test-server").as_ref(), &[]).unwrap();
+    let url = server.url.as_str();
 
     let text = json!({"tools": [{
         "name": "huge", "description": "Text of `bytes` bytes.",

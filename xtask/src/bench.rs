@@ -4,8 +4,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-
 pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
     println!("=== cargo build --release -p tests --bin brain-bench --bin brain-test-server");
     crate::cargo_build(
@@ -21,17 +19,9 @@ pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
         ],
         "brain-bench",
     )?;
-    let bench = crate::target_dir().join("release/brain-bench");
-    let mut command = std::process::Command::new(&bench);
+    let mut command = std::process::Command::new(crate::target_dir().join("release/brain-bench"));
     if quick {
         command.arg("--quick");
     }
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {}", bench.display()))?;
-    Ok(match status.code() {
-        Some(0) => ExitCode::SUCCESS,
-        Some(1) => ExitCode::FAILURE,
-        _ => ExitCode::from(2),
-    })
+    crate::run_tool(&mut command)
 }

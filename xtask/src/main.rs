@@ -157,3 +157,17 @@ fn cargo_build(args: &[&str], what: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Runs a tool binary the workspace built and passes its verdict on: exit 0 and 1 as they are,
+/// anything else (an error, a signal) as 2.
+fn run_tool(command: &mut std::process::Command) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {}", command.get_program().to_string_lossy()))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(1) => ExitCode::FAILURE,
+        _ => ExitCode::from(2),
+    })
+}

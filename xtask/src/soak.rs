@@ -4,8 +4,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-
 /// How much to soak.
 #[derive(clap::Args)]
 pub(crate) struct SoakArgs {
@@ -34,16 +32,10 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<ExitCode> {
         ],
         "brain-soak",
     )?;
-    let soak = crate::target_dir().join("debug/brain-soak");
-    let status = std::process::Command::new(&soak)
-        .args(["--calls", &args.calls.to_string()])
-        .args(["--concurrency", &args.concurrency.to_string()])
-        .args(["--fault-rate", &args.fault_rate.to_string()])
-        .status()
-        .with_context(|| format!("cannot run {}", soak.display()))?;
-    Ok(match status.code() {
-        Some(0) => ExitCode::SUCCESS,
-        Some(1) => ExitCode::FAILURE,
-        _ => ExitCode::from(2),
-    })
+    crate::run_tool(
+        std::process::Command::new(crate::target_dir().join("debug/brain-soak"))
+            .args(["--calls", &args.calls.to_string()])
+            .args(["--concurrency", &args.concurrency.to_string()])
+            .args(["--fault-rate", &args.fault_rate.to_string()]),
+    )
 }

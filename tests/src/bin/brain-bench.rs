@@ -10,9 +10,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -25,6 +24,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
+use tests::process::{ServerProcess, memory_mb};
 
 /// Measures DESIGN §7's targets; exits 1 when one is missed.
 #[derive(Parser)]
@@ -73,8 +73,8 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             sdk_calls: 200,
         }
     };
-    let server = Server::start(&[])?;
-    let nagle = Server::start(&["--nagle"])?;
+    let server = start_server(&[])?;
+    let nagle = start_server(&["--nagle"])?;
     let brain_2025 = Arc::new(Driver::brain(&server.url, "2025-11-25")?);
     let brain_2025_nagle = Arc::new(Driver::brain(&nagle.url, "2025-11-25")?);
     let brain_2026 = Arc::new(Driver::brain(&server.url, "2026-07-28")?);
@@ -219,39 +219,9 @@ impl Target {
     }
 }
 
-/// A test server process (`brain-test-server`, built next to this binary); killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> anyhow::Result<Server> {
-        let path = sibling("brain-test-server")?;
-        let mut child = Command::new(&path)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start {}", path.display()))?;
-        let mut url = String::new();
-        BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut url)?;
-        Ok(Server {
-            child,
-            url: url.trim().to_owned(),
-        })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn sibling(name: &str) -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    Ok(exe.parent().context("no parent")?.join(name))
+/// A `brain-test-server` process built next to this binary; killed when dropped.
+fn start_server(flags: &[&str]) -> anyhow::Result<ServerProcess> {
+    ServerProcess::start_sibling(flags).context("cannot start brain-test-server")
 }
 
 /// A client making `echo` calls.
@@ -570,21 +540,6 @@ fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
     ))
 }
 
-/// Resident set size of this process (`VmRSS`) or its peak (`VmHWM`), in MB.
-fn rss_mb(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with(field))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
 /// P5: 1,000 slow calls in flight; a 200 MB response under a 1 MiB limit.
 async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
     let slow = Runtime::new(&echo_config(url, "2025-11-25", "slow")?)?;
@@ -600,7 +555,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
         .collect();
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let in_flight = rss_mb("VmRSS:");
+    let in_flight = memory_mb("VmRSS:");
     // They were all in flight: each ends with the tool's result, after its 5 s.
     let results = futures_util::future::join_all(calls.into_iter().map(|call| call.result())).await;
     let failed = results.iter().filter(|result| result.is_error).count();
@@ -612,7 +567,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
     }
 
     let huge = Runtime::new(&echo_config(url, "2025-11-25", "huge")?)?;
-    let before = rss_mb("VmRSS:");
+    let before = memory_mb("VmRSS:");
     // Reset the peak, so that VmHWM is this call's.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let result = huge
@@ -627,7 +582,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
     if !result.unknown_outcome {
         bail!("the 200 MB response was not refused: {:?}", result.content);
     }
-    let added = rss_mb("VmHWM:") - before;
+    let added = memory_mb("VmHWM:") - before;
     Ok(vec![
         Target::below(
             "P5",
@@ -649,7 +604,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
 /// P6: discovery of 128 tools (a server offering them, paginated as it likes), and codegen of
 /// 128 bindings; median of the rounds.
 async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
-    let server = Server::start(&["--extra-tools", "128"])?;
+    let server = start_server(&["--extra-tools", "128"])?;
     let options = brain_runtime::discover::DiscoverOptions {
         url: server.url.clone(),
         token: None,

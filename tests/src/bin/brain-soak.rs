@@ -9,8 +9,6 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +18,7 @@ use brain_runtime::{CallRequest, Event, Runtime, Scope};
 use clap::Parser;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tests::process::{ServerProcess, memory_mb};
 
 /// Soak the runtime with random faults.
 #[derive(Parser)]
@@ -143,34 +142,6 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(flags: &[&str]) -> anyhow::Result<Server> {
-    let exe = std::env::current_exe()?;
-    let path = exe.parent().context("no parent")?.join("brain-test-server");
-    let mut child = Command::new(&path)
-        .args(flags)
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {}", path.display()))?;
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut url)?;
-    Ok(Server {
-        child,
-        url: url.trim().to_owned(),
-    })
-}
-
 /// xorshift64*: a reproducible choice of faults.
 struct Rng(u64);
 
@@ -183,20 +154,6 @@ impl Rng {
     }
 }
 
-fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .map(|dir| dir.count())
@@ -204,10 +161,11 @@ fn open_fds() -> usize {
 }
 
 async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
-    let servers: Vec<Server> = KINDS
+    let servers: Vec<ServerProcess> = KINDS
         .iter()
-        .map(|kind| start(kind.flags))
-        .collect::<anyhow::Result<_>>()?;
+        .map(|kind| ServerProcess::start_sibling(kind.flags))
+        .collect::<std::io::Result<_>>()
+        .context("cannot start brain-test-server")?;
     let fds_before = open_fds();
     let mut tools = Vec::new();
     for (index, server) in servers.iter().enumerate() {
@@ -307,7 +265,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
                     rss.lock().unwrap_or_else(|p| p.into_inner())
-                        [finished / (total / 4).max(1) - 1] = rss_mb();
+                        [finished / (total / 4).max(1) - 1] = memory_mb("VmRSS:");
                 }
             }
         }));

@@ -1,0 +1,66 @@
+//! Test servers as processes of their own (so that their memory and file descriptors are not
+//! counted with the client's), and this process's memory figures.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// A running `brain-test-server` process; killed when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    /// The MCP endpoint it printed, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl ServerProcess {
+    /// Starts the server binary at `path` with `flags` and waits for its URL.
+    pub fn start(path: &Path, flags: &[&str]) -> std::io::Result<ServerProcess> {
+        let mut child = Command::new(path)
+            .args(flags)
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let mut url = String::new();
+        BufReader::new(stdout).read_line(&mut url)?;
+        Ok(ServerProcess {
+            child,
+            url: url.trim().to_owned(),
+        })
+    }
+
+    /// Starts the `brain-test-server` built next to the running executable.
+    pub fn start_sibling(flags: &[&str]) -> std::io::Result<ServerProcess> {
+        let exe = std::env::current_exe()?;
+        let dir = exe
+            .parent()
+            .ok_or_else(|| std::io::Error::other("no parent"))?;
+        Self::start(&dir.join("brain-test-server"), flags)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A field of `/proc/self/status` in MB: `VmRSS:` (resident now) or `VmHWM:` (peak); 0 when
+/// unknown (not Linux).
+pub fn memory_mb(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with(field))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
