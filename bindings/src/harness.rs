@@ -7,14 +7,19 @@
 //!
 //! Events go to stdout as JSON Lines with `--json` or when stdout is not a terminal; on a
 //! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
-//! result, 2 for usage or config errors. `RUST_LOG` (e.g. `RUST_LOG=brain_runtime=debug`) turns
-//! on logs, to stderr; tokens never appear in them.
+//! result, 2 for usage or config errors, 130 after SIGINT (Ctrl-C) and 143 after SIGTERM: the
+//! call is cancelled, its `tool.result` printed (`unknown_outcome: true` when `tools/call` had
+//! been sent), and the server told, within 2 s. A binding whose `token_env` variable is not set
+//! does not stop the harness: calls to it are refused before any I/O, and `tools` marks it.
+//! `RUST_LOG` (e.g. `RUST_LOG=brain_runtime=debug`) turns on logs, to stderr; tokens never
+//! appear in them.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use brain_config::{ConfigError, HostConfig};
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
@@ -96,7 +101,8 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = match Runtime::new(&config) {
+            // An unset token variable refuses calls to its bindings only (before any I/O).
+            let runtime = match Runtime::builder(&config).allow_missing_tokens().build() {
                 Ok(runtime) => runtime,
                 Err(error) => {
                     eprintln!("error: {error}");
@@ -117,11 +123,11 @@ pub fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .expect("a tokio runtime starts");
-            let result = tokio.block_on(call(&runtime, request, json));
-            if result.is_error {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
+            let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
+            match interrupted {
+                Some(signal) => ExitCode::from(signal.exit_code()),
+                None if result.is_error => ExitCode::FAILURE,
+                None => ExitCode::SUCCESS,
             }
         }
     }
@@ -158,8 +164,14 @@ fn arguments(text: &str) -> Result<Value, String> {
 
 fn list(config: &HostConfig) {
     for binding in &config.tools {
+        let unset = binding
+            .token_env
+            .as_deref()
+            .filter(|var| std::env::var(var).is_err())
+            .map(|var| format!(" (unavailable: {var} is not set, calls are refused)"))
+            .unwrap_or_default();
         println!(
-            "{:<24} {:<4} {} [{}] {}",
+            "{:<24} {:<4} {} [{}] {}{unset}",
             binding.name,
             binding.kind().as_str(),
             binding.url,
@@ -169,7 +181,38 @@ fn list(config: &HostConfig) {
     }
 }
 
-async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult {
+/// A signal that interrupted a call.
+#[derive(Clone, Copy)]
+enum Interrupt {
+    Int,
+    Term,
+}
+
+impl Interrupt {
+    /// 128 + the signal's number, as shells report it.
+    fn exit_code(self) -> u8 {
+        match self {
+            Interrupt::Int => 130,
+            Interrupt::Term => 143,
+        }
+    }
+}
+
+/// How long the harness waits, after the result, for the call's cleanup (the cancellation and
+/// the session's close) to reach the server.
+const CLEANUP_BOUND: Duration = Duration::from_millis(1500);
+
+/// Runs the call and prints its events; SIGINT or SIGTERM cancels it (the result still comes,
+/// and is printed). Returns the result, and the signal if one came.
+async fn call(
+    runtime: &Runtime,
+    request: CallRequest,
+    json: bool,
+) -> (ToolResult, Option<Interrupt>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = signal(SignalKind::interrupt()).expect("SIGINT can be handled");
+    let mut sigterm = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
+    let mut interrupted = None;
     let mut call = runtime.call(request);
     let bar = (!json).then(|| {
         let bar = ProgressBar::new_spinner();
@@ -181,7 +224,21 @@ async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult
         bar.set_prefix(call.call_id().to_owned());
         bar
     });
-    while let Some(event) = call.next().await {
+    loop {
+        let event = tokio::select! {
+            event = call.next() => event,
+            _ = sigint.recv(), if interrupted.is_none() => {
+                interrupted = Some(Interrupt::Int);
+                call.cancel();
+                continue;
+            }
+            _ = sigterm.recv(), if interrupted.is_none() => {
+                interrupted = Some(Interrupt::Term);
+                call.cancel();
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         if json {
             println!(
                 "{}",
@@ -203,7 +260,8 @@ async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult
                     bar.finish_and_clear();
                     print_readable(&result);
                 }
-                return result;
+                let _ = tokio::time::timeout(CLEANUP_BOUND, runtime.wait_for_cleanup()).await;
+                return (result, interrupted);
             }
         }
     }
@@ -222,7 +280,7 @@ async fn call(runtime: &Runtime, request: CallRequest, json: bool) -> ToolResult
             serde_json::to_string(&event).expect("events serialize")
         );
     }
-    result
+    (result, interrupted)
 }
 
 fn print_readable(result: &ToolResult) {

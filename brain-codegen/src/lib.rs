@@ -266,6 +266,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         brain_config::Transport::Sse => "sse",
     }));
     let protocol_version = option_str(binding.protocol_version.as_deref());
+    let on_input_request = option_str(binding.on_input_request.map(|choice| choice.as_str()));
     let annotations = option_str(
         binding
             .annotations
@@ -289,6 +290,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             transport: #transport,
             protocol_version: #protocol_version,
             annotations: #annotations,
+            on_input_request: #on_input_request,
             input_validator: ::std::sync::OnceLock::new(),
         }
     }

@@ -14,7 +14,7 @@ use crate::diagnostic::{Diagnostic, Rule};
 use crate::ident::{module_ident, type_ident};
 use crate::model::{
     BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS,
-    ToolBinding,
+    STRUCTURED_REVISION, ToolBinding,
 };
 use crate::schema::compile_schema;
 
@@ -82,6 +82,8 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         inspect_session_on_mcp(draft, &mut out);
         transport_on_mcp(draft, &mut out);
         protocol_version(draft, &mut out);
+        output_schema_before_structured(draft, &mut out);
+        on_input_request_on_http(draft, &mut out);
     }
     duplicate_names(drafts, &mut out);
     ident_collisions(drafts, &mut out);
@@ -498,10 +500,46 @@ fn protocol_version(draft: &Draft, out: &mut Vec<Diagnostic>) {
             "protocol_version",
             format!("`protocol_version` {version:?} is not an MCP revision brain speaks"),
             format!(
-                "use one of {}, or remove it to use 2025-11-25; `cargo xtask discover` records \
-                 the revision the server negotiated",
+                "use one of {}, or remove it to accept whichever of them the server speaks; \
+                 `cargo xtask discover` records the revision the server negotiated",
                 PROTOCOL_VERSIONS.join(", ")
             ),
+        ));
+    }
+}
+
+/// A binding pinned to a revision older than 2025-06-18 has no `output_schema`: those
+/// revisions have no structured content, so no result could ever be checked against it.
+fn output_schema_before_structured(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(version) = draft.binding.pinned_revision() else {
+        return;
+    };
+    let known = PROTOCOL_VERSIONS.contains(&version);
+    if draft.binding.output_schema.is_some() && known && version < STRUCTURED_REVISION {
+        out.push(draft.error(
+            Rule::OutputSchemaBeforeStructured,
+            "output_schema",
+            format!(
+                "`output_schema` is set, but the binding pins {version}, which has no structured \
+                 content (from {STRUCTURED_REVISION} on)"
+            ),
+            "remove `output_schema`, or re-run `cargo xtask discover` if the server now speaks a \
+             newer revision",
+        ));
+    }
+}
+
+/// `on_input_request` is set only on MCP bindings: only MCP servers ask for user input.
+fn on_input_request_on_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.binding.on_input_request.is_some() && draft.binding.kind() != BindingKind::Mcp {
+        out.push(draft.error(
+            Rule::OnInputRequestOnHttp,
+            "on_input_request",
+            format!(
+                "`on_input_request` is set on an {} tool, which is not MCP",
+                draft.binding.kind().as_str().to_uppercase()
+            ),
+            "remove it, or add `mcp_tool` if this is an MCP binding",
         ));
     }
 }

@@ -90,6 +90,12 @@ rules! {
     ProtocolVersionOnHttp = "protocol-version-on-http",
     /// `protocol_version` is not an MCP revision brain knows.
     ProtocolVersionUnknown = "protocol-version-unknown",
+    /// `output_schema` on a binding pinned to a revision without structured content.
+    OutputSchemaBeforeStructured = "output-schema-before-structured",
+    /// `on_input_request` is set on a binding that is not MCP.
+    OnInputRequestOnHttp = "on-input-request-on-http",
+    /// `on_input_request` is neither `fail` nor `decline`.
+    OnInputRequestUnknown = "on-input-request-unknown",
 }
 
 impl fmt::Display for Rule {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::check::is_valid_name;
-use crate::model::{HostConfig, ToolBinding};
+use crate::model::{HostConfig, OnInputRequest, ToolBinding};
 use crate::schema::remote_ref;
 
 /// What discovery puts in every binding besides the tool's own description and schemas.
@@ -25,6 +25,8 @@ pub struct BindingSettings {
     pub max_output_bytes: u64,
     /// The revision the server spoke at discovery.
     pub protocol_version: String,
+    /// `on_input_request` of each binding (`None`: the default, fail).
+    pub on_input_request: Option<OnInputRequest>,
 }
 
 /// The binding for one tool of a `tools/list` result, named as on the server.
@@ -48,6 +50,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         transport: None,
         protocol_version: Some(settings.protocol_version.clone()),
         annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
+        on_input_request: settings.on_input_request,
     }
 }
 
@@ -144,13 +147,15 @@ pub struct Merged {
     pub added: usize,
 }
 
-/// Merges `bindings` into `config`: a binding with the same name is replaced where it stands,
-/// others are appended; every other binding is kept.
+/// Merges `bindings` into `config`: a binding with the same name is replaced where it stands
+/// (keeping its `on_input_request` opt-in unless the new binding sets one: that is a reviewer's
+/// choice, not something the server says), others are appended; every other binding is kept.
 pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
     let mut merged = Merged::default();
-    for binding in bindings {
+    for mut binding in bindings {
         match config.tools.iter_mut().find(|b| b.name == binding.name) {
             Some(existing) => {
+                binding.on_input_request = binding.on_input_request.or(existing.on_input_request);
                 *existing = binding;
                 merged.replaced += 1;
             }
@@ -254,6 +259,7 @@ mod tests {
             timeout_seconds: 300,
             max_output_bytes: 1_048_576,
             protocol_version: "2025-11-25".into(),
+            on_input_request: None,
         }
     }
 

@@ -297,6 +297,15 @@ fn type_error(
             "use `\"http\"` (the default) or `\"sse\"`; MCP bindings have no `transport`",
         );
     }
+    if field.name == "on_input_request" && value.is_string() {
+        return Diagnostic::new(
+            Rule::OnInputRequestUnknown,
+            pointer,
+            format!("`on_input_request` is {value}, which brain does not know"),
+            "use `\"fail\"` (the default: the call fails, as the spec says) or `\"decline\"` \
+             (elicitations are declined and the call goes on)",
+        );
+    }
     Diagnostic::new(
         Rule::InvalidType,
         pointer,

@@ -20,8 +20,12 @@ pub const PROTOCOL_VERSIONS: &[&str] = &[
     "2025-11-25",
     "2026-07-28",
 ];
-/// The revision used for a binding that pins none.
+/// The session revision brain offers first when a binding pins none (the server may answer with
+/// any older revision brain speaks).
 pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The first revision that defines the `MCP-Protocol-Version` header, `structuredContent` and
+/// `outputSchema`.
+pub const STRUCTURED_REVISION: &str = "2025-06-18";
 
 /// A host config: the tools that agent sessions may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -91,6 +95,35 @@ pub struct ToolBinding {
     /// The tool's MCP annotations as discovered, pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Map<String, Value>>,
+    /// MCP bindings only: what brain does when the server asks for user input during a call.
+    /// `"fail"` (the default, the spec's rule): the call fails with `unknown_outcome: true`.
+    /// `"decline"`: an elicitation is declined and the call goes on (sampling and roots still
+    /// fail it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_input_request: Option<OnInputRequest>,
+}
+
+/// What brain does when an MCP server asks for user input (elicitation, sampling, roots) during
+/// a call. No user is ever asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnInputRequest {
+    /// The call fails, `unknown_outcome: true` (the spec: handle approval inside the tool).
+    #[default]
+    Fail,
+    /// An elicitation is answered `{"action": "decline"}` and the call continues; the server
+    /// decides what a declined request means. Sampling and roots still fail the call.
+    Decline,
+}
+
+impl OnInputRequest {
+    /// `fail` or `decline`, as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnInputRequest::Fail => "fail",
+            OnInputRequest::Decline => "decline",
+        }
+    }
 }
 
 /// How a non-MCP tool is called.
@@ -136,11 +169,15 @@ impl ToolBinding {
         }
     }
 
-    /// The MCP revision to speak to this binding's server.
-    pub fn protocol_version(&self) -> &str {
-        self.protocol_version
-            .as_deref()
-            .unwrap_or(DEFAULT_PROTOCOL_VERSION)
+    /// The MCP revision the binding pins, if any. A binding that pins none accepts any revision
+    /// brain speaks (see [`PROTOCOL_VERSIONS`]).
+    pub fn pinned_revision(&self) -> Option<&str> {
+        self.protocol_version.as_deref()
+    }
+
+    /// What brain does when the server asks for user input (default: fail the call).
+    pub fn on_input_request(&self) -> OnInputRequest {
+        self.on_input_request.unwrap_or_default()
     }
 }
 

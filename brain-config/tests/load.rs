@@ -131,7 +131,11 @@ fn defaults_are_filled_and_kinds_derived() {
     );
     assert_eq!(config.tools[0].timeout_seconds, 300);
     assert_eq!(config.tools[0].max_output_bytes, 1_048_576);
-    assert_eq!(config.tools[0].protocol_version(), "2025-11-25");
+    assert_eq!(config.tools[0].pinned_revision(), None);
+    assert_eq!(
+        config.tools[0].on_input_request(),
+        brain_config::OnInputRequest::Fail
+    );
     // What is loaded validates again when built in code.
     assert_eq!(brain_config::validate(&config), []);
 }

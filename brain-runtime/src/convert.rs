@@ -59,7 +59,8 @@ pub(crate) fn convert(
         content,
         structured_content: structured,
     };
-    let size = result.size() as u64;
+    // The structured content travels in a text block now (above): it counts once.
+    let size: u64 = result.content.iter().map(|b| b.size() as u64).sum();
     if size > max_output_bytes {
         return Err(Failure::sent(format!(
             "the result is {size} bytes, over max_output_bytes ({max_output_bytes})"

@@ -22,10 +22,15 @@ const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;
 const MAX_PAGES: usize = 1000;
 /// Bound on the body of an HTTP error response read for its JSON-RPC error.
 const ERROR_BODY_LIMIT: u64 = 64 * 1024;
-/// JSON-RPC error code of a rejected protocol revision (2026-07-28, SEP-2575).
-const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+use crate::session::UNSUPPORTED_PROTOCOL_VERSION;
 /// The revisions discovery negotiates, newest first.
-const SPOKEN: &[&str] = &[stateless::REVISION, brain_config::DEFAULT_PROTOCOL_VERSION];
+const SPOKEN: &[&str] = &[
+    crate::revision::STATELESS,
+    crate::revision::SESSIONS[0],
+    crate::revision::SESSIONS[1],
+    crate::revision::SESSIONS[2],
+    crate::revision::SESSIONS[3],
+];
 
 /// What a server offers.
 #[derive(Debug, Clone, PartialEq)]
@@ -183,9 +188,9 @@ impl Client<'_> {
         }))
     }
 
-    /// A 2025-11-25 session: initialize, list, DELETE.
+    /// A session: initialize (offering the newest session revision), list, DELETE.
     async fn with_session(&self) -> Result<Discovery, DiscoverError> {
-        let version = brain_config::DEFAULT_PROTOCOL_VERSION;
+        let version = crate::revision::SESSIONS[0];
         let request = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
@@ -210,13 +215,20 @@ impl Client<'_> {
                 )
             })?
             .to_owned();
+        let negotiated = crate::revision::known(&negotiated)
+            .filter(|revision| *revision != stateless::REVISION)
+            .ok_or_else(|| {
+                DiscoverError::Protocol(format!(
+                    "the server offered MCP {negotiated}, which brain does not speak over a \
+                     session (it speaks {})",
+                    crate::revision::SESSIONS.join(", ")
+                ))
+            })?;
         let mut headers = HeaderMap::new();
         if let Some(session) = session {
             headers.insert(HeaderName::from_static(SESSION_HEADER), session);
         }
-        if let Ok(value) = HeaderValue::from_str(&negotiated) {
-            headers.insert(HeaderName::from_static(PROTOCOL_HEADER), value);
-        }
+        crate::revision::set_protocol_header(&mut headers, negotiated);
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let response = self.post(&initialized, headers.clone()).await?;
         if !response.status().is_success() {
@@ -228,7 +240,7 @@ impl Client<'_> {
             let _ = tokio::time::timeout(Duration::from_secs(5), delete).await;
         }
         Ok(Discovery {
-            protocol_version: negotiated,
+            protocol_version: negotiated.to_owned(),
             tools: listed?,
         })
     }

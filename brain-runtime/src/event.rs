@@ -84,21 +84,36 @@ impl ToolResult {
         }
     }
 
-    /// The result's size as `max_output_bytes` counts it: the bytes of its content blocks' text
-    /// and data, and of the structured content's JSON.
+    /// The result's size as `max_output_bytes` counts it: the bytes of its content blocks' text,
+    /// and of its images' base64 `data` and `mime_type`. Structured content counts once: through
+    /// the text block that carries its JSON (the conversion always adds one), or, when no text
+    /// block holds it, as its compact JSON.
     pub fn size(&self) -> usize {
-        let content: usize = self
-            .content
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text { text } => text.len(),
-                ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
-            })
-            .sum();
-        let structured = self
-            .structured_content
-            .as_ref()
-            .map_or(0, |value| value.to_string().len());
+        let content: usize = self.content.iter().map(ContentBlock::size).sum();
+        let structured = match &self.structured_content {
+            Some(value) if !self.carries_as_text(value) => value.to_string().len(),
+            _ => 0,
+        };
         content + structured
+    }
+
+    /// Whether a text block holds `value` as JSON.
+    fn carries_as_text(&self, value: &Value) -> bool {
+        self.content.iter().any(|block| match block {
+            ContentBlock::Text { text } => {
+                serde_json::from_str::<Value>(text).is_ok_and(|parsed| parsed == *value)
+            }
+            ContentBlock::Image { .. } => false,
+        })
+    }
+}
+
+impl ContentBlock {
+    /// The block's bytes as `max_output_bytes` counts them.
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            ContentBlock::Text { text } => text.len(),
+            ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
+        }
     }
 }

@@ -27,17 +27,20 @@
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.
 
+mod call;
 mod convert;
 pub mod discover;
 mod event;
 mod http;
 mod outcome;
+mod revision;
 mod runtime;
 mod session;
 mod stateless;
 mod typed;
 mod wire;
 
+pub use call::Scope;
 pub use event::{ContentBlock, Event, Progress, ToolResult};
-pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError, Scope};
+pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};

@@ -2,48 +2,24 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use brain_config::{BindingKind, HostConfig, ToolBinding, compile_schema};
 use futures_util::Stream;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
 
+use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::outcome::Failure;
-use crate::session::{CallState, Exchange};
-use crate::stateless::{ParamHeader, param_headers};
-use crate::wire::{Endpoint, PROTOCOL_HEADER, SESSION_HEADER, Token};
-
-/// Bound on the requests that clean up after a call (cancel, DELETE) and on answers to server
-/// requests.
-pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A binding ready to call: its schemas compiled once, its token read once.
-pub(crate) struct Tool {
-    pub(crate) binding: ToolBinding,
-    input: jsonschema::Validator,
-    pub(crate) output: Option<jsonschema::Validator>,
-    token: Option<Token>,
-    /// Arguments promoted to `Mcp-Param-*` headers (2026-07-28).
-    pub(crate) param_headers: Vec<ParamHeader>,
-    /// `token_env` is set but the variable was not (only with
-    /// [`RuntimeBuilder::allow_missing_tokens`]).
-    missing_token: bool,
-}
-
-impl Tool {
-    /// How many raw response bytes a result may take before brain stops reading: JSON escaping
-    /// can take 6 bytes per byte of text (`\u0000`), plus room for the envelope.
-    pub(crate) fn raw_limit(&self) -> u64 {
-        self.binding.max_output_bytes.saturating_mul(6) + 64 * 1024
-    }
-}
+use crate::session::Session;
+use crate::stateless::{Stateless, param_headers};
+use crate::wire::Token;
 
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -156,6 +132,7 @@ impl<'a> RuntimeBuilder<'a> {
                 output,
                 token,
                 missing_token,
+                stateless_only: AtomicBool::new(false),
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -166,6 +143,7 @@ impl<'a> RuntimeBuilder<'a> {
             inner: Arc::new(Inner {
                 tools,
                 http: http_client()?,
+                cleanups: TaskTracker::new(),
             }),
         })
     }
@@ -181,6 +159,8 @@ pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
 struct Inner {
     tools: HashMap<String, Arc<Tool>>,
     http: HttpClient,
+    /// The cleanups of ended calls (cancellation, session close), run off the callers' path.
+    cleanups: TaskTracker,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -195,15 +175,6 @@ impl std::fmt::Debug for Runtime {
         names.sort();
         f.debug_struct("Runtime").field("tools", &names).finish()
     }
-}
-
-/// Who is calling: the session's identity, sent to the server as `_meta["brain.dev/scope"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
-    /// The tenant the session belongs to; checked against the binding's `tenants`.
-    pub tenant_id: String,
-    /// The agent session.
-    pub session_id: String,
 }
 
 /// One call to make.
@@ -261,21 +232,50 @@ impl Runtime {
                 return call;
             }
         };
-        let http = self.inner.http.clone();
+        let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
-            let result = run(
-                http,
-                tool,
-                &call_id,
-                &request.scope,
-                &request.arguments,
-                &sender,
-                cancel,
-            )
-            .await;
+            let http = inner.http.clone();
+            let (scope, arguments) = (&request.scope, &request.arguments);
+            let cleanups = &inner.cleanups;
+            let stateless = match tool.binding.pinned_revision() {
+                Some(revision) => revision == crate::revision::STATELESS,
+                None => tool.stateless_only.load(Ordering::Relaxed),
+            };
+            let result = if stateless {
+                run(
+                    Stateless, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                )
+                .await
+            } else {
+                run(
+                    Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                )
+                .await
+            };
             let _ = sender.send(Event::Result(result)).await;
         });
         call
+    }
+
+    /// Waits until the cleanup of every call that has ended is done: the cancellation of an
+    /// unanswered request and the close of its session, each bounded by 5 s. Call it before the
+    /// process exits, or the server may never learn that a call was cancelled.
+    pub async fn wait_for_cleanup(&self) {
+        self.inner.cleanups.close();
+        self.inner.cleanups.wait().await;
+    }
+
+    /// Why calls to the binding `name` are refused before any I/O whatever their arguments, if
+    /// they are: its token variable was not set (with
+    /// [`RuntimeBuilder::allow_missing_tokens`]). `None` for a callable or unknown binding.
+    pub fn unavailable(&self, name: &str) -> Option<String> {
+        let tool = self.inner.tools.get(name)?;
+        tool.missing_token.then(|| {
+            format!(
+                "the token variable {} is not set",
+                tool.binding.token_env.as_deref().unwrap_or_default()
+            )
+        })
     }
 
     /// Starts a call with typed arguments (a generated `ToolCall`); see [`Runtime::call`].
@@ -312,10 +312,9 @@ impl Runtime {
                 binding.kind().as_str().to_uppercase()
             )));
         }
-        if tool.missing_token {
+        if let Some(why) = self.unavailable(name) {
             return Err(Failure::not_sent(format!(
-                "refused: the token variable {} is not set",
-                binding.token_env.as_deref().unwrap_or_default()
+                "refused: {why}; set it to the server's API key and restart"
             )));
         }
         let errors: Vec<String> = tool
@@ -348,105 +347,6 @@ impl Runtime {
         bindings.sort_by(|a, b| a.name.cmp(&b.name));
         bindings
     }
-}
-
-/// Runs one call to its result: the exchange, bounded by the timeout and by cancellation, then
-/// the cleanup, off the caller's path.
-async fn run(
-    http: HttpClient,
-    tool: Arc<Tool>,
-    call_id: &str,
-    scope: &Scope,
-    arguments: &Value,
-    events: &mpsc::Sender<Event>,
-    cancel: CancellationToken,
-) -> ToolResult {
-    let state = Mutex::new(CallState::default());
-    let exchange = Exchange {
-        endpoint: Endpoint {
-            http: &http,
-            url: &tool.binding.url,
-            token: tool.token.as_ref(),
-        },
-        tool: &tool,
-        call_id,
-        scope,
-        arguments,
-        events,
-        state: &state,
-    };
-    let timeout = Duration::from_secs(tool.binding.timeout_seconds);
-    let started = std::time::Instant::now();
-    tracing::debug!(
-        tool = %tool.binding.name,
-        call_id,
-        url = %tool.binding.url,
-        revision = tool.binding.protocol_version(),
-        "call started"
-    );
-    let interrupted = |what: String| {
-        let sent = state.lock().map(|s| s.call_sent).unwrap_or(true);
-        if sent {
-            Failure::sent(format!(
-                "{what}; the request was cancelled and the tool may have run"
-            ))
-        } else {
-            Failure::not_sent(format!("{what} before tools/call was sent"))
-        }
-    };
-    let outcome = tokio::select! {
-        outcome = exchange.run() => outcome,
-        () = tokio::time::sleep(timeout) => {
-            Err(interrupted(format!("the call timed out after {}s", timeout.as_secs())))
-        }
-        () = cancel.cancelled() => Err(interrupted("the call was interrupted".to_owned())),
-    };
-    let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
-    tokio::spawn(clean_up(http.clone(), Arc::clone(&tool), state));
-    let result = outcome.unwrap_or_else(|failure| {
-        ToolResult::failure(call_id, failure.unknown_outcome, failure.message)
-    });
-    tracing::debug!(
-        call_id,
-        is_error = result.is_error,
-        unknown_outcome = result.unknown_outcome,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "call ended"
-    );
-    result
-}
-
-/// Cancels an unanswered `tools/call` and closes the session, bounded in time.
-async fn clean_up(http: HttpClient, tool: Arc<Tool>, state: CallState) {
-    let Some(session) = state
-        .session_id
-        .and_then(|s| HeaderValue::from_str(&s).ok())
-    else {
-        return;
-    };
-    let endpoint = Endpoint {
-        http: &http,
-        url: &tool.binding.url,
-        token: tool.token.as_ref(),
-    };
-    let mut headers = HeaderMap::new();
-    headers.insert(HeaderName::from_static(SESSION_HEADER), session);
-    headers.insert(
-        HeaderName::from_static(PROTOCOL_HEADER),
-        HeaderValue::from_str(tool.binding.protocol_version()).expect("header-safe"),
-    );
-    let work = async {
-        if state.call_sent && !state.answered {
-            let cancelled = json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {"requestId": 1, "reason": "cancelled by brain (timeout or interruption)"}
-            });
-            let _ = endpoint.post(&cancelled, headers.clone()).await;
-        }
-        endpoint.delete(headers).await;
-    };
-    let _ = tokio::time::timeout(CONTROL_TIMEOUT, work).await;
 }
 
 /// A call in progress: a stream of its [`Event`]s, ending with one `tool.result`.
@@ -505,8 +405,8 @@ pub mod __bench {
     use serde_json::{Map, Value};
 
     use super::{CallRequest, Runtime};
+    use crate::call::{Round, call_message};
     use crate::event::ToolResult;
-    use crate::session::{Round, call_message};
     use crate::stateless;
 
     /// The gate (tool, tenant, token, argument validation), the `tools/call` message as the
@@ -523,7 +423,7 @@ pub mod __bench {
             .ok()?;
         let call_id = request.call_id.as_deref().unwrap_or("bench");
         let binding = &tool.binding;
-        let meta = if binding.protocol_version() == stateless::REVISION {
+        let meta = if binding.pinned_revision() == Some(stateless::REVISION) {
             let name = binding.mcp_tool.as_deref().unwrap_or_default();
             std::hint::black_box(stateless::headers(
                 name,

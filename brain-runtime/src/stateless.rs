@@ -1,16 +1,83 @@
-//! MCP 2026-07-28: no session. One POST carries the call, with the protocol revision and client
-//! capabilities in `_meta`, and the `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers (SEP-2243)
-//! computed from the pinned schema's `x-mcp-header` annotations.
+//! The stateless transport (MCP 2026-07-28): no session. One POST carries the call, with the
+//! protocol revision and client capabilities in `_meta`, and the `Mcp-Method`, `Mcp-Name` and
+//! `Mcp-Param-*` headers (SEP-2243) computed from the pinned schema's `x-mcp-header` annotations.
+//! There is no way back to the server: a cancelled call is a closed response stream.
 
 use base64::Engine;
 use base64::prelude::BASE64_STANDARD;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use crate::wire::PROTOCOL_HEADER;
+use std::sync::Arc;
+
+use crate::call::{BackChannel, CallState, Exchange, Reply, Resume, Round, Tool, Transport};
+use crate::event::ToolResult;
+use crate::http::HttpClient;
+use crate::outcome::Failure;
+use crate::wire::{Messages, PROTOCOL_HEADER};
 
 /// The revision without sessions.
-pub(crate) const REVISION: &str = "2026-07-28";
+pub(crate) const REVISION: &str = crate::revision::STATELESS;
+/// At most this many `input_required` rounds after the call.
+const MAX_ROUNDS: u64 = 8;
+
+/// The stateless transport.
+pub(crate) struct Stateless;
+
+impl Transport for Stateless {
+    /// One POST, plus the rounds the server asks for (SEP-2322, bounded).
+    ///
+    /// A round re-requests the call only because the server answered `input_required`, a
+    /// definite answer that the tool has not completed. A result that asks only to be called
+    /// again (`requestState`, no `inputRequests`) gets the next round, the state echoed exactly.
+    /// One that asks for user input fails the call, unless the binding opted into declining
+    /// elicitations (`on_input_request: "decline"`): then the elicitation is declined in the next
+    /// round, and sampling and roots still fail it.
+    async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
+        call.state().revision = Some(REVISION);
+        let name = call.tool.binding.mcp_tool.as_deref().unwrap_or_default();
+        let policy = call.tool.binding.on_input_request();
+        let mut round = Round::first();
+        loop {
+            let headers = headers(name, call.arguments, &call.tool.param_headers);
+            let asked = match call.call(headers, meta(), &round, &NoWayBack).await? {
+                Reply::Complete(result) => return Ok(result),
+                Reply::InputRequired(asked) => asked,
+            };
+            let next = Round::next(round.number + 1, &asked, policy)?;
+            if round.number >= MAX_ROUNDS {
+                return Err(Failure::sent(format!(
+                    "the server still asked for another round (input_required) after \
+                     {MAX_ROUNDS} rounds; brain stopped, and the tool may have run"
+                )));
+            }
+            round = next;
+        }
+    }
+
+    /// Nothing to close: dropping the response closed its stream, which is how 2026-07-28
+    /// cancels.
+    async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
+}
+
+/// 2026-07-28 has no back-channel: server requests cannot be answered, streams not resumed.
+struct NoWayBack;
+
+impl BackChannel for NoWayBack {
+    async fn answer(&self, _: &Value) -> bool {
+        false
+    }
+
+    fn resumes(&self) -> bool {
+        false
+    }
+
+    async fn resume(&self, _: &Resume) -> Result<Messages, Failure> {
+        Err(Failure::sent(
+            "a 2026-07-28 response stream cannot be resumed",
+        ))
+    }
+}
 
 /// An argument promoted to a header: the property path from the schema root, and the header.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use brain_config::{HostConfig, ToolBinding, Transport};
+use brain_config::{HostConfig, OnInputRequest, ToolBinding, Transport};
 use serde_json::Value;
 
 /// A call whose arguments are a typed struct: generated `ToolCall` enums implement it.
@@ -82,6 +82,8 @@ pub struct StaticBinding {
     pub protocol_version: Option<&'static str>,
     /// `annotations`, as JSON.
     pub annotations: Option<&'static str>,
+    /// `on_input_request`: `"fail"` or `"decline"`.
+    pub on_input_request: Option<&'static str>,
     /// The compiled `input_schema`, built on first use.
     #[doc(hidden)]
     pub input_validator: OnceLock<jsonschema::Validator>,
@@ -111,6 +113,10 @@ impl StaticBinding {
             annotations: self.annotations.map(|text| match json(text) {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
+            }),
+            on_input_request: self.on_input_request.map(|choice| match choice {
+                "decline" => OnInputRequest::Decline,
+                _ => OnInputRequest::Fail,
             }),
         }
     }

@@ -68,6 +68,12 @@ pub struct Faults {
     pub reject_revision_once: Option<Vec<String>>,
     /// Answer every request with `307 Temporary Redirect` to this URL.
     pub redirect_to: Option<String>,
+    /// Claim this protocol revision in initialize's answer, whatever was offered (the session
+    /// is rmcp's own, at the revision rmcp chose).
+    pub initialize_revision: Option<String>,
+    /// Refuse sessions: answer initialize with HTTP 400 and JSON-RPC error -32022, naming
+    /// 2026-07-28 as the only supported revision (a server that speaks only 2026-07-28).
+    pub refuse_sessions: bool,
 }
 
 /// What a GET that resumes a closed `tools/call` stream gets.
@@ -103,6 +109,10 @@ pub struct Stats {
     pub requests: AtomicUsize,
     /// Requests that carried an `Authorization` header.
     pub authorized_requests: AtomicUsize,
+    /// The `MCP-Protocol-Version` header of every POST after initialize (`None`: absent).
+    pub protocol_headers: std::sync::Mutex<Vec<Option<String>>>,
+    /// The `protocolVersion` each initialize offered.
+    pub offered_revisions: std::sync::Mutex<Vec<String>>,
     /// GETs that resumed a stream, each with its `Last-Event-ID` and when it arrived.
     pub resumes: std::sync::Mutex<Vec<(Option<String>, std::time::Instant)>>,
     /// When the server closed a `tools/call` stream to be resumed.
@@ -258,9 +268,39 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         // Dropped before the server takes it in: not counted.
         return dropped_connection();
     }
+    if method != Some("initialize") {
+        let header = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        lock(&stats.protocol_headers).push(header);
+    }
     match method {
         Some("initialize") => {
             stats.initializes.fetch_add(1, Ordering::SeqCst);
+            let offered = message["params"]["protocolVersion"].as_str().unwrap_or("");
+            lock(&stats.offered_revisions).push(offered.to_owned());
+            let id = message.get("id").cloned().unwrap_or(Value::Null);
+            if faults.refuse_sessions {
+                let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": offered}
+                }});
+                return (
+                    StatusCode::BAD_REQUEST,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+            }
+            if let Some(revision) = &faults.initialize_revision {
+                let answer = next
+                    .run(Request::from_parts(parts, Body::from(bytes)))
+                    .await;
+                return claim_revision(answer, revision).await;
+            }
             if faults.initialize_500 {
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
             }
@@ -314,6 +354,27 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// `answer` (to initialize) with its `protocolVersion` replaced by `revision`.
+async fn claim_revision(answer: Response, revision: &str) -> Response {
+    let (parts, body) = answer.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1024 * 1024).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let key = "\"protocolVersion\":\"";
+    let claimed = match text.find(key) {
+        Some(at) => {
+            let start = at + key.len();
+            let end = start + text[start..].find('"').unwrap_or(0);
+            format!("{}{revision}{}", &text[..start], &text[end..])
+        }
+        None => text.into_owned(),
+    };
+    let mut parts = parts;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(claimed))
 }
 
 /// A GET resuming the `tools/call` stream that `close_call_stream` closed.
@@ -482,11 +543,13 @@ pub fn tool_list() -> Vec<Tool> {
         tool("rpc_error", "Answers with a JSON-RPC error.", empty.clone()),
         tool("huge", "Text of `bytes` bytes.", json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]})),
         tool("elicit", "Asks the user for approval (elicitation/create).", empty.clone()),
-        tool("input_required", "Answers input_required (2026-07-28) for `rounds` rounds, asking for `ask`: only requestState (default), or an elicitation or sampling input request with it; then completes with what the last round carried.", json!({
+        tool("sample", "Asks the client's model for a completion (sampling/createMessage).", empty.clone()),
+        tool("roots", "Asks the client for its roots (roots/list).", empty.clone()),
+        tool("input_required", "Answers input_required (2026-07-28) for `rounds` rounds, asking for `ask`: only requestState (default), or an elicitation, sampling or roots input request with it; then completes with what the last round carried.", json!({
             "type": "object",
             "properties": {
                 "rounds": {"type": "integer", "minimum": 1},
-                "ask": {"type": "string", "enum": ["state", "elicitation", "sampling"]}
+                "ask": {"type": "string", "enum": ["state", "elicitation", "sampling", "roots"]}
             }
         })),
         tool("routed", "Returns its headers; `region` travels as the Mcp-Param-Region header.", json!({
@@ -658,6 +721,30 @@ impl ServerHandler for TestTools {
                     ),
                 }
             }
+            "sample" => {
+                #[allow(deprecated)] // sampling: deprecated by SEP-2577, still sent by servers
+                let params: rmcp::model::CreateMessageRequestParams = serde_json::from_value(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
+                    "maxTokens": 10
+                }))
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                #[allow(deprecated)]
+                let answer = context.peer.create_message(params).await;
+                let text = match answer {
+                    Ok(answer) => format!("sampled: {answer:?}"),
+                    Err(error) => format!("sampling failed: {error}"),
+                };
+                result(json!({"content": [{"type": "text", "text": text}]}))
+            }
+            "roots" => {
+                #[allow(deprecated)]
+                let answer = context.peer.list_roots().await;
+                let text = match answer {
+                    Ok(answer) => format!("roots: {answer:?}"),
+                    Err(error) => format!("roots failed: {error}"),
+                };
+                result(json!({"content": [{"type": "text", "text": text}]}))
+            }
             "input_required" => {
                 let rounds = args.get("rounds").and_then(Value::as_u64).unwrap_or(1);
                 let round = request
@@ -695,6 +782,10 @@ impl ServerHandler for TestTools {
                                 "maxTokens": 10
                             }
                         }});
+                    }
+                    Some("roots") => {
+                        asked["inputRequests"] =
+                            json!({"where": {"method": "roots/list", "params": {}}});
                     }
                     _ => {}
                 }

@@ -418,22 +418,6 @@ async fn json_rpc_error_after_the_call() {
 }
 
 #[tokio::test]
-async fn elicitation_fails_the_call_and_is_answered() {
-    let server = start(Faults::default()).await;
-    let result = call(&runtime(&server.url), "elicit", json!({})).await;
-    assert_outcome(
-        &result,
-        true,
-        true,
-        "asked for user input (elicitation/create)",
-    );
-    assert_eq!(count(&server.stats.calls), 1);
-    // The server was answered (so it does not wait forever), then the call was cancelled.
-    assert_eq!(count(&server.stats.client_answers), 1);
-    assert_eq!(eventually(&server.stats.cancellations, 1).await, 1);
-}
-
-#[tokio::test]
 async fn stalled_server_times_out_and_is_cancelled() {
     let server = start(Faults {
         stall_call: true,
@@ -589,6 +573,7 @@ async fn stateless_progress_in_order() {
 }
 
 // 2026-07-28 rounds (SEP-2322): an `input_required` result is a definite "not completed yet".
+// Requests for user input, at both revisions: tests/input_requests.rs.
 
 #[tokio::test]
 async fn stateless_request_state_rounds_echo_the_state_and_complete() {
@@ -611,39 +596,6 @@ async fn stateless_rounds_are_bounded() {
     let result = call(&runtime, "input_required", json!({"rounds": 1000})).await;
     assert_outcome(&result, true, true, "after 8 rounds");
     assert_eq!(count(&server.stats.calls), 9);
-}
-
-#[tokio::test]
-async fn stateless_elicitation_is_declined_and_the_server_decides() {
-    let server = start(Faults::default()).await;
-    let runtime = stateless_runtime(&server.url, 30);
-    let result = call(
-        &runtime,
-        "input_required",
-        json!({"rounds": 1, "ask": "elicitation"}),
-    )
-    .await;
-    assert_outcome(
-        &result,
-        false,
-        false,
-        r#"{"approval":{"action":"decline"}}"#,
-    );
-    assert_eq!(count(&server.stats.calls), 2);
-}
-
-#[tokio::test]
-async fn stateless_sampling_request_fails_the_call_without_another_round() {
-    let server = start(Faults::default()).await;
-    let runtime = stateless_runtime(&server.url, 30);
-    let result = call(
-        &runtime,
-        "input_required",
-        json!({"rounds": 1, "ask": "sampling"}),
-    )
-    .await;
-    assert_outcome(&result, true, true, "sampling/createMessage");
-    assert_eq!(count(&server.stats.calls), 1);
 }
 
 #[tokio::test]

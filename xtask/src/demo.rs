@@ -66,6 +66,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         timeout_seconds: brain_config::DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
+        on_input_request: None,
     };
     let discovered: Vec<_> = ["echo", "weather"]
         .iter()
@@ -214,7 +215,7 @@ fn print_bindings(config: &HostConfig) {
             binding.name,
             binding.kind().as_str(),
             binding.mcp_tool.as_deref().unwrap_or("-"),
-            binding.protocol_version(),
+            binding.pinned_revision().unwrap_or("any"),
             binding.tenants.join(","),
             binding.timeout_seconds,
             binding.max_output_bytes

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use brain_config::discovery::{BindingSettings, binding_from_tool, drift, lint, merge};
-use brain_config::{BindingKind, ConfigError, HostConfig, ToolBinding};
+use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
 use brain_runtime::discover::{DiscoverOptions, Discovery, discover};
 
 /// At most this many tools per discovery (the spec's limit).
@@ -40,6 +40,10 @@ pub(crate) struct DiscoverArgs {
     /// `max_output_bytes` of each binding.
     #[arg(long, default_value_t = brain_config::DEFAULT_MAX_OUTPUT_BYTES)]
     max_output_bytes: u64,
+    /// `on_input_request` of each binding: `fail` (the default, left out of the binding) or
+    /// `decline` (elicitations are declined and the call goes on).
+    #[arg(long, value_name = "fail|decline", value_parser = parse_on_input_request)]
+    on_input_request: Option<OnInputRequest>,
     /// Merge the bindings into this host config (same name replaced, others kept), written
     /// atomically once the result validates.
     #[arg(long, value_name = "CONFIG")]
@@ -128,7 +132,14 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         timeout_seconds: args.timeout_seconds,
         max_output_bytes: args.max_output_bytes,
         protocol_version: discovery.protocol_version.clone(),
+        on_input_request: args
+            .on_input_request
+            .filter(|choice| *choice != OnInputRequest::Fail),
     };
+    eprintln!(
+        "the server at {} speaks MCP {}; the bindings pin it in `protocol_version`",
+        settings.url, discovery.protocol_version
+    );
     let bindings: Vec<ToolBinding> = names
         .iter()
         .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
@@ -143,6 +154,14 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&bindings)?);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn parse_on_input_request(text: &str) -> Result<OnInputRequest, String> {
+    match text {
+        "fail" => Ok(OnInputRequest::Fail),
+        "decline" => Ok(OnInputRequest::Decline),
+        other => Err(format!("{other:?} is neither `fail` nor `decline`")),
     }
 }
 
@@ -262,10 +281,12 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
             let live = discovery.tools.iter().find(|t| t["name"] == mcp_tool);
             let mut lines = drift(binding, live);
-            if live.is_some() && binding.protocol_version() != discovery.protocol_version {
+            if let Some(pinned) = binding.pinned_revision()
+                && live.is_some()
+                && pinned != discovery.protocol_version
+            {
                 lines.push(format!(
-                    "protocol_version: pinned {}, the server now speaks {}",
-                    binding.protocol_version(),
+                    "protocol_version: pinned {pinned}, the server now speaks {}",
                     discovery.protocol_version
                 ));
             }

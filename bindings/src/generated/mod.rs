@@ -180,6 +180,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 4usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -197,6 +198,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 4usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::Some("{\"readOnlyHint\":true}"),
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -216,6 +218,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 4usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::Some("2026-07-28"),
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -235,6 +238,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 4usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];

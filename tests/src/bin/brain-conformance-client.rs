@@ -48,6 +48,10 @@ async fn main() -> ExitCode {
         timeout_seconds: 20,
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
+        // The spec's rule, except where a scenario is about continuing after a declined
+        // elicitation: there the binding opts in, as a deployment would.
+        on_input_request: (scenario == "sep-2322-client-request-state")
+            .then_some(brain_config::OnInputRequest::Decline),
     };
     let mut bindings = Vec::new();
     for tool in &discovery.tools {

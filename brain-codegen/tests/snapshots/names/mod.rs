@@ -198,6 +198,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -215,6 +216,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -232,6 +234,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -249,6 +252,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -266,6 +270,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];

@@ -200,6 +200,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -217,6 +218,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -234,6 +236,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -251,6 +254,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -270,6 +274,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::Some("2026-07-28"),
         annotations: ::std::option::Option::Some("{\"readOnlyHint\":true}"),
+        on_input_request: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
