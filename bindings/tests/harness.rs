@@ -182,7 +182,65 @@ async fn usage_and_config_errors_exit_2() {
 }
 
 #[tokio::test]
-async fn missing_token_variables_are_named_never_their_values() {
+async fn an_unset_token_variable_refuses_only_its_bindings() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &server.url, |binding| {
+        if binding["name"] == "fail" {
+            binding["token_env"] = json!("BRAIN_HARNESS_TEST_UNSET");
+        }
+    });
+    // `tools` marks the binding.
+    let output = harness(&["--config", &config, "tools"], &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed = String::from_utf8_lossy(&output.stdout).into_owned();
+    let fail_line = listed.lines().find(|l| l.starts_with("fail ")).unwrap();
+    assert!(
+        fail_line.contains("unavailable: BRAIN_HARNESS_TEST_UNSET is not set"),
+        "{listed}"
+    );
+    assert!(
+        !listed
+            .lines()
+            .any(|l| l.starts_with("echo ") && l.contains("unavailable"))
+    );
+
+    // The other bindings work.
+    let call = |tool: &'static str, args: &'static str| {
+        let config = config.clone();
+        async move {
+            harness(
+                &["--config", &config, "call", "--tenant", "local", tool, args],
+                &[],
+            )
+            .await
+        }
+    };
+    let output = call("echo", r#"{"message": "still here"}"#).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = tests::server::Stats::get(&server.stats.requests);
+
+    // The affected binding is refused before any I/O, naming the variable.
+    let output = call("fail", "{}").await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let events = lines(&output);
+    let result = events.last().unwrap();
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(true), &json!(false))
+    );
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("BRAIN_HARNESS_TEST_UNSET is not set"),
+        "{result}"
+    );
+    assert_eq!(tests::server::Stats::get(&server.stats.requests), requests);
+}
+
+#[tokio::test]
+async fn token_values_never_appear() {
     let server = TestServer::start(Faults {
         require_token: Some("tok-123".into()),
         ..Faults::default()
@@ -193,44 +251,169 @@ async fn missing_token_variables_are_named_never_their_values() {
     let config = write_config(dir.path(), &server.url, |binding| {
         binding["token_env"] = json!("BRAIN_HARNESS_TEST_TOKEN");
     });
-    let output = harness(
-        &[
-            "--config",
-            &config,
-            "call",
-            "--tenant",
-            "local",
-            "echo",
-            r#"{"message": "x"}"#,
-        ],
-        &[],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("BRAIN_HARNESS_TEST_TOKEN"),
-        "{}",
-        stderr(&output)
-    );
+    for (value, code) in [("tok-123", 0), ("tok-wrong", 1)] {
+        let output = harness(
+            &[
+                "--config",
+                &config,
+                "call",
+                "--tenant",
+                "local",
+                "echo",
+                r#"{"message": "x"}"#,
+            ],
+            &[("BRAIN_HARNESS_TEST_TOKEN", value)],
+        )
+        .await;
+        assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+        assert!(!all.contains(value), "{all}");
+    }
+}
 
-    let output = harness(
-        &[
-            "--config",
-            &config,
-            "call",
-            "--tenant",
-            "local",
-            "echo",
-            r#"{"message": "x"}"#,
-        ],
-        &[("BRAIN_HARNESS_TEST_TOKEN", "tok-123")],
-    )
+/// Starts `brain-harness call` on `tool`, waits until `ready` says so, sends `signal`, and
+/// returns the exit code, the events printed, and how long the harness took to exit after the
+/// signal.
+async fn interrupt(
+    config: &str,
+    tool: &str,
+    args: &str,
+    signal: &str,
+    ready: impl Fn() -> bool,
+) -> (Option<i32>, Vec<Value>, std::time::Duration) {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .args([
+            "--config", config, "call", "--tenant", "local", "--json", tool, args,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("brain-harness runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never got going"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Let the harness settle into waiting for the answer.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let sent = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (code, took, out) = tokio::task::spawn_blocking(move || {
+        let code = child.wait().unwrap().code();
+        let took = sent.elapsed();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (code, took, out)
+    })
+    .await
+    .unwrap();
+    let events = out
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    (code, events, took)
+}
+
+#[tokio::test]
+async fn a_signal_cancels_the_call_and_the_server_sees_it() {
+    use tests::server::Stats;
+    for (signal, exit) in [("-INT", 130), ("-TERM", 143)] {
+        for revision in ["2025-11-25", "2026-07-28"] {
+            let server = TestServer::start(Faults::default()).await.unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let config = write_config(dir.path(), &server.url, |binding| {
+                binding["protocol_version"] = json!(revision);
+            });
+            let stats = &server.stats;
+            let (code, events, took) =
+                interrupt(&config, "slow", r#"{"seconds": 60}"#, signal, || {
+                    Stats::get(&stats.calls) == 1
+                })
+                .await;
+            let what = format!("{signal} at {revision}");
+            assert_eq!(code, Some(exit), "{what}");
+            assert!(took < std::time::Duration::from_secs(2), "{what}: {took:?}");
+            let last = events.last().unwrap_or_else(|| panic!("{what}: no events"));
+            assert_eq!(last["type"], "tool.result", "{what}");
+            assert_eq!(
+                (&last["is_error"], &last["unknown_outcome"]),
+                (&json!(true), &json!(true)),
+                "{what}: {last}"
+            );
+            assert!(
+                last["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("interrupted")
+            );
+            // The server saw the cancellation: the tool stopped; on a session, the cancel
+            // notification and the DELETE arrived before the harness exited.
+            for _ in 0..100 {
+                if Stats::get(&stats.cancelled_runs) == 1 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            assert_eq!(Stats::get(&stats.cancelled_runs), 1, "{what}");
+            if revision == "2025-11-25" {
+                assert_eq!(Stats::get(&stats.cancellations), 1, "{what}");
+                assert_eq!(Stats::get(&stats.deletes), 1, "{what}");
+            }
+            assert_eq!(Stats::get(&stats.calls), 1, "{what}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_signal_before_tools_call_reports_a_known_outcome() {
+    // A server that accepts connections and never answers: the call never gets past
+    // initialize.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &url, |_| {});
+    let (code, events, took) = interrupt(&config, "echo", r#"{"message": "x"}"#, "-INT", || {
+        accepted.load(std::sync::atomic::Ordering::SeqCst) > 0
+    })
     .await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        stderr(&output)
+    assert_eq!(code, Some(130));
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["is_error"], &last["unknown_outcome"]),
+        (&json!("tool.result"), &json!(true), &json!(false)),
+        "{last}"
     );
-    assert!(!all.contains("tok-123"));
+    assert!(
+        last["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("before tools/call was sent")
+    );
 }

@@ -182,6 +182,33 @@ async fn output_over_max_output_bytes_fails() {
     assert_eq!(count(&server.stats.calls), 3);
 }
 
+#[tokio::test]
+async fn structured_output_counts_once_against_max_output_bytes() {
+    // The result is `structured_content` plus one text block holding its JSON: the limit counts
+    // those bytes once.
+    let json_text = json!({"city": "Oslo", "temperature": 21.5}).to_string();
+    let size = json_text.len() as u64;
+    let server = start(Faults::default()).await;
+    for (limit, fits) in [(size, true), (size - 1, false)] {
+        let config = config(&server.url, |name, binding| {
+            if name == "weather" {
+                binding["max_output_bytes"] = json!(limit);
+            }
+        });
+        let result = call(
+            &Runtime::new(&config).unwrap(),
+            "weather",
+            json!({"city": "Oslo"}),
+        )
+        .await;
+        assert_eq!(result.is_error, !fits, "limit {limit}: {result:?}");
+        if fits {
+            assert_eq!(text(&result), json_text);
+            assert_eq!(result.size() as u64, size);
+        }
+    }
+}
+
 // Progress and scope.
 
 #[tokio::test]
