@@ -4,7 +4,15 @@
 //! binding's `input_schema` (a refusal does no I/O), then a fresh MCP session over one shared,
 //! pooled HTTP client; `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress
 //! streamed in wire order; the result converted and bounded; every failure classified with an
-//! honest `unknown_outcome`; `tools/call` sent at most once, never retried.
+//! honest `unknown_outcome`. A call is never retried: `tools/call` goes out once, and again only
+//! when a 2026-07-28 server answers `input_required`, saying the tool has not completed and
+//! asking to be called again (bounded rounds). A server that asks for user input fails the call
+//! (`unknown_outcome: true`), unless the binding opted into declining elicitations
+//! (`on_input_request: "decline"`).
+//!
+//! A binding that pins `protocol_version` requires exactly that revision; one that pins none
+//! accepts any revision brain speaks (2024-11-05 to 2025-11-25 over a session, 2026-07-28
+//! without).
 //!
 //! ```no_run
 //! # async fn example(config: &brain_config::HostConfig) -> Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +34,9 @@
 //!
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.
+//!
+//! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations and session closes
+//! run off the caller's path.
 
 mod call;
 mod convert;

@@ -1,6 +1,8 @@
 //! Cross-crate tests of brain, and what they start: the fault-injecting MCP test server
-//! ([`server`]) and third-party MCP servers ([`peers`]). **Not built yet**: the conformance
-//! client (issue 6).
+//! ([`server`]), third-party MCP servers ([`peers`]) and processes of our own binaries
+//! ([`process`]). The binaries: `brain-test-server`, `brain-conformance-client` (the official
+//! conformance suite's client), `brain-bench` (`cargo xtask bench`) and `brain-soak`
+//! (`cargo xtask soak`).
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! typical mistakes; then starts the test MCP server on a free loopback port, discovers two of its
 //! tools, points the bindings at it and calls tools through `brain-harness`: a plain call, one
 //! with live progress, a refused call and a failing one with its `unknown_outcome`; then stops the
-//! server. Typed codegen (issue 5) joins it when it is built.
+//! server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -139,9 +139,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     println!("\n   test server stopped");
 
     println!("\n== more");
-    println!("   typed bindings: bindings/src/generated (cargo xtask codegen); the official MCP");
-    println!("   client conformance suite: cargo xtask conformance. Not built yet: benchmarks");
-    println!("   (issue 7)");
+    println!("   typed bindings: bindings/src/generated (cargo xtask codegen); drift against live");
+    println!("   servers: cargo xtask discover --check bindings/host.json; the official MCP client");
+    println!("   conformance suite: cargo xtask conformance; performance targets measured side by");
+    println!("   side: cargo xtask bench; many calls under random faults: cargo xtask soak");
     Ok(ExitCode::SUCCESS)
 }
 
