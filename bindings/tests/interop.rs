@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// A peer with a config of bindings to its tools.
 struct Peer {
-    _process: tests::peers::Peer,
+    process: tests::peers::Peer,
     url: String,
     _dir: tempfile::TempDir,
     config: PathBuf,
@@ -33,7 +33,7 @@ impl Peer {
         let config = dir.path().join("host.json");
         std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
         Peer {
-            _process: peer,
+            process: peer,
             url,
             _dir: dir,
             config,
@@ -222,17 +222,44 @@ fn python_sdk_server() {
     let peer = Peer::python();
     python_common(&peer);
 
-    // Elicitation fails the call with an unknown outcome, and the server is not left waiting.
+    // `ctx.elicit` fails the call with an unknown outcome after exactly one tools/call, and the
+    // server is not left waiting.
     let started = Instant::now();
-    let (code, events) = peer.call("elicit", json!({}));
-    assert_eq!(code, Some(1));
+    let (code, events, calls) = peer.counted_call("elicit", json!({}));
+    assert_eq!((code, calls), (Some(1), 1));
     assert_outcome(result(&events), true, true);
+    assert!(text(&events).contains("elicitation/create"), "{events:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
     let (code, _) = peer.call("echo", json!({"message": "still serving"}));
     assert_eq!(code, Some(0));
+
+    // Opted in: the elicitation is declined and the tool goes on, still one tools/call.
+    peer.set_on_all("on_input_request", json!("decline"));
+    let (code, events, calls) = peer.counted_call("elicit", json!({}));
+    assert_eq!((code, calls), (Some(0), 1), "{events:?}");
+    assert_outcome(result(&events), false, false);
+    assert!(text(&events).contains("elicited: decline"), "{events:?}");
+}
+
+/// The text blocks of the last event (the result).
+fn text(events: &[Value]) -> String {
+    result(events)["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Peer {
+    /// Calls `tool` and counts the `tools/call` requests the (Python) server received for it.
+    fn counted_call(&self, tool: &str, arguments: Value) -> (Option<i32>, Vec<Value>, u64) {
+        let before = self.process.tool_calls();
+        let (code, events) = self.call(tool, arguments);
+        (code, events, self.process.tool_calls() - before)
+    }
+
     /// Sets `field` on every binding of the peer's config.
     fn set_on_all(&self, field: &str, value: Value) {
         let mut config: Value =
@@ -254,11 +281,15 @@ fn python_sdk_server_stateless_2026_07_28() {
         json!("2026-07-28")
     );
 
-    // 2026-07-28 has no back-channel: the server refuses its own elicitation after the call
-    // was sent, so the outcome is unknown.
-    let (code, events) = peer.call("elicit", json!({}));
-    assert_eq!(code, Some(1));
-    assert_outcome(result(&events), true, true);
+    // 2026-07-28 has no back-channel: the Python SDK refuses its own `ctx.elicit` after the call
+    // was sent (HTTP 400), so the outcome is unknown, after exactly one tools/call — with or
+    // without the opt-in, which has nothing to decline here.
+    for choice in ["fail", "decline"] {
+        peer.set_on_all("on_input_request", json!(choice));
+        let (code, events, calls) = peer.counted_call("elicit", json!({}));
+        assert_eq!((code, calls), (Some(1), 1), "{choice}: {events:?}");
+        assert_outcome(result(&events), true, true);
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 """An MCP server on the official Python SDK (mcp==2.3.0), for brain's interop tests.
 
 Usage: python python_server.py PORT
-Serves Streamable HTTP on http://127.0.0.1:PORT/mcp (sessions for 2025-11-25; 2026-07-28 too).
+Serves Streamable HTTP on http://127.0.0.1:PORT/mcp (sessions for 2025-11-25; 2026-07-28 too),
+and the number of `tools/call` requests that arrived at http://127.0.0.1:PORT/stats.
 """
 
 import asyncio
@@ -14,6 +15,8 @@ from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+from counting import CountToolCalls
 
 server = MCPServer("brain-interop-python")
 
@@ -86,4 +89,5 @@ async def echo_meta(ctx: Context) -> dict:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+    app = CountToolCalls(server.streamable_http_app())
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -76,6 +76,28 @@ impl Peer {
         Peer::start(command, port)
     }
 
+    /// How many `tools/call` requests reached a Python peer so far (its `GET /stats`, served by
+    /// `tests/interop/counting.py` around the SDK's app).
+    pub fn tool_calls(&self) -> u64 {
+        use std::io::{Read, Write};
+        let authority = self
+            .url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mut stream = TcpStream::connect(&authority).expect("the peer answers");
+        let request = format!("GET /stats HTTP/1.0\r\nHost: {authority}\r\n\r\n");
+        stream.write_all(request.as_bytes()).expect("a request");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("a response");
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let stats: serde_json::Value = serde_json::from_str(body)
+            .unwrap_or_else(|error| panic!("GET /stats: {error}: {response}"));
+        stats["calls"].as_u64().expect("a count of calls")
+    }
+
     fn start(mut command: Command, port: u16) -> Peer {
         let child = command
             .stdin(Stdio::null())

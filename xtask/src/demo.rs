@@ -140,7 +140,9 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
 
     println!("\n== more");
     println!("   typed bindings: bindings/src/generated (cargo xtask codegen); drift against live");
-    println!("   servers: cargo xtask discover --check bindings/host.json; the official MCP client");
+    println!(
+        "   servers: cargo xtask discover --check bindings/host.json; the official MCP client"
+    );
     println!("   conformance suite: cargo xtask conformance; performance targets measured side by");
     println!("   side: cargo xtask bench; many calls under random faults: cargo xtask soak");
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,46 @@
+"""An ASGI wrapper for brain's interop servers: counts the JSON-RPC `tools/call` requests that
+arrive (the at-most-once counter the tests read) and serves them at `GET /stats` as
+`{"calls": N}`. Everything else passes through unchanged (the body is replayed as received)."""
+
+import json
+
+
+class CountToolCalls:
+    def __init__(self, app):
+        self.app = app
+        self.calls = 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if scope["method"] == "GET" and scope["path"] == "/stats":
+            body = json.dumps({"calls": self.calls}).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+            messages = parsed if isinstance(parsed, list) else [parsed]
+            self.calls += sum(1 for m in messages if isinstance(m, dict) and m.get("method") == "tools/call")
+        except ValueError:
+            pass
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
