@@ -260,12 +260,17 @@ impl Peer {
         (code, events, self.process.tool_calls() - before)
     }
 
-    /// Sets `field` on every binding of the peer's config.
+    /// Sets `field` on every binding of the peer's config (`null`: removes it).
     fn set_on_all(&self, field: &str, value: Value) {
         let mut config: Value =
             serde_json::from_slice(&std::fs::read(&self.config).unwrap()).unwrap();
         for tool in config["tools"].as_array_mut().unwrap() {
-            tool[field] = value.clone();
+            match &value {
+                Value::Null => {
+                    tool.as_object_mut().unwrap().remove(field);
+                }
+                value => tool[field] = value.clone(),
+            }
         }
         std::fs::write(&self.config, config.to_string()).unwrap();
     }
@@ -352,4 +357,132 @@ fn server_everything() {
             .unwrap()
             .contains("type `resource_link`")
     );
+}
+
+/// An older Python SDK release (mcp 1.x), discovered with the library functions `cargo xtask
+/// discover` uses, then called through brain-harness at the revision it negotiates: text,
+/// progress (which these releases send on the session's GET stream), isError, elicitation when
+/// the revision has it, the timeout; the same bindings unpinned; and pinned to another revision,
+/// refused before `tools/call`.
+fn older_python(release: &str, revision: &str) {
+    let process = tests::peers::Peer::python_v1(release);
+    let url = process.url.clone();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let discovery = tokio
+        .block_on(brain_runtime::discover::discover(
+            &brain_runtime::discover::DiscoverOptions {
+                url: url.clone(),
+                token: None,
+                timeout: Duration::from_secs(20),
+            },
+        ))
+        .unwrap();
+    assert_eq!(discovery.protocol_version, revision);
+    let settings = brain_config::discovery::BindingSettings {
+        url: url.clone(),
+        token_env: None,
+        tenants: vec!["local".into()],
+        timeout_seconds: 20,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+        on_input_request: None,
+    };
+    let bindings: Vec<Value> = discovery
+        .tools
+        .iter()
+        .map(|tool| {
+            let binding = brain_config::discovery::binding_from_tool(tool, &settings);
+            serde_json::to_value(binding).unwrap()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": bindings }).to_string()).unwrap();
+    brain_config::load_file(&config).unwrap_or_else(|e| panic!("{e}"));
+    let peer = Peer {
+        process,
+        url,
+        _dir: dir,
+        config,
+    };
+
+    let (code, events, calls) = peer.counted_call("echo", json!({"message": "hi"}));
+    assert_eq!((code, calls), (Some(0), 1), "{events:?}");
+    assert_eq!(result(&events)["content"][0]["text"], json!("hi"));
+
+    let (code, events) = peer.call("progress", json!({"steps": 3}));
+    assert_eq!(code, Some(0), "{events:?}");
+    let progress: Vec<(f64, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .map(|e| {
+            let message = e["message"].as_str().unwrap_or_default().to_owned();
+            (e["progress"].as_f64().unwrap(), message)
+        })
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            (1.0, "step 1/3".to_owned()),
+            (2.0, "step 2/3".to_owned()),
+            (3.0, "step 3/3".to_owned())
+        ],
+        "{events:?}"
+    );
+    assert_eq!(result(&events)["content"][0]["text"], json!("done 3 steps"));
+
+    let (code, events) = peer.call("fail", json!({}));
+    assert_eq!(code, Some(1));
+    assert_outcome(result(&events), true, false);
+    assert!(text(&events).contains("the tool failed"), "{events:?}");
+
+    let (code, events) = peer.call("weather", json!({"city": "Oslo"}));
+    assert_eq!(code, Some(0), "{events:?}");
+    if revision >= "2025-06-18" {
+        assert_eq!(
+            result(&events)["structured_content"],
+            json!({"city": "Oslo", "temperature": 21.5})
+        );
+        let (code, events, calls) = peer.counted_call("elicit", json!({}));
+        assert_eq!((code, calls), (Some(1), 1), "{events:?}");
+        assert_outcome(result(&events), true, true);
+    } else {
+        assert!(text(&events).contains("Oslo"), "{events:?}");
+    }
+
+    // Unpinned, the same bindings accept the revision the server offers.
+    peer.set_on_all("protocol_version", Value::Null);
+    let (code, events) = peer.call("echo", json!({"message": "unpinned"}));
+    assert_eq!(code, Some(0), "{events:?}");
+
+    // Pinned to another revision: refused before tools/call, saying what the server offered.
+    peer.set_on_all("protocol_version", json!("2025-11-25"));
+    if revision < "2025-06-18" {
+        peer.set_on_all("output_schema", Value::Null);
+    }
+    let (code, events, calls) = peer.counted_call("echo", json!({"message": "x"}));
+    assert_eq!((code, calls), (Some(1), 0), "{events:?}");
+    assert_outcome(result(&events), true, false);
+    assert!(
+        text(&events).contains(&format!(
+            "the server offered MCP {revision}, but the binding pins 2025-11-25"
+        )),
+        "{events:?}"
+    );
+
+    peer.set_on_all("protocol_version", json!(revision));
+    python_timeout(&peer);
+}
+
+#[test]
+fn python_sdk_1_9_at_2025_03_26() {
+    older_python("1.9", "2025-03-26");
+}
+
+#[test]
+fn python_sdk_1_12_at_2025_06_18() {
+    older_python("1.12", "2025-06-18");
 }

@@ -194,6 +194,10 @@ pub(crate) trait BackChannel {
     /// Reopens a response stream the server closed before the result, after `from` (only
     /// called when [`BackChannel::resumes`]).
     async fn resume(&self, from: &Resume) -> Result<Messages, Failure>;
+
+    /// The next message of another stream the transport listens on during the call (a
+    /// session's GET stream); never completes when there is none.
+    async fn side_message(&self) -> Value;
 }
 
 impl Exchange<'_> {
@@ -272,7 +276,26 @@ impl Exchange<'_> {
         let mut last_progress: Option<f64> = None;
         let mut idle_resumes = 0;
         loop {
-            let next = messages.next().await;
+            // The side stream first: an older server may send a call's progress there just
+            // before the result arrives on the call's own stream.
+            let next = tokio::select! {
+                biased;
+                side = back.side_message() => {
+                    // Progress and server requests only: the reply comes on the POST's stream.
+                    let method = side.get("method").and_then(Value::as_str);
+                    match (method, side.get("id")) {
+                        (Some("notifications/progress"), None) => {
+                            self.progress(&side["params"], &mut last_progress).await;
+                        }
+                        (Some(method), Some(id)) => {
+                            self.server_request(method, id, &side["params"], back).await?;
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+                next = messages.next() => next,
+            };
             let closed_early = matches!(next, None | Some(Err(ReadError::Transport(_))));
             if closed_early && messages.resumable() && back.resumes() {
                 idle_resumes += 1;

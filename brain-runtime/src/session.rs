@@ -31,6 +31,10 @@ const INIT_LIMIT: u64 = 1024 * 1024;
 const INIT_ID: u64 = 0;
 /// How long to wait before resuming a closed stream when the server gave no `retry`.
 const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Sessions at revisions before this one also listen on the session's GET stream during the
+/// call: SDKs of that era (the Python SDK's `ctx.report_progress` in mcp 1.x) send a call's
+/// progress there instead of on the call's own stream.
+const LISTEN_BEFORE: &str = "2025-11-25";
 /// JSON-RPC error code of a rejected protocol revision (SEP-2575).
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -55,9 +59,16 @@ impl Transport for Session {
             }
         };
         initialized(call, &headers).await?;
+        let revision = call.state().revision.unwrap_or(revision::SESSIONS[0]);
+        let side = if revision < LISTEN_BEFORE {
+            listen(call, &headers).await
+        } else {
+            None
+        };
         let back = SessionChannel {
             call,
             headers: &headers,
+            side: tokio::sync::Mutex::new(side),
         };
         match call
             .call(headers.clone(), Map::new(), &Round::first(), &back)
@@ -242,11 +253,22 @@ async fn initialized(call: &Exchange<'_>, headers: &HeaderMap) -> Result<(), Fai
     Ok(())
 }
 
+/// Opens the session's GET stream, where older servers send a call's progress; `None` when the
+/// server offers none (405) or it cannot be opened. Its bytes are bounded like the call's.
+async fn listen(call: &Exchange<'_>, headers: &HeaderMap) -> Option<Messages> {
+    let response = call.endpoint.listen(headers.clone()).await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    Messages::read(response, call.tool.raw_limit()).await.ok()
+}
+
 /// The session's way back to the server while `tools/call` is read: answers to its requests,
-/// and resumption of a closed response stream.
+/// resumption of a closed response stream, and the session's GET stream when listened to.
 struct SessionChannel<'a, 'b> {
     call: &'a Exchange<'b>,
     headers: &'a HeaderMap,
+    side: tokio::sync::Mutex<Option<Messages>>,
 }
 
 impl BackChannel for SessionChannel<'_, '_> {
@@ -293,5 +315,18 @@ impl BackChannel for SessionChannel<'_, '_> {
         resumed.last_event_id = Some(from.last_event_id.clone());
         resumed.retry = from.retry;
         Ok(resumed)
+    }
+
+    async fn side_message(&self) -> Value {
+        let mut side = self.side.lock().await;
+        if let Some(messages) = side.as_mut() {
+            match messages.next().await {
+                Some(Ok(message)) => return message,
+                // Ended, failed or over its bound: nothing more comes from it.
+                _ => *side = None,
+            }
+        }
+        drop(side);
+        std::future::pending().await
     }
 }

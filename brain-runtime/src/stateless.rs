@@ -77,6 +77,10 @@ impl BackChannel for NoWayBack {
             "a 2026-07-28 response stream cannot be resumed",
         ))
     }
+
+    async fn side_message(&self) -> Value {
+        std::future::pending().await
+    }
 }
 
 /// An argument promoted to a header: the property path from the schema root, and the header.

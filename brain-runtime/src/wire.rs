@@ -81,6 +81,14 @@ impl Endpoint<'_> {
         self.request(request, Bytes::new()).await
     }
 
+    /// GETs the session's own SSE stream, where a server may send messages outside any
+    /// request's response.
+    pub(crate) async fn listen(&self, headers: HeaderMap) -> Result<Response, HttpError> {
+        let mut request = http::Request::get(self.url).header(ACCEPT, "text/event-stream");
+        self.add_headers(&mut request, headers);
+        self.request(request, Bytes::new()).await
+    }
+
     /// DELETEs a session; errors are of no interest to anyone.
     pub(crate) async fn delete(&self, headers: HeaderMap) {
         let mut request = http::Request::delete(self.url);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP peers the interop tests start: the official Python SDK server
-# (mcp==2.3.0, in .venv) and @modelcontextprotocol/server-everything@2026.8.31 (node_modules).
-# Idempotent and quick once done; `cargo xtask ci` runs it.
+# (mcp==2.3.0, in .venv), two older Python SDK releases for the older protocol revisions
+# (mcp==1.9.4 negotiates 2025-03-26, in .venv-mcp1.9; mcp==1.12.4 negotiates 2025-06-18, in
+# .venv-mcp1.12; with the libraries of their time pinned beside them: with today's anyio, 1.9.4's
+# session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
+# (node_modules). Idempotent and quick once done; `cargo xtask ci` runs it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,7 +13,19 @@ if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.versio
   .venv/bin/pip install --quiet --disable-pip-version-check "mcp==2.3.0" "uvicorn==0.54.0"
 fi
 
+# The libraries of mid-2025, pinned beside the old SDK releases.
+OLD_PINS=("pydantic==2.11.7" "pydantic-core==2.33.2" "pydantic-settings==2.9.1" "anyio==4.9.0"
+  "starlette==0.47.0" "sse-starlette==2.3.6" "uvicorn==0.34.3" "httpx==0.28.1" "httpx-sse==0.4.0")
+for version in 1.9.4 1.12.4; do
+  venv=".venv-mcp${version%.*}"
+  if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$version')" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$version" "${OLD_PINS[@]}"
+  fi
+done
+
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
-echo "interop peers: mcp $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))'), server-everything $(node -p 'require("./node_modules/@modelcontextprotocol/server-everything/package.json").version')"
+version() { "$1/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'; }
+echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(node -p 'require("./node_modules/@modelcontextprotocol/server-everything/package.json").version')"

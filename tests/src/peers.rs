@@ -58,6 +58,26 @@ impl Peer {
         Peer::start(command, port)
     }
 
+    /// An older Python SDK release serving `interop/python_server_v1.py`: `"1.9"` (mcp 1.9.4,
+    /// MCP 2025-03-26; it serves `/mcp/`, and answers `/mcp` with a redirect brain does not
+    /// follow) or `"1.12"` (mcp 1.12.4, MCP 2025-06-18; `/mcp`).
+    pub fn python_v1(release: &str) -> Peer {
+        let dir = interop_dir();
+        let python = require(dir.join(format!(".venv-mcp{release}/bin/python")));
+        let port = free_port();
+        let mut command = Command::new(python);
+        command
+            .arg(dir.join("python_server_v1.py"))
+            .arg(port.to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let mut peer = Peer::start(command, port);
+        if release == "1.9" {
+            peer.url.push('/');
+        }
+        peer
+    }
+
     /// server-everything over Streamable HTTP.
     pub fn everything() -> Peer {
         let dir = interop_dir();

@@ -111,6 +111,8 @@ pub struct Stats {
     pub authorized_requests: AtomicUsize,
     /// The `MCP-Protocol-Version` header of every POST after initialize (`None`: absent).
     pub protocol_headers: std::sync::Mutex<Vec<Option<String>>>,
+    /// GETs of a session's own stream (not resuming one).
+    pub listens: AtomicUsize,
     /// The `protocolVersion` each initialize offered.
     pub offered_revisions: std::sync::Mutex<Vec<String>>,
     /// GETs that resumed a stream, each with its `Last-Event-ID` and when it arrived.
@@ -251,6 +253,9 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     if request.method() == Method::DELETE {
         stats.deletes.fetch_add(1, Ordering::SeqCst);
         return next.run(request).await;
+    }
+    if request.method() == Method::GET && !request.headers().contains_key("last-event-id") {
+        stats.listens.fetch_add(1, Ordering::SeqCst);
     }
     if request.method() == Method::GET && faults.close_call_stream.is_some() {
         return resume_stream(&layer, request.headers());

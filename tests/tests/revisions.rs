@@ -86,6 +86,10 @@ async fn each_session_revision_gets_its_own_wire() {
             "{revision}: MCP-Protocol-Version headers sent: {headers:?}"
         );
         assert_eq!(count(&server.stats.calls), 2);
+        // Before 2025-11-25, brain also listens on the session's GET stream during a call (SDKs
+        // of that time send a call's progress there).
+        let listens = if revision < "2025-11-25" { 2 } else { 0 };
+        assert_eq!(count(&server.stats.listens), listens, "{revision}");
     }
 }
 

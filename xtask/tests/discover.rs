@@ -530,3 +530,61 @@ async fn server_everything() {
         stderr(&output)
     );
 }
+
+/// Older Python SDK releases: discovery names and pins the revision each negotiates, the
+/// bindings pass every rule, and `--check` finds no drift.
+#[tokio::test]
+async fn older_python_sdk_servers_pin_their_revision() {
+    for (release, revision, structured) in
+        [("1.9", "2025-03-26", false), ("1.12", "2025-06-18", true)]
+    {
+        let peer = tests::peers::Peer::python_v1(release);
+        let output = xtask(
+            args(&[
+                "discover",
+                "--url",
+                &peer.url,
+                "--tenant",
+                "local",
+                "--tools",
+                "echo,weather",
+            ]),
+            vec![],
+        )
+        .await;
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!("speaks MCP {revision}")),
+            "{}",
+            stderr(&output)
+        );
+        let printed = bindings(&output);
+        assert!(
+            printed
+                .iter()
+                .all(|b| b["protocol_version"] == json!(revision))
+        );
+        assert_eq!(
+            printed[1].get("output_schema").is_some(),
+            structured,
+            "{release}"
+        );
+        passes_check(&printed).await;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("host.json");
+        std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
+        let output = xtask(
+            args(&["discover", "--check", path.to_str().unwrap()]),
+            vec![],
+        )
+        .await;
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+    }
+}
