@@ -1,6 +1,8 @@
 //! brain-harness against third-party MCP servers (none written by this project), started by the
 //! tests on a free loopback port: the official Python SDK (`mcp==2.3.0`, our script
-//! `tests/interop/python_server.py`) and `@modelcontextprotocol/server-everything@2026.8.31`.
+//! `tests/interop/python_server.py`; the older `mcp==1.9.4` and `mcp==1.12.4`, which negotiate
+//! MCP 2025-03-26 and 2025-06-18, `tests/interop/python_server_v1.py`) and
+//! `@modelcontextprotocol/server-everything@2026.8.31`.
 //! `tests/interop/setup.sh` installs both (`cargo xtask ci` runs it).
 
 use std::path::PathBuf;
