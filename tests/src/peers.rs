@@ -1,8 +1,9 @@
 //! Third-party MCP servers (none written by this project) as processes on a free loopback port:
 //! the official Python SDK (`mcp==2.3.0`, serving our script `tests/interop/python_server.py`;
 //! `mcp==1.9.4` and `mcp==1.12.4`, serving `tests/interop/python_server_v1.py`, for MCP 2025-03-26
-//! and 2025-06-18) and `@modelcontextprotocol/server-everything@2026.8.31` (bound to 127.0.0.1, with an empty
-//! environment). `tests/interop/setup.sh` installs both; `cargo xtask ci` runs it.
+//! and 2025-06-18) and `@modelcontextprotocol/server-everything@2026.8.31` (bound to 127.0.0.1,
+//! with an empty environment). `tests/interop/setup.sh` installs them all; `cargo xtask ci` runs
+//! it.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
