@@ -325,4 +325,28 @@ mod tests {
         );
         assert_eq!(config.tools, [new_a, b, c]);
     }
+
+    #[test]
+    fn merge_keeps_a_reviewers_on_input_request() {
+        let mut a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
+        a.on_input_request = Some(OnInputRequest::Decline);
+        let mut config = HostConfig {
+            schema: None,
+            tools: vec![a],
+        };
+        let rediscovered =
+            binding_from_tool(&json!({"name": "a", "description": "A!"}), &settings());
+        merge(&mut config, vec![rediscovered]);
+        assert_eq!(config.tools[0].description, "A!");
+        assert_eq!(
+            config.tools[0].on_input_request,
+            Some(OnInputRequest::Decline)
+        );
+        // A new choice, given with --on-input-request, wins.
+        let mut failing =
+            binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
+        failing.on_input_request = Some(OnInputRequest::Fail);
+        merge(&mut config, vec![failing]);
+        assert_eq!(config.tools[0].on_input_request, Some(OnInputRequest::Fail));
+    }
 }

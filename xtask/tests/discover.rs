@@ -588,3 +588,35 @@ async fn older_python_sdk_servers_pin_their_revision() {
         );
     }
 }
+
+#[tokio::test]
+async fn on_input_request_is_carried_into_the_bindings() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let discover = |choice: &str| {
+        args(&[
+            "discover",
+            "--url",
+            &server.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "elicit",
+            "--on-input-request",
+            choice,
+        ])
+    };
+    let output = xtask(discover("decline"), vec![]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(bindings(&output)[0]["on_input_request"], json!("decline"));
+    passes_check(&bindings(&output)).await;
+    // `fail` is the default: left out of the binding.
+    let output = xtask(discover("fail"), vec![]).await;
+    assert_eq!(bindings(&output)[0].get("on_input_request"), None);
+    let output = xtask(discover("ask"), vec![]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("neither `fail` nor `decline`"),
+        "{}",
+        stderr(&output)
+    );
+}
