@@ -198,7 +198,16 @@ pub(crate) trait BackChannel {
     /// The next message of another stream the transport listens on during the call (a
     /// session's GET stream); never completes when there is none.
     async fn side_message(&self) -> Value;
+
+    /// Whether that other stream has carried messages during this call: then a progress
+    /// notification the server sent there just before the result may still be on its way.
+    fn side_heard(&self) -> bool;
 }
+
+/// How long brain keeps reading a side stream that carried the call's messages after the result
+/// arrived on the call's own stream: the two travel on different connections, and progress the
+/// server sent before the result may arrive just after it.
+const SIDE_GRACE: Duration = Duration::from_millis(25);
 
 impl Exchange<'_> {
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, CallState> {
@@ -330,10 +339,30 @@ impl Exchange<'_> {
                 }
                 (None, Some(id)) if Some(id) == request.get("id") => {
                     self.state().answered = true;
-                    return self.response(&message);
+                    let reply = self.response(&message);
+                    if back.side_heard() {
+                        self.settle(back, &mut last_progress).await;
+                    }
+                    return reply;
                 }
                 // Other notifications (logging, list changes) and stray responses.
                 _ => {}
+            }
+        }
+    }
+
+    /// Progress still arriving on the side stream after the result, within [`SIDE_GRACE`].
+    async fn settle(&self, back: &impl BackChannel, last_progress: &mut Option<f64>) {
+        let grace = tokio::time::sleep(SIDE_GRACE);
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                side = back.side_message() => {
+                    if side.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                        self.progress(&side["params"], last_progress).await;
+                    }
+                }
+                () = &mut grace => return,
             }
         }
     }

@@ -69,6 +69,7 @@ impl Transport for Session {
             call,
             headers: &headers,
             side: tokio::sync::Mutex::new(side),
+            heard: std::sync::atomic::AtomicBool::new(false),
         };
         match call
             .call(headers.clone(), Map::new(), &Round::first(), &back)
@@ -269,6 +270,8 @@ struct SessionChannel<'a, 'b> {
     call: &'a Exchange<'b>,
     headers: &'a HeaderMap,
     side: tokio::sync::Mutex<Option<Messages>>,
+    /// The side stream has carried a message.
+    heard: std::sync::atomic::AtomicBool,
 }
 
 impl BackChannel for SessionChannel<'_, '_> {
@@ -321,12 +324,19 @@ impl BackChannel for SessionChannel<'_, '_> {
         let mut side = self.side.lock().await;
         if let Some(messages) = side.as_mut() {
             match messages.next().await {
-                Some(Ok(message)) => return message,
+                Some(Ok(message)) => {
+                    self.heard.store(true, Ordering::Relaxed);
+                    return message;
+                }
                 // Ended, failed or over its bound: nothing more comes from it.
                 _ => *side = None,
             }
         }
         drop(side);
         std::future::pending().await
+    }
+
+    fn side_heard(&self) -> bool {
+        self.heard.load(Ordering::Relaxed)
     }
 }

@@ -81,6 +81,10 @@ impl BackChannel for NoWayBack {
     async fn side_message(&self) -> Value {
         std::future::pending().await
     }
+
+    fn side_heard(&self) -> bool {
+        false
+    }
 }
 
 /// An argument promoted to a header: the property path from the schema root, and the header.

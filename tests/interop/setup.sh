@@ -15,7 +15,9 @@ fi
 
 # The libraries of mid-2025, pinned beside the old SDK releases.
 OLD_PINS=("pydantic==2.11.7" "pydantic-core==2.33.2" "pydantic-settings==2.9.1" "anyio==4.9.0"
-  "starlette==0.47.0" "sse-starlette==2.3.6" "uvicorn==0.34.3" "httpx==0.28.1" "httpx-sse==0.4.0")
+  "starlette==0.47.0" "sse-starlette==2.3.6" "uvicorn==0.34.3" "httpx==0.28.1" "httpx-sse==0.4.0"
+  "httpcore==1.0.9" "h11==0.16.0" "python-multipart==0.0.20" "jsonschema==4.25.0"
+  "typing-inspection==0.4.5" "click==8.2.1")
 for version in 1.9.4 1.12.4; do
   venv=".venv-mcp${version%.*}"
   if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$version')" 2>/dev/null; then
