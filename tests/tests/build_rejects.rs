@@ -12,14 +12,17 @@ fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name();
-        if ["target", "node_modules", ".venv", ".git"]
+        // Build outputs, installed peers (virtualenvs hold symlinks) and git are not sources.
+        let skipped = ["target", "node_modules", ".git"]
             .iter()
             .any(|skip| name == *skip)
-        {
+            || name.to_string_lossy().starts_with(".venv");
+        let kind = entry.file_type().unwrap();
+        if skipped || kind.is_symlink() {
             continue;
         }
         let (src, dst) = (entry.path(), to.join(&name));
-        if entry.file_type().unwrap().is_dir() {
+        if kind.is_dir() {
             copy_tree(&src, &dst);
         } else {
             std::fs::copy(&src, &dst).unwrap();
