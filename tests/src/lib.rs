@@ -14,6 +14,7 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+pub mod client;
 pub mod peers;
 pub mod process;
 pub mod server;

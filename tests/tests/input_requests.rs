@@ -11,66 +11,28 @@
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use brain_runtime::{CallRequest, ContentBlock, Runtime, Scope, ToolResult};
+use brain_runtime::Runtime;
 use serde_json::{Value, json};
-use tests::server::{Faults, Stats, TestServer, bindings_json};
+use tests::client::{call, config, eventually, text};
+use tests::server::{Faults, Stats, TestServer};
 
 const SESSION: &str = "2025-11-25";
 const STATELESS: &str = "2026-07-28";
 
 /// A runtime over every test-server tool pinned to `revision`, with `on_input_request` when given.
 fn runtime(url: &str, revision: &str, on_input_request: Option<&str>) -> Runtime {
-    let tools = bindings_json(url, |_, binding| {
+    let config = config(url, |_, binding| {
         binding["protocol_version"] = json!(revision);
         binding["timeout_seconds"] = json!(20);
         if let Some(choice) = on_input_request {
             binding["on_input_request"] = json!(choice);
         }
     });
-    let text = serde_json::to_string(&json!({ "tools": tools })).unwrap();
-    let config =
-        brain_config::parse(text.as_bytes(), "test.json").unwrap_or_else(|e| panic!("{e}"));
     Runtime::new(&config).unwrap()
-}
-
-async fn call(runtime: &Runtime, tool: &str, arguments: Value) -> ToolResult {
-    let request = CallRequest {
-        tool: tool.into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "s".into(),
-        },
-        call_id: Some("c".into()),
-        arguments,
-    };
-    runtime.call(request).result().await
-}
-
-fn text(result: &ToolResult) -> String {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 fn count(counter: &AtomicUsize) -> usize {
     Stats::get(counter)
-}
-
-/// Waits (bounded) for a counter the server updates after the client has its result.
-async fn eventually(counter: &AtomicUsize, at_least: usize) -> usize {
-    for _ in 0..100 {
-        if count(counter) >= at_least {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    count(counter)
 }
 
 /// Calls `tool` and checks `(is_error, unknown_outcome, tools/call count)` and the message.

@@ -6,12 +6,13 @@
 
 use std::sync::atomic::AtomicUsize;
 
-use brain_runtime::{CallRequest, ContentBlock, Runtime, Scope, ToolResult};
-use serde_json::{Value, json};
+use brain_runtime::Runtime;
+use serde_json::json;
+use tests::client::{call, config, text};
 use tests::server::{Faults, Stats, TestServer, bindings_json};
 
 fn runtime(url: &str, revision: Option<&str>) -> Runtime {
-    let tools = bindings_json(url, |_, binding| {
+    let config = config(url, |_, binding| {
         if let Some(revision) = revision {
             binding["protocol_version"] = json!(revision);
             if revision < "2025-06-18" {
@@ -21,35 +22,7 @@ fn runtime(url: &str, revision: Option<&str>) -> Runtime {
         }
         binding["timeout_seconds"] = json!(20);
     });
-    let text = serde_json::to_string(&json!({ "tools": tools })).unwrap();
-    let config =
-        brain_config::parse(text.as_bytes(), "test.json").unwrap_or_else(|e| panic!("{e}"));
     Runtime::new(&config).unwrap()
-}
-
-async fn call(runtime: &Runtime, tool: &str, arguments: Value) -> ToolResult {
-    let request = CallRequest {
-        tool: tool.into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "s".into(),
-        },
-        call_id: Some("c".into()),
-        arguments,
-    };
-    runtime.call(request).result().await
-}
-
-fn text(result: &ToolResult) -> String {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 fn count(counter: &AtomicUsize) -> usize {

@@ -5,55 +5,22 @@
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
-use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use brain_runtime::{ContentBlock, Event, Runtime, ToolResult};
 use futures_util::StreamExt;
-use serde_json::{Value, json};
-use tests::server::{Faults, Resume, Stats, TINY_PNG, TestServer, bindings_json};
-
-/// A host config with one binding per test-server tool, named as on the server.
-fn config(url: &str, patch: impl Fn(&str, &mut Value)) -> brain_config::HostConfig {
-    let text = serde_json::to_string(&json!({ "tools": bindings_json(url, patch) })).unwrap();
-    brain_config::parse(text.as_bytes(), "test.json").unwrap_or_else(|e| panic!("{e}"))
-}
+use serde_json::json;
+use tests::client::{call, config, eventually, request, text};
+use tests::server::{Faults, Resume, Stats, TINY_PNG, TestServer};
 
 fn runtime(url: &str) -> Runtime {
     Runtime::new(&config(url, |_, _| {})).unwrap()
-}
-
-fn request(tool: &str, arguments: Value) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "session-1".into(),
-        },
-        call_id: Some("call-1".into()),
-        arguments,
-    }
 }
 
 async fn start(faults: Faults) -> TestServer {
     TestServer::start(faults).await.unwrap()
 }
 
-async fn call(runtime: &Runtime, tool: &str, arguments: Value) -> ToolResult {
-    runtime.call(request(tool, arguments)).result().await
-}
-
 fn count(counter: &AtomicUsize) -> usize {
     Stats::get(counter)
-}
-
-fn text(result: &ToolResult) -> String {
-    result
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => text.clone(),
-            ContentBlock::Image { mime_type, .. } => format!("<{mime_type}>"),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[track_caller]
@@ -67,17 +34,6 @@ fn assert_outcome(result: &ToolResult, is_error: bool, unknown_outcome: bool, ne
         text(result).contains(needle),
         "{needle:?} not in {result:?}"
     );
-}
-
-/// Waits (bounded) for a counter the server updates after the client has its result.
-async fn eventually(counter: &AtomicUsize, at_least: usize) -> usize {
-    for _ in 0..100 {
-        if count(counter) >= at_least {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    count(counter)
 }
 
 /// Calls `echo` on a server with `faults` and checks the outcome, the message, and how many
