@@ -72,6 +72,7 @@ pub fn main() -> ExitCode {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
             .try_init();
     }
     let config = match load(cli.config.as_deref()) {

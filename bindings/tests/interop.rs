@@ -451,14 +451,38 @@ fn older_python(release: &str, revision: &str) {
         let (code, events, calls) = peer.counted_call("elicit", json!({}));
         assert_eq!((code, calls), (Some(1), 1), "{events:?}");
         assert_outcome(result(&events), true, true);
+        peer.set_on_all("on_input_request", json!("decline"));
+        let (code, events, calls) = peer.counted_call("elicit", json!({}));
+        assert_eq!((code, calls), (Some(0), 1), "{events:?}");
+        assert!(text(&events).contains("elicited: decline"), "{events:?}");
+        peer.set_on_all("on_input_request", Value::Null);
     } else {
         assert!(text(&events).contains("Oslo"), "{events:?}");
     }
 
-    // Unpinned, the same bindings accept the revision the server offers.
+    // Unpinned, the same bindings accept the revision the server offers; the debug log of the
+    // call names it.
     peer.set_on_all("protocol_version", Value::Null);
-    let (code, events) = peer.call("echo", json!({"message": "unpinned"}));
-    assert_eq!(code, Some(0), "{events:?}");
+    let output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .arg("--config")
+        .arg(&peer.config)
+        .args([
+            "call",
+            "--tenant",
+            "local",
+            "echo",
+            r#"{"message": "unpinned"}"#,
+        ])
+        .env("RUST_LOG", "brain_runtime=debug")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let log = String::from_utf8_lossy(&output.stderr);
+    let ended = log
+        .lines()
+        .find(|line| line.contains("call ended"))
+        .unwrap_or_default();
+    assert!(ended.contains(&format!("revision=\"{revision}\"")), "{log}");
 
     // Pinned to another revision: refused before tools/call, saying what the server offered.
     peer.set_on_all("protocol_version", json!("2025-11-25"));
