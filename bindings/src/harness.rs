@@ -9,7 +9,8 @@
 //! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
 //! result, 2 for usage or config errors, 130 after SIGINT (Ctrl-C) and 143 after SIGTERM: the
 //! call is cancelled, its `tool.result` printed (`unknown_outcome: true` when `tools/call` had
-//! been sent), and the server told, within 2 s. A binding whose `token_env` variable is not set
+//! been sent), and the process exits within 2 s, having waited at most 1.5 s for the server to
+//! be told. A binding whose `token_env` variable is not set
 //! does not stop the harness: calls to it are refused before any I/O, and `tools` marks it.
 //! `RUST_LOG` (e.g. `RUST_LOG=brain_runtime=debug`) turns on logs, to stderr; tokens never
 //! appear in them.

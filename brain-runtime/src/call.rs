@@ -91,6 +91,8 @@ pub(crate) struct Exchange<'a> {
     pub(crate) arguments: &'a Value,
     pub(crate) events: &'a mpsc::Sender<Event>,
     pub(crate) state: &'a Mutex<CallState>,
+    /// When the call times out.
+    pub(crate) deadline: tokio::time::Instant,
 }
 
 /// How a call travels: one implementation per transport.
@@ -126,6 +128,8 @@ pub(crate) async fn run<T: Transport>(
     cleanups: &TaskTracker,
 ) -> ToolResult {
     let state = Mutex::new(CallState::default());
+    let timeout = Duration::from_secs(tool.binding.timeout_seconds);
+    let deadline = tokio::time::Instant::now() + timeout;
     let exchange = Exchange {
         endpoint: Endpoint {
             http: &http,
@@ -138,8 +142,8 @@ pub(crate) async fn run<T: Transport>(
         arguments,
         events,
         state: &state,
+        deadline,
     };
-    let timeout = Duration::from_secs(tool.binding.timeout_seconds);
     let started = std::time::Instant::now();
     tracing::debug!(
         tool = %tool.binding.name,
@@ -159,8 +163,9 @@ pub(crate) async fn run<T: Transport>(
         }
     };
     let outcome = tokio::select! {
+        biased;
         outcome = transport.exchange(&exchange) => outcome,
-        () = tokio::time::sleep(timeout) => {
+        () = tokio::time::sleep_until(deadline) => {
             Err(interrupted(format!("the call timed out after {}s", timeout.as_secs())))
         }
         () = cancel.cancelled() => Err(interrupted("the call was interrupted".to_owned())),
@@ -351,18 +356,24 @@ impl Exchange<'_> {
         }
     }
 
-    /// Progress still arriving on the side stream after the result, within [`SIDE_GRACE`].
+    /// Progress still arriving on the side stream after the result, within [`SIDE_GRACE`] and
+    /// well before the call's deadline (the result is in hand: it must not be lost to the
+    /// timeout). Events that do not fit in the channel at once are dropped, never waited for.
     async fn settle(&self, back: &impl BackChannel, last_progress: &mut Option<f64>) {
-        let grace = tokio::time::sleep(SIDE_GRACE);
+        let until = (tokio::time::Instant::now() + SIDE_GRACE).min(self.deadline - SIDE_GRACE);
+        let grace = tokio::time::sleep_until(until);
         tokio::pin!(grace);
         loop {
             tokio::select! {
+                biased;
+                () = &mut grace => return,
                 side = back.side_message() => {
-                    if side.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-                        self.progress(&side["params"], last_progress).await;
+                    if side.get("method").and_then(Value::as_str) == Some("notifications/progress")
+                        && let Some(event) = self.progress_event(&side["params"], last_progress)
+                    {
+                        let _ = self.events.try_send(event);
                     }
                 }
-                () = &mut grace => return,
             }
         }
     }
@@ -380,18 +391,24 @@ impl Exchange<'_> {
 
     /// A progress notification for this call, if it moves forward, becomes a `tool.progress`.
     async fn progress(&self, params: &Value, last: &mut Option<f64>) {
+        if let Some(event) = self.progress_event(params, last) {
+            let _ = self.events.send(event).await;
+        }
+    }
+
+    /// The `tool.progress` event a notification stands for, if it is this call's and moves
+    /// forward.
+    fn progress_event(&self, params: &Value, last: &mut Option<f64>) -> Option<Event> {
         let token_matches = match params.get("progressToken") {
             Some(Value::String(token)) => token == self.call_id,
             _ => false,
         };
-        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
-            return;
-        };
+        let progress = params.get("progress").and_then(Value::as_f64)?;
         if !token_matches || last.is_some_and(|last| progress <= last) {
-            return;
+            return None;
         }
         *last = Some(progress);
-        let event = Event::Progress(Progress {
+        Some(Event::Progress(Progress {
             call_id: self.call_id.to_owned(),
             progress,
             total: params.get("total").and_then(Value::as_f64),
@@ -399,8 +416,7 @@ impl Exchange<'_> {
                 .get("message")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-        });
-        let _ = self.events.send(event).await;
+        }))
     }
 
     /// A request from the server in the middle of the call. A ping is answered. A request for

@@ -35,6 +35,8 @@ const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// call: SDKs of that era (the Python SDK's `ctx.report_progress` in mcp 1.x) send a call's
 /// progress there instead of on the call's own stream.
 const LISTEN_BEFORE: &str = "2025-11-25";
+/// Bound on opening that GET stream: a server that does not answer it in time is called without.
+const LISTEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 /// JSON-RPC error code of a rejected protocol revision (SEP-2575).
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -55,6 +57,8 @@ impl Transport for Session {
             Opened::Session { headers } => headers,
             Opened::StatelessOnly => {
                 call.tool.stateless_only.store(true, Ordering::Relaxed);
+                // No session was opened: nothing to cancel on or close afterwards.
+                call.state().session_id = None;
                 return Stateless.exchange(call).await;
             }
         };
@@ -255,9 +259,13 @@ async fn initialized(call: &Exchange<'_>, headers: &HeaderMap) -> Result<(), Fai
 }
 
 /// Opens the session's GET stream, where older servers send a call's progress; `None` when the
-/// server offers none (405) or it cannot be opened. Its bytes are bounded like the call's.
+/// server offers none (405) or it cannot be opened within [`LISTEN_TIMEOUT`]. Its bytes are bounded like the call's.
 async fn listen(call: &Exchange<'_>, headers: &HeaderMap) -> Option<Messages> {
-    let response = call.endpoint.listen(headers.clone()).await.ok()?;
+    let opening = call.endpoint.listen(headers.clone());
+    let response = tokio::time::timeout(LISTEN_TIMEOUT, opening)
+        .await
+        .ok()?
+        .ok()?;
     if !response.status().is_success() {
         return None;
     }

@@ -44,14 +44,13 @@ impl Transport for Stateless {
                 Reply::Complete(result) => return Ok(result),
                 Reply::InputRequired(asked) => asked,
             };
-            let next = Round::next(round.number + 1, &asked, policy)?;
             if round.number >= MAX_ROUNDS {
                 return Err(Failure::sent(format!(
                     "the server still asked for another round (input_required) after \
                      {MAX_ROUNDS} rounds; brain stopped, and the tool may have run"
                 )));
             }
-            round = next;
+            round = Round::next(round.number + 1, &asked, policy)?;
         }
     }
 
