@@ -84,10 +84,13 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Tools => {
-            list(&config);
-            ExitCode::SUCCESS
-        }
+        Command::Tools => match runtime(&config) {
+            Ok(runtime) => {
+                list(&config, &runtime);
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
         Command::Call {
             tenant,
             session,
@@ -103,13 +106,9 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // An unset token variable refuses calls to its bindings only (before any I/O).
-            let runtime = match Runtime::builder(&config).allow_missing_tokens().build() {
+            let runtime = match runtime(&config) {
                 Ok(runtime) => runtime,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
+                Err(code) => return code,
             };
             let request = CallRequest {
                 tool,
@@ -164,13 +163,22 @@ fn arguments(text: &str) -> Result<Value, String> {
     }
 }
 
-fn list(config: &HostConfig) {
+/// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
+fn runtime(config: &HostConfig) -> Result<Runtime, ExitCode> {
+    Runtime::builder(config)
+        .allow_missing_tokens()
+        .build()
+        .map_err(|error| {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        })
+}
+
+fn list(config: &HostConfig, runtime: &Runtime) {
     for binding in &config.tools {
-        let unset = binding
-            .token_env
-            .as_deref()
-            .filter(|var| std::env::var(var).is_err())
-            .map(|var| format!(" (unavailable: {var} is not set, calls are refused)"))
+        let unset = runtime
+            .unavailable(&binding.name)
+            .map(|why| format!(" (unavailable: {why}, calls are refused)"))
             .unwrap_or_default();
         println!(
             "{:<24} {:<4} {} [{}] {}{unset}",

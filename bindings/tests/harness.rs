@@ -196,7 +196,7 @@ async fn an_unset_token_variable_refuses_only_its_bindings() {
     let listed = String::from_utf8_lossy(&output.stdout).into_owned();
     let fail_line = listed.lines().find(|l| l.starts_with("fail ")).unwrap();
     assert!(
-        fail_line.contains("unavailable: BRAIN_HARNESS_TEST_UNSET is not set"),
+        fail_line.contains("unavailable: the token variable BRAIN_HARNESS_TEST_UNSET is not set"),
         "{listed}"
     );
     assert!(

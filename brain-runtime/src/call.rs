@@ -23,7 +23,7 @@ use crate::convert::convert;
 use crate::event::{Event, Progress, ToolResult};
 use crate::http::HttpClient;
 use crate::outcome::Failure;
-use crate::stateless::ParamHeader;
+use crate::routing::ParamHeader;
 use crate::wire::{Endpoint, Messages, ReadError, Token, error_chain};
 
 /// Bound on the requests that clean up after a call (cancel, DELETE) and on answers to server
@@ -619,13 +619,7 @@ impl Round {
             for (key, request) in requests {
                 let method = request.get("method").and_then(Value::as_str).unwrap_or("");
                 let params = request.get("params").unwrap_or(&Value::Null);
-                let answer = input_answer(policy, method, params).map_err(|failure| {
-                    Failure::sent(failure.message.replacen(
-                        "user input (",
-                        "user input (input_required, ",
-                        1,
-                    ))
-                })?;
+                let answer = input_answer(policy, method, params)?;
                 responses.insert(key.clone(), answer);
             }
         }

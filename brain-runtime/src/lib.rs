@@ -45,6 +45,7 @@ mod event;
 mod http;
 mod outcome;
 mod revision;
+mod routing;
 mod runtime;
 mod session;
 mod stateless;

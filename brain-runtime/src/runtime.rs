@@ -17,8 +17,9 @@ use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::outcome::Failure;
+use crate::routing::param_headers;
 use crate::session::Session;
-use crate::stateless::{Stateless, param_headers};
+use crate::stateless::Stateless;
 use crate::wire::Token;
 
 /// Why a runtime could not be built.
@@ -425,7 +426,7 @@ pub mod __bench {
         let binding = &tool.binding;
         let meta = if binding.pinned_revision() == Some(stateless::REVISION) {
             let name = binding.mcp_tool.as_deref().unwrap_or_default();
-            std::hint::black_box(stateless::headers(
+            std::hint::black_box(crate::routing::headers(
                 name,
                 &request.arguments,
                 &tool.param_headers,

@@ -72,6 +72,7 @@ impl Transport for Session {
         let back = SessionChannel {
             call,
             headers: &headers,
+            listening: side.is_some(),
             side: tokio::sync::Mutex::new(side),
             heard: std::sync::atomic::AtomicBool::new(false),
         };
@@ -278,6 +279,8 @@ struct SessionChannel<'a, 'b> {
     call: &'a Exchange<'b>,
     headers: &'a HeaderMap,
     side: tokio::sync::Mutex<Option<Messages>>,
+    /// A side stream was opened (otherwise `side_message` never takes the lock).
+    listening: bool,
     /// The side stream has carried a message.
     heard: std::sync::atomic::AtomicBool,
 }
@@ -329,6 +332,9 @@ impl BackChannel for SessionChannel<'_, '_> {
     }
 
     async fn side_message(&self) -> Value {
+        if !self.listening {
+            return std::future::pending().await;
+        }
         let mut side = self.side.lock().await;
         if let Some(messages) = side.as_mut() {
             match messages.next().await {

@@ -1,0 +1,124 @@
+//! The routing headers of MCP 2026-07-28 (SEP-2243): `Mcp-Method`, `Mcp-Name`, and the
+//! `Mcp-Param-*` headers computed from the pinned schema's `x-mcp-header` annotations, with values
+//! that cannot travel as they are Base64-wrapped.
+
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::revision::STATELESS;
+use crate::wire::PROTOCOL_HEADER;
+
+/// An argument promoted to a header: the property path from the schema root, and the header.
+#[derive(Debug, Clone)]
+pub(crate) struct ParamHeader {
+    path: Vec<String>,
+    header: HeaderName,
+}
+
+/// Every `x-mcp-header` annotation along `properties` chains of `schema`.
+pub(crate) fn param_headers(schema: &Value) -> Vec<ParamHeader> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(Vec<String>, &Value)> = vec![(Vec::new(), schema)];
+    while let Some((path, schema)) = stack.pop() {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, property) in properties {
+            let mut path = path.clone();
+            path.push(name.clone());
+            if let Some(header) = property.get("x-mcp-header").and_then(Value::as_str)
+                && let Ok(header) = HeaderName::from_bytes(format!("mcp-param-{header}").as_bytes())
+            {
+                out.push(ParamHeader {
+                    path: path.clone(),
+                    header,
+                });
+            }
+            stack.push((path, property));
+        }
+    }
+    out
+}
+
+/// The headers of a `tools/call` POST.
+pub(crate) fn headers(tool: &str, arguments: &Value, params: &[ParamHeader]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static(PROTOCOL_HEADER),
+        HeaderValue::from_static(STATELESS),
+    );
+    headers.insert(
+        HeaderName::from_static("mcp-method"),
+        HeaderValue::from_static("tools/call"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&encode(tool)) {
+        headers.insert(HeaderName::from_static("mcp-name"), value);
+    }
+    for param in params {
+        let value = param
+            .path
+            .iter()
+            .try_fold(arguments, |value, key| value.get(key));
+        let text = match value {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => continue,
+        };
+        if let Ok(value) = HeaderValue::from_str(&encode(&text)) {
+            headers.insert(param.header.clone(), value);
+        }
+    }
+    headers
+}
+
+/// A header value as SEP-2243 sends it: as is, or `=?base64?...?=` when it could not travel.
+fn encode(value: &str) -> String {
+    let edges = [value.chars().next(), value.chars().last()];
+    let needs_base64 = edges.iter().any(|c| matches!(c, Some(' ' | '\t')))
+        || value.chars().any(|c| !(' '..='~').contains(&c))
+        || (value.starts_with("=?base64?") && value.ends_with("?="));
+    if needs_base64 {
+        format!("=?base64?{}?=", BASE64_STANDARD.encode(value))
+    } else {
+        value.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn encoding() {
+        assert_eq!(encode("eu-west"), "eu-west");
+        assert_eq!(encode("a b"), "a b");
+        assert_eq!(encode(" a"), "=?base64?IGE=?=");
+        assert_eq!(encode("é"), "=?base64?w6k=?=");
+        assert_eq!(encode("x\r\ny"), "=?base64?eA0KeQ==?=");
+    }
+
+    #[test]
+    fn param_headers_follow_properties_chains() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "options": {"type": "object", "properties": {"tier": {"type": "integer", "x-mcp-header": "Tier"}}},
+            "plain": {"type": "string"}
+        }});
+        let params = param_headers(&schema);
+        let headers = headers(
+            "deploy",
+            &json!({"region": "eu-west", "options": {"tier": 2}, "plain": "x"}),
+            &params,
+        );
+        assert_eq!(headers["mcp-param-region"], "eu-west");
+        assert_eq!(headers["mcp-param-tier"], "2");
+        assert_eq!(headers["mcp-name"], "deploy");
+        assert_eq!(headers["mcp-method"], "tools/call");
+        assert_eq!(headers.len(), 5);
+    }
+}
