@@ -1,6 +1,8 @@
 //! `cargo build -p bindings` refuses an invalid `host.json` and stale generated code, with the
 //! diagnostics of `cargo xtask check` and the command that fixes it. Runs real cargo builds on a
-//! copy of the workspace (offline; its own target directory under `target/`).
+//! copy of the workspace (offline), in the workspace's own target directory. The build is `cargo
+//! check --workspace --all-targets`, the features `cargo xtask ci`'s clippy step resolved: the
+//! copy's own crates are new (their paths differ), its dependencies are the ones already checked.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,21 +32,21 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn build(workspace: &Path) -> Output {
+fn check(workspace: &Path) -> Output {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args([
-            "build",
+            "check",
             "--quiet",
             "--offline",
             "--locked",
-            "-p",
-            "bindings",
-            "--lib",
+            "--workspace",
+            "--all-targets",
         ])
         .current_dir(workspace)
         .env(
             "CARGO_TARGET_DIR",
-            workspace_root().join("target/build-rejects"),
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| workspace_root().join("target"), PathBuf::from),
         )
         .output()
         .expect("cargo runs")
@@ -68,7 +70,7 @@ fn cargo_build_rejects_invalid_and_stale_configs() {
     edit_host_json(workspace, |config| {
         config["tools"][0]["inspect_session"] = serde_json::json!(true);
     });
-    let output = build(workspace);
+    let output = check(workspace);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the build succeeded");
     assert!(
@@ -86,7 +88,7 @@ fn cargo_build_rejects_invalid_and_stale_configs() {
             .remove("inspect_session");
         config["tools"][0]["description"] = serde_json::json!("Echo a message back, changed.");
     });
-    let output = build(workspace);
+    let output = check(workspace);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the build succeeded");
     assert!(

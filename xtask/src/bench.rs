@@ -5,13 +5,10 @@
 use std::process::ExitCode;
 
 pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
-    println!("=== cargo build --release -p tests --bin brain-bench --bin brain-test-server");
+    println!("=== cargo build --release --workspace --bin brain-bench --bin brain-test-server");
     crate::cargo_build(
         &[
             "--release",
-            "--locked",
-            "-p",
-            "tests",
             "--bin",
             "brain-bench",
             "--bin",

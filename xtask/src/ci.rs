@@ -10,6 +10,7 @@ use crate::workspace_root;
 /// conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
+    crate::CI.store(true, std::sync::atomic::Ordering::Relaxed);
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
         "clippy",

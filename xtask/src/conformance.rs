@@ -154,14 +154,7 @@ fn install(dir: &Path) -> anyhow::Result<()> {
 /// Builds `brain-conformance-client` and returns its path.
 fn build_client() -> anyhow::Result<PathBuf> {
     crate::cargo_build(
-        &[
-            "--quiet",
-            "--locked",
-            "-p",
-            "tests",
-            "--bin",
-            "brain-conformance-client",
-        ],
+        &["--quiet", "--bin", "brain-conformance-client"],
         "brain-conformance-client",
     )?;
     Ok(crate::target_dir().join("debug/brain-conformance-client"))

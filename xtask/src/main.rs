@@ -113,13 +113,21 @@ fn default_config() -> PathBuf {
     }
 }
 
+/// Set by `cargo xtask ci`: its builds run without incremental compilation (see [`cargo`]).
+static CI: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// A `cargo` command for a nested build. The variables cargo sets for the package being built or
 /// tested (`CARGO_PKG_*`, `CARGO_MANIFEST_*`, ...) are removed: build scripts such as ring's
 /// watch some of them, so inheriting them from `cargo xtask` or a test would rebuild those
-/// crates and everything above them on every switch.
+/// crates and everything above them on every switch. Under `cargo xtask ci` the builds (and the
+/// nested builds of the tests, which inherit it) are not incremental: CI builds once, and the
+/// incremental caches of ~30 test binaries cost gigabytes of a CI machine's disk.
 fn cargo() -> std::process::Command {
     let mut command =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    if CI.load(std::sync::atomic::Ordering::Relaxed) {
+        command.env("CARGO_INCREMENTAL", "0");
+    }
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
         if name.starts_with("CARGO_PKG_")
@@ -143,11 +151,13 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// Runs `cargo build ARGS` in the workspace (see [`cargo`]); `what` names it in the error.
+/// Runs `cargo build --workspace --locked ARGS` (see [`cargo`]); `what` names it in the error.
+/// `--workspace` resolves the features the tests' build resolves, so the binaries built here
+/// share the workspace's compiled dependencies instead of compiling a second set.
 fn cargo_build(args: &[&str], what: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     let status = cargo()
-        .arg("build")
+        .args(["build", "--workspace", "--locked"])
         .args(args)
         .current_dir(workspace_root())
         .status()

@@ -22,9 +22,6 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<ExitCode> {
     crate::cargo_build(
         &[
             "--quiet",
-            "--locked",
-            "-p",
-            "tests",
             "--bin",
             "brain-soak",
             "--bin",
