@@ -180,11 +180,16 @@ fn list(config: &HostConfig, runtime: &Runtime) {
             .unavailable(&binding.name)
             .map(|why| format!(" (unavailable: {why}, calls are refused)"))
             .unwrap_or_default();
+        let (kind, server) = match (&binding.url, &binding.command) {
+            (Some(url), _) => (binding.kind().as_str(), url.clone()),
+            (None, Some(command)) => ("stdio", command.join(" ")),
+            (None, None) => (binding.kind().as_str(), String::new()),
+        };
         println!(
-            "{:<24} {:<4} {} [{}] {}{unset}",
+            "{:<24} {:<5} {} [{}] {}{unset}",
             binding.name,
-            binding.kind().as_str(),
-            binding.url,
+            kind,
+            server,
             binding.tenants.join(","),
             binding.description
         );

@@ -384,7 +384,7 @@ fn older_python(release: &str, revision: &str) {
         .unwrap();
     assert_eq!(discovery.protocol_version, revision);
     let settings = brain_config::discovery::BindingSettings {
-        url: url.clone(),
+        server: brain_config::discovery::Server::Url(url.clone()),
         token_env: None,
         tenants: vec!["local".into()],
         timeout_seconds: 20,

@@ -17,7 +17,12 @@ async fn typed_calls_reach_the_server() {
     let server = TestServer::start(Faults::default()).await.unwrap();
     let mut config = host_config();
     for binding in &mut config.tools {
-        binding.url = server.url.clone();
+        if binding.url.is_some() {
+            binding.url = Some(server.url.clone());
+        }
+        if let Some(command) = &mut binding.command {
+            command[0] = tests::process::test_server_binary().display().to_string();
+        }
     }
     let runtime = Runtime::new(&config).unwrap();
 

@@ -251,7 +251,25 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let description = &binding.description;
     let input_schema = json(&binding.input_schema);
     let output_schema = option_str(binding.output_schema.as_ref().map(json).as_deref());
-    let url = &binding.url;
+    let url = option_str(binding.url.as_deref());
+    let command = match &binding.command {
+        Some(words) => quote!(::std::option::Option::Some(&[ #( #words ),* ])),
+        None => quote!(::std::option::Option::None),
+    };
+    let pairs = |map: &Option<std::collections::BTreeMap<String, String>>| match map {
+        Some(map) => {
+            let (names, values): (Vec<&String>, Vec<&String>) = map.iter().unzip();
+            quote!(::std::option::Option::Some(&[ #( (#names, #values) ),* ]))
+        }
+        None => quote!(::std::option::Option::None),
+    };
+    let env = pairs(&binding.env);
+    let env_from = pairs(&binding.env_from);
+    let cwd = option_str(binding.cwd.as_deref());
+    let prewarm = match binding.prewarm {
+        Some(value) => quote!(::std::option::Option::Some(#value)),
+        None => quote!(::std::option::Option::None),
+    };
     let mcp_tool = option_str(binding.mcp_tool.as_deref());
     let token_env = option_str(binding.token_env.as_deref());
     let tenants = &binding.tenants;
@@ -281,6 +299,11 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             input_schema: #input_schema,
             output_schema: #output_schema,
             url: #url,
+            command: #command,
+            env: #env,
+            env_from: #env_from,
+            cwd: #cwd,
+            prewarm: #prewarm,
             mcp_tool: #mcp_tool,
             token_env: #token_env,
             tenants: &[ #( #tenants ),* ],

@@ -13,7 +13,7 @@ use url::{Host, Url};
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::ident::{module_ident, type_ident};
 use crate::model::{
-    BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS,
+    BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS,
     STRUCTURED_REVISION, ToolBinding,
 };
 use crate::schema::compile_schema;
@@ -34,6 +34,9 @@ impl Draft {
     }
 
     fn pointer(&self, field: &str) -> String {
+        if field.is_empty() {
+            return format!("/tools/{}", self.index);
+        }
         format!("/tools/{}/{field}", self.index)
     }
 
@@ -72,8 +75,13 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         empty_description(draft, &mut out);
         schemas(draft, &mut out);
         x_mcp_headers(draft, &mut out);
+        endpoint(draft, &mut out);
         url(draft, &mut out);
         token_over_plain_http(draft, &mut out);
+        command(draft, &mut out);
+        stdio_fields(draft, &mut out);
+        env(draft, &mut out);
+        prewarm_range(draft, &mut out);
         empty_mcp_tool(draft, &mut out);
         token_env_name(draft, &mut out);
         tenants(draft, &mut out);
@@ -282,10 +290,12 @@ fn x_mcp_header_problem(
 /// `url` is an absolute `http` or `https` URL, with no user name or password (use `token_env`)
 /// and no fragment (it is never sent).
 fn url(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(raw) = &draft.binding.url else {
+        return;
+    };
     if !draft.usable("url") {
         return;
     }
-    let raw = &draft.binding.url;
     let url = match Url::parse(raw) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => url,
         Ok(url) => {
@@ -326,13 +336,176 @@ fn url(draft: &Draft, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// A binding has exactly one of `url` (a remote server or HTTP tool) and `command` (a stdio
+/// server).
+fn endpoint(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let binding = &draft.binding;
+    match (&binding.url, &binding.command) {
+        (None, None) if draft.usable("url") && draft.usable("command") => {
+            out.push(draft.error(
+                Rule::MissingEndpoint,
+                "",
+                "the binding has neither `url` nor `command`",
+                "add `url` (the endpoint of a remote MCP server or HTTP tool, e.g. \
+                 `https://mcp.example.com/mcp`) or `command` (an installed stdio MCP server, e.g. \
+                 `[\"npx\", \"-y\", \"@modelcontextprotocol/server-memory\"]`)",
+            ));
+        }
+        (Some(_), Some(_)) => out.push(draft.error(
+            Rule::UrlAndCommand,
+            "command",
+            "the binding has both `url` and `command`",
+            "keep `url` for a remote server, or `command` for a server brain starts as a process",
+        )),
+        _ => {}
+    }
+}
+
+/// `command` names a program (a non-empty array whose first element is not blank), on an MCP
+/// binding (`mcp_tool` set), without `token_env`: a stdio server gets secrets from `env_from`.
+fn command(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(command) = &draft.binding.command else {
+        return;
+    };
+    if !draft.usable("command") {
+        return;
+    }
+    if command.first().is_none_or(|program| program.trim().is_empty()) {
+        out.push(draft.error(
+            Rule::CommandEmpty,
+            "command",
+            "`command` names no program",
+            "write the program, then its arguments, each as one string, e.g. `[\"node\", \
+             \"/opt/mcp/server-memory/dist/index.js\"]` (no shell runs it)",
+        ));
+    }
+    if draft.binding.mcp_tool.is_none() && draft.usable("mcp_tool") {
+        out.push(draft.error(
+            Rule::CommandWithoutMcpTool,
+            "command",
+            "`command` is set on a binding without `mcp_tool`",
+            "add `mcp_tool` (the tool's name on the stdio server; `cargo xtask discover --command \
+             ...` prints it): a command is always an MCP server",
+        ));
+    }
+    if draft.binding.token_env.is_some() {
+        out.push(draft.error(
+            Rule::TokenEnvOnStdio,
+            "token_env",
+            "`token_env` is set on a stdio binding, which has no HTTP header to send it in",
+            "pass the secret to the process with `env_from`, e.g. `\"env_from\": \
+             {\"API_KEY\": \"MY_HOST_VAR\"}`, and remove `token_env`",
+        ));
+    }
+}
+
+/// `env`, `env_from`, `cwd` and `prewarm` apply to stdio bindings (`command`) only.
+fn stdio_fields(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let binding = &draft.binding;
+    if binding.command.is_some() || !draft.usable("command") {
+        return;
+    }
+    let set = [
+        ("env", binding.env.is_some()),
+        ("env_from", binding.env_from.is_some()),
+        ("cwd", binding.cwd.is_some()),
+        ("prewarm", binding.prewarm.is_some()),
+    ];
+    for (field, _) in set.iter().filter(|(_, set)| *set) {
+        out.push(draft.error(
+            Rule::StdioFieldOnUrl,
+            field,
+            format!("`{field}` is set on a binding without `command`"),
+            "remove it: it applies to stdio servers that brain starts as processes",
+        ));
+    }
+}
+
+/// Every `env` and `env_from` name (and every `env_from` host variable) is an environment
+/// variable name; no value holds a NUL byte (a process cannot receive it); no variable is set by
+/// both.
+fn env(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let binding = &draft.binding;
+    if let Some(env) = binding.env.as_ref().filter(|_| draft.usable("env")) {
+        for (name, value) in env {
+            let field = format!("env/{}", crate::source::escape_token(name));
+            if !is_env_name(name) {
+                out.push(draft.error(
+                    Rule::EnvInvalid,
+                    &field,
+                    format!("{name:?} is not an environment variable name"),
+                    "use letters, digits and `_`, not starting with a digit, e.g. `MEMORY_FILE_PATH`",
+                ));
+            } else if value.contains('\0') {
+                out.push(draft.error(
+                    Rule::EnvInvalid,
+                    &field,
+                    format!("the value of {name} holds a NUL byte, which no process can receive"),
+                    "remove the NUL byte",
+                ));
+            }
+        }
+    }
+    let Some(env_from) = binding.env_from.as_ref().filter(|_| draft.usable("env_from")) else {
+        return;
+    };
+    for (name, host) in env_from {
+        let field = format!("env_from/{}", crate::source::escape_token(name));
+        if !is_env_name(name) {
+            out.push(draft.error(
+                Rule::EnvInvalid,
+                &field,
+                format!("{name:?} is not an environment variable name"),
+                "name the server's variable: letters, digits and `_`, not starting with a digit",
+            ));
+        } else if !is_env_name(host) {
+            out.push(draft.error(
+                Rule::EnvInvalid,
+                &field,
+                format!("{host:?} (the host variable for {name}) is not an environment variable name"),
+                "name the host variable that holds the secret, e.g. `GH_TOKEN`; never put the \
+                 secret itself here",
+            ));
+        } else if binding.env.as_ref().is_some_and(|env| env.contains_key(name)) {
+            out.push(draft.error(
+                Rule::EnvInvalid,
+                &field,
+                format!("{name} is set by both `env` and `env_from`"),
+                "keep one of them",
+            ));
+        }
+    }
+}
+
+/// Whether `name` is an environment variable name: `^[A-Za-z_][A-Za-z0-9_]*$`.
+fn is_env_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `prewarm` is between 0 and 8.
+fn prewarm_range(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if let Some(value) = draft.binding.prewarm
+        && value > MAX_PREWARM
+    {
+        out.push(draft.error(
+            Rule::PrewarmRange,
+            "prewarm",
+            format!("`prewarm` is {value}, outside 0..={MAX_PREWARM}"),
+            "use 0 (the default: a process starts for each call) to 8 spare processes",
+        ));
+    }
+}
+
 /// A bearer token (`token_env`) is sent over `http` only to a loopback host (`localhost`,
 /// 127.0.0.0/8, `::1`); anywhere else it needs `https`.
 fn token_over_plain_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
     if draft.binding.token_env.is_none() || !draft.usable("url") || !draft.usable("token_env") {
         return;
     }
-    let Ok(url) = Url::parse(&draft.binding.url) else {
+    let Some(Ok(url)) = draft.binding.url.as_deref().map(Url::parse) else {
         return;
     };
     let loopback = match url.host() {
@@ -375,12 +548,7 @@ fn token_env_name(draft: &Draft, out: &mut Vec<Diagnostic>) {
     let Some(var) = &draft.binding.token_env else {
         return;
     };
-    let valid = var
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if draft.usable("token_env") && !valid {
+    if draft.usable("token_env") && !is_env_name(var) {
         out.push(draft.error(
             Rule::TokenEnvName,
             "token_env",
@@ -474,7 +642,7 @@ fn transport_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
             Rule::TransportOnMcp,
             "transport",
             "`transport` is not allowed on an MCP binding",
-            "remove `transport`: MCP bindings always use Streamable HTTP",
+            "remove `transport`: MCP bindings use Streamable HTTP (`url`) or stdio (`command`)",
         ));
     }
 }

@@ -96,6 +96,23 @@ rules! {
     OnInputRequestOnHttp = "on-input-request-on-http",
     /// `on_input_request` is neither `fail` nor `decline`.
     OnInputRequestUnknown = "on-input-request-unknown",
+    /// A binding has neither `url` nor `command`.
+    MissingEndpoint = "missing-endpoint",
+    /// A binding has both `url` and `command`.
+    UrlAndCommand = "url-and-command",
+    /// `command` is empty, or its program is blank.
+    CommandEmpty = "command-empty",
+    /// `command` is set on a binding without `mcp_tool` (stdio bindings are MCP bindings).
+    CommandWithoutMcpTool = "command-without-mcp-tool",
+    /// `token_env` is set on a stdio binding (there is no HTTP header to send it in).
+    TokenEnvOnStdio = "token-env-on-stdio",
+    /// `env`, `env_from`, `cwd` or `prewarm` is set on a binding that is not stdio.
+    StdioFieldOnUrl = "stdio-field-on-url",
+    /// An `env` or `env_from` name is not an environment variable name, a value cannot be passed
+    /// to a process, or a variable is set twice.
+    EnvInvalid = "env-invalid",
+    /// `prewarm` is outside 0..=8.
+    PrewarmRange = "prewarm-range",
 }
 
 impl fmt::Display for Rule {

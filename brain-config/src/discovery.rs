@@ -2,6 +2,7 @@
 //! drift between pinned bindings and what the server says now. Pure functions; the listing
 //! itself is `brain_runtime::discover`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -10,11 +11,37 @@ use crate::check::is_valid_name;
 use crate::model::{HostConfig, OnInputRequest, ToolBinding};
 use crate::schema::remote_ref;
 
+/// Where the tools' server is: at a URL, or started from a command (stdio).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Server {
+    /// A remote server's endpoint.
+    Url(String),
+    /// An installed stdio server.
+    Command {
+        /// Program, then arguments.
+        command: Vec<String>,
+        /// Literal variables of the process.
+        env: BTreeMap<String, String>,
+        /// Child variable ← host variable.
+        env_from: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Display for Server {
+    /// The URL, or the command's words joined by spaces.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Url(url) => f.write_str(url),
+            Server::Command { command, .. } => f.write_str(&command.join(" ")),
+        }
+    }
+}
+
 /// What discovery puts in every binding besides the tool's own description and schemas.
 #[derive(Debug, Clone)]
 pub struct BindingSettings {
-    /// The server's endpoint.
-    pub url: String,
+    /// The server.
+    pub server: Server,
     /// The variable holding the server's token, if it needs one.
     pub token_env: Option<String>,
     /// The tenants allowed to call the tools.
@@ -29,6 +56,21 @@ pub struct BindingSettings {
     pub on_input_request: Option<OnInputRequest>,
 }
 
+impl Server {
+    /// The server a binding names, if it is an MCP binding.
+    pub fn of(binding: &ToolBinding) -> Option<Server> {
+        match (&binding.url, &binding.command) {
+            (Some(url), None) => Some(Server::Url(url.clone())),
+            (None, Some(command)) => Some(Server::Command {
+                command: command.clone(),
+                env: binding.env.clone().unwrap_or_default(),
+                env_from: binding.env_from.clone().unwrap_or_default(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The binding for one tool of a `tools/list` result, named as on the server.
 pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBinding {
     let name = tool["name"].as_str().unwrap_or_default().to_owned();
@@ -40,7 +82,24 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new())),
         output_schema: tool.get("outputSchema").filter(|v| !v.is_null()).cloned(),
-        url: settings.url.clone(),
+        url: match &settings.server {
+            Server::Url(url) => Some(url.clone()),
+            Server::Command { .. } => None,
+        },
+        command: match &settings.server {
+            Server::Command { command, .. } => Some(command.clone()),
+            Server::Url(_) => None,
+        },
+        env: match &settings.server {
+            Server::Command { env, .. } if !env.is_empty() => Some(env.clone()),
+            _ => None,
+        },
+        env_from: match &settings.server {
+            Server::Command { env_from, .. } if !env_from.is_empty() => Some(env_from.clone()),
+            _ => None,
+        },
+        cwd: None,
+        prewarm: None,
         mcp_tool: Some(name),
         token_env: settings.token_env.clone(),
         tenants: settings.tenants.clone(),
@@ -148,14 +207,19 @@ pub struct Merged {
 }
 
 /// Merges `bindings` into `config`: a binding with the same name is replaced where it stands
-/// (keeping its `on_input_request` opt-in unless the new binding sets one: that is a reviewer's
-/// choice, not something the server says), others are appended; every other binding is kept.
+/// (keeping its `on_input_request`, `cwd` and `prewarm` unless the new binding sets them: those
+/// are a reviewer's choices, not something the server says), others are appended; every other
+/// binding is kept.
 pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
     let mut merged = Merged::default();
     for mut binding in bindings {
         match config.tools.iter_mut().find(|b| b.name == binding.name) {
             Some(existing) => {
                 binding.on_input_request = binding.on_input_request.or(existing.on_input_request);
+                if binding.is_stdio() && existing.is_stdio() {
+                    binding.cwd = binding.cwd.take().or(existing.cwd.take());
+                    binding.prewarm = binding.prewarm.or(existing.prewarm);
+                }
                 *existing = binding;
                 merged.replaced += 1;
             }
@@ -253,7 +317,7 @@ mod tests {
 
     fn settings() -> BindingSettings {
         BindingSettings {
-            url: "http://127.0.0.1:1/mcp".into(),
+            server: Server::Url("http://127.0.0.1:1/mcp".into()),
             token_env: Some("MCP_API_KEY".into()),
             tenants: vec!["local".into()],
             timeout_seconds: 300,

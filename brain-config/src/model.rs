@@ -1,9 +1,13 @@
 //! The host config model (DESIGN.md §2): what `host.json` holds once it has been validated.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// Largest allowed [`ToolBinding::prewarm`].
+pub const MAX_PREWARM: u64 = 8;
 /// Default for [`ToolBinding::timeout_seconds`].
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
 /// Largest allowed [`ToolBinding::timeout_seconds`] (one hour).
@@ -41,8 +45,9 @@ pub struct HostConfig {
 
 /// One tool the model can see, and where and how brain calls it.
 ///
-/// The binding is an MCP binding when `mcp_tool` is set; otherwise an HTTP tool, or an SSE
-/// tool when `transport` is `"sse"`.
+/// The binding is an MCP binding when `mcp_tool` is set (on a remote server at `url`, or on a
+/// stdio server started from `command`); otherwise an HTTP tool, or an SSE tool when `transport`
+/// is `"sse"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolBinding {
@@ -60,9 +65,33 @@ pub struct ToolBinding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "object"))]
     pub output_schema: Option<Value>,
-    /// The endpoint: an absolute `http` or `https` URL, without user info or fragment.
+    /// The endpoint: an absolute `http` or `https` URL, without user info or fragment. A binding
+    /// has exactly one of `url` and `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(url)]
-    pub url: String,
+    pub url: Option<String>,
+    /// stdio MCP bindings: the server's command, program then arguments, never run through a
+    /// shell. brain starts a fresh process for every call. A binding has exactly one of `url` and
+    /// `command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub command: Option<Vec<String>>,
+    /// stdio bindings only: literal, non-secret environment variables of the server process.
+    /// The process gets `PATH`, `HOME`, `LANG`, these and `env_from`, nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    /// stdio bindings only: secrets for the server process, as `{"CHILD_VAR": "HOST_VAR"}`: each
+    /// host variable is read when the runtime starts, and its value is never printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_from: Option<BTreeMap<String, String>>,
+    /// stdio bindings only: the server process's working directory (default: brain's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// stdio bindings only: how many spare server processes (0 to 8, default 0) brain keeps
+    /// started and initialized; each serves exactly one call, then is discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 8))]
+    pub prewarm: Option<u64>,
     /// The tool's name on the MCP server; its presence makes this an MCP binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
@@ -173,6 +202,11 @@ impl ToolBinding {
     /// brain speaks (see [`PROTOCOL_VERSIONS`]).
     pub fn pinned_revision(&self) -> Option<&str> {
         self.protocol_version.as_deref()
+    }
+
+    /// Whether brain starts the server as a process (`command`) rather than calling a URL.
+    pub fn is_stdio(&self) -> bool {
+        self.command.is_some()
     }
 
     /// What brain does when the server asks for user input (default: fail the call).

@@ -3,7 +3,7 @@
 //! in wire order (progress, server requests, the reply), what brain does when the server asks
 //! for user input, and the cleanup handed to the transport afterwards.
 //!
-//! A transport (`session.rs`, `stateless.rs`) implements [`Transport`]: it owns how the call
+//! A transport (`session.rs`, `stateless.rs`, `stdio.rs`) implements [`Transport`]: it owns how the call
 //! travels, never the gate, the conversion or the `unknown_outcome` rules, which live here and in
 //! `convert.rs`/`outcome.rs`.
 
@@ -45,9 +45,16 @@ pub(crate) struct Tool {
     /// `token_env` is set but the variable was not (only with
     /// `RuntimeBuilder::allow_missing_tokens`).
     pub(crate) missing_token: bool,
+    /// `env_from` host variables that were not set (only with
+    /// `RuntimeBuilder::allow_missing_tokens`).
+    pub(crate) missing_env: Vec<String>,
     /// A binding that pins no revision learned that its server speaks only 2026-07-28 (it
     /// refused a session): later calls go there at once.
     pub(crate) stateless_only: AtomicBool,
+    /// A stdio binding: how its server process starts.
+    pub(crate) launch: Option<Arc<crate::stdio::Launch>>,
+    /// A stdio binding with `prewarm`: its spare processes.
+    pub(crate) spares: Option<Arc<crate::stdio::Spares>>,
 }
 
 impl Tool {
@@ -133,7 +140,7 @@ pub(crate) async fn run<T: Transport>(
     let exchange = Exchange {
         endpoint: Endpoint {
             http: &http,
-            url: &tool.binding.url,
+            url: tool.binding.url.as_deref().unwrap_or_default(),
             token: tool.token.as_ref(),
         },
         tool: &tool,
@@ -148,7 +155,7 @@ pub(crate) async fn run<T: Transport>(
     tracing::debug!(
         tool = %tool.binding.name,
         call_id,
-        url = %tool.binding.url,
+        server = %server(&tool.binding),
         pinned = tool.binding.pinned_revision().unwrap_or("any"),
         "call started"
     );
@@ -187,26 +194,52 @@ pub(crate) async fn run<T: Transport>(
     result
 }
 
-/// What a transport offers while the response to `tools/call` is read.
+/// Where a binding's server is, for logs and messages: its URL, or its program.
+pub(crate) fn server(binding: &ToolBinding) -> &str {
+    match (&binding.url, &binding.command) {
+        (Some(url), _) => url,
+        (None, Some(command)) => command.first().map_or("", String::as_str),
+        (None, None) => "",
+    }
+}
+
+/// What a transport offers while the response to `tools/call` is read. Only answering is
+/// required; the rest is Streamable HTTP's.
 pub(crate) trait BackChannel {
-    /// Posts `message` (an answer to a server request) to the server; `false` when the
+    /// Sends `message` (an answer to a server request) to the server; `false` when the
     /// transport has no way to (2026-07-28).
     async fn answer(&self, message: &Value) -> bool;
 
     /// Whether the transport can reopen a response stream the server closed before the result.
-    fn resumes(&self) -> bool;
+    fn resumes(&self) -> bool {
+        false
+    }
 
     /// Reopens a response stream the server closed before the result, after `from` (only
     /// called when [`BackChannel::resumes`]).
-    async fn resume(&self, from: &Resume) -> Result<Messages, Failure>;
+    async fn resume(&self, _from: &Resume) -> Result<Messages, Failure> {
+        Err(Failure::sent("this response stream cannot be resumed"))
+    }
 
     /// The next message of another stream the transport listens on during the call (a
     /// session's GET stream); never completes when there is none.
-    async fn side_message(&self) -> Value;
+    async fn side_message(&self) -> Value {
+        std::future::pending().await
+    }
 
     /// Whether that other stream has carried messages during this call: then a progress
     /// notification the server sent there just before the result may still be on its way.
-    fn side_heard(&self) -> bool;
+    fn side_heard(&self) -> bool {
+        false
+    }
+}
+
+/// What one message read during a call means for it.
+pub(crate) enum Step {
+    /// Progress, an answered server request, or a message for someone else: read on.
+    Continue,
+    /// The response to `tools/call`.
+    Answered(Result<Reply, Failure>),
 }
 
 /// How long brain keeps reading a side stream that carried the call's messages after the result
@@ -235,20 +268,8 @@ impl Exchange<'_> {
         round: &Round,
         back: &impl BackChannel,
     ) -> Result<Reply, Failure> {
-        let request = call_message(
-            &self.tool.binding,
-            self.call_id,
-            self.scope,
-            self.arguments,
-            meta,
-            round,
-        );
-        {
-            let mut state = self.state();
-            state.call_sent = true;
-            state.answered = false;
-            state.request_id = CALL_ID + round.number;
-        }
+        let request = self.message(meta, round);
+        self.sending(round);
         let response = match self.endpoint.post(&request, headers).await {
             Ok(response) => response,
             Err(error) if error.is_connect() => {
@@ -333,27 +354,65 @@ impl Exchange<'_> {
                 Some(Ok(message)) => message,
             };
             idle_resumes = 0;
-            let method = message.get("method").and_then(Value::as_str);
-            match (method, message.get("id")) {
-                (Some("notifications/progress"), None) => {
-                    self.progress(&message["params"], &mut last_progress).await;
+            if let Step::Answered(reply) = self
+                .on_message(&message, &request["id"], &mut last_progress, back)
+                .await?
+            {
+                if back.side_heard() {
+                    self.settle(back, &mut last_progress).await;
                 }
-                (Some(method), Some(id)) => {
-                    self.server_request(method, id, &message["params"], back)
-                        .await?;
-                }
-                (None, Some(id)) if Some(id) == request.get("id") => {
-                    self.state().answered = true;
-                    let reply = self.response(&message);
-                    if back.side_heard() {
-                        self.settle(back, &mut last_progress).await;
-                    }
-                    return reply;
-                }
-                // Other notifications (logging, list changes) and stray responses.
-                _ => {}
+                return reply;
             }
         }
+    }
+
+    /// The `tools/call` message of `round`, with the revision's own `_meta` entries.
+    pub(crate) fn message(&self, meta: Map<String, Value>, round: &Round) -> Value {
+        call_message(
+            &self.tool.binding,
+            self.call_id,
+            self.scope,
+            self.arguments,
+            meta,
+            round,
+        )
+    }
+
+    /// Records that `tools/call` of `round` is being written: from here on, a failure has an
+    /// unknown outcome (a transport that learns the write failed says so).
+    pub(crate) fn sending(&self, round: &Round) {
+        let mut state = self.state();
+        state.call_sent = true;
+        state.answered = false;
+        state.request_id = CALL_ID + round.number;
+    }
+
+    /// One message read after `tools/call` (id `request_id`): progress becomes an event, a
+    /// server request is answered (or fails the call), the response ends the call; anything else
+    /// (logging, list changes, stray responses) is passed over.
+    pub(crate) async fn on_message(
+        &self,
+        message: &Value,
+        request_id: &Value,
+        last_progress: &mut Option<f64>,
+        back: &impl BackChannel,
+    ) -> Result<Step, Failure> {
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some("notifications/progress"), None) => {
+                self.progress(&message["params"], last_progress).await;
+            }
+            (Some(method), Some(id)) => {
+                self.server_request(method, id, &message["params"], back)
+                    .await?;
+            }
+            (None, Some(id)) if id == request_id => {
+                self.state().answered = true;
+                return Ok(Step::Answered(self.response(message)));
+            }
+            _ => {}
+        }
+        Ok(Step::Continue)
     }
 
     /// Progress still arriving on the side stream after the result, within [`SIDE_GRACE`] and

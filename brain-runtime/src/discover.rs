@@ -98,6 +98,9 @@ pub enum DiscoverError {
     /// The server answered, but not as MCP says.
     #[error("{0}")]
     Protocol(String),
+    /// A stdio server could not be started, or failed before listing its tools.
+    #[error("{0}")]
+    Process(String),
     /// The whole discovery took longer than allowed.
     #[error("discovery took longer than {0} s; is {1} an MCP endpoint that answers?")]
     Timeout(u64, String),
@@ -129,6 +132,55 @@ pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverEr
     tokio::time::timeout(options.timeout, work)
         .await
         .map_err(|_| DiscoverError::Timeout(options.timeout.as_secs(), options.url.clone()))?
+}
+
+/// Where to discover a stdio server: how to start it.
+#[derive(Clone)]
+pub struct CommandOptions {
+    /// Program, then arguments (never run through a shell).
+    pub command: Vec<String>,
+    /// The process's variables beyond `PATH`, `HOME` and `LANG`: literal ones and resolved
+    /// secrets alike.
+    pub env: Vec<(String, String)>,
+    /// Values to redact from anything reported (the resolved `env_from` secrets).
+    pub secrets: Vec<String>,
+    /// Bound on the whole discovery.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for CommandOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandOptions")
+            .field("command", &self.command)
+            .field("env", &"<redacted>")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Lists every tool of the stdio server `options.command` starts: one process, a session, every
+/// page of `tools/list`, then the process shut down (stdin closed, then its group signalled).
+pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, DiscoverError> {
+    let launch = crate::stdio::Launch {
+        command: options.command.clone(),
+        env: options.env.clone(),
+        secrets: options.secrets.clone(),
+        cwd: None,
+    };
+    let shown = options.command.join(" ");
+    let listed = tokio::time::timeout(options.timeout, crate::stdio::list_tools(launch))
+        .await
+        .map_err(|_| {
+            DiscoverError::Process(format!(
+                "discovery took longer than {} s; is `{shown}` an MCP server that speaks stdio?",
+                options.timeout.as_secs()
+            ))
+        })?;
+    let (revision, tools) = listed.map_err(DiscoverError::Process)?;
+    Ok(Discovery {
+        protocol_version: revision.to_owned(),
+        tools,
+    })
 }
 
 struct Client<'a> {

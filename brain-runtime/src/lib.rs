@@ -49,6 +49,7 @@ mod routing;
 mod runtime;
 mod session;
 mod stateless;
+mod stdio;
 mod typed;
 mod wire;
 

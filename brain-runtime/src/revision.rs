@@ -19,6 +19,26 @@ pub(crate) fn known(revision: &str) -> Option<&'static str> {
         .copied()
 }
 
+/// The session revision to use when the server answered initialize with `offered`: exactly the
+/// `pinned` one, or any session revision brain speaks when none is pinned; else why not.
+pub(crate) fn accept(pinned: Option<&str>, offered: &str) -> Result<&'static str, String> {
+    let accepted = match pinned {
+        Some(pinned) if offered != pinned => None,
+        _ => known(offered).filter(|r| *r != STATELESS),
+    };
+    accepted.ok_or_else(|| match pinned {
+        Some(pinned) => format!(
+            "offered MCP {offered}, but the binding pins {pinned}; re-pin it with `cargo xtask \
+             discover ... --write CONFIG` (or set \"protocol_version\": \"{offered}\" if brain \
+             speaks it), or remove `protocol_version` to accept any revision brain speaks"
+        ),
+        None => format!(
+            "offered MCP {offered}, which brain does not speak (brain speaks {} and {STATELESS})",
+            SESSIONS.join(", ")
+        ),
+    })
+}
+
 /// Sets the `MCP-Protocol-Version` header, which exists from 2025-06-18 on (earlier revisions
 /// do not define it, and brain does not send it to their servers).
 pub(crate) fn set_protocol_header(headers: &mut HeaderMap, revision: &str) {

@@ -20,13 +20,15 @@ use crate::outcome::Failure;
 use crate::routing::param_headers;
 use crate::session::Session;
 use crate::stateless::Stateless;
+use crate::stdio::{Launch, Spares, Stdio};
 use crate::wire::Token;
 
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {
-    /// Environment variables named in `token_env` are not set (names only, never values).
+    /// Environment variables named in `token_env` or `env_from` are not set: each variable with
+    /// where it is named (`token_env of NAME`, `env_from of NAME`); names only, never values.
     #[error("{}", missing_tokens_message(.0))]
     MissingTokens(BTreeMap<String, Vec<String>>),
     /// A token variable's value cannot be sent in an HTTP header.
@@ -58,10 +60,10 @@ pub enum RuntimeError {
 fn missing_tokens_message(missing: &BTreeMap<String, Vec<String>>) -> String {
     let list: Vec<String> = missing
         .iter()
-        .map(|(var, tools)| format!("{var} (token_env of {})", tools.join(", ")))
+        .map(|(var, uses)| format!("{var} ({})", uses.join(", ")))
         .collect();
     format!(
-        "environment variables not set: {}; set them to the servers' API keys",
+        "environment variables not set: {}; set them to the servers' API keys and secrets",
         list.join("; ")
     )
 }
@@ -83,7 +85,8 @@ impl<'a> RuntimeBuilder<'a> {
         self
     }
 
-    /// Builds even when token variables are missing; calls to those bindings are refused.
+    /// Builds even when token or `env_from` variables are missing; calls to those bindings are
+    /// refused.
     pub fn allow_missing_tokens(mut self) -> Self {
         self.allow_missing_tokens = true;
         self
@@ -121,10 +124,47 @@ impl<'a> RuntimeBuilder<'a> {
                         missing
                             .entry(var.clone())
                             .or_default()
-                            .push(binding.name.clone());
+                            .push(format!("token_env of {}", binding.name));
                         (None, true)
                     }
                 },
+            };
+            let mut missing_env = Vec::new();
+            let launch = binding.command.as_ref().map(|command| {
+                let mut env: Vec<(String, String)> = binding
+                    .env
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let mut secrets = Vec::new();
+                for (child, host) in binding.env_from.iter().flatten() {
+                    match (self.env)(host) {
+                        Some(value) => {
+                            secrets.push(value.clone());
+                            env.push((child.clone(), value));
+                        }
+                        None => {
+                            missing
+                                .entry(host.clone())
+                                .or_default()
+                                .push(format!("env_from of {}", binding.name));
+                            missing_env.push(host.clone());
+                        }
+                    }
+                }
+                Arc::new(Launch {
+                    command: command.clone(),
+                    env,
+                    secrets,
+                    cwd: binding.cwd.clone(),
+                })
+            });
+            let spares = match (binding.prewarm, &launch) {
+                (Some(wanted), Some(_)) if wanted > 0 && missing_env.is_empty() => {
+                    Some(Arc::new(Spares::new(wanted as usize)))
+                }
+                _ => None,
             };
             let tool = Tool {
                 param_headers: param_headers(&binding.input_schema),
@@ -133,12 +173,23 @@ impl<'a> RuntimeBuilder<'a> {
                 output,
                 token,
                 missing_token,
+                missing_env,
                 stateless_only: AtomicBool::new(false),
+                launch,
+                spares,
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
         if !missing.is_empty() && !self.allow_missing_tokens {
             return Err(RuntimeError::MissingTokens(missing));
+        }
+        // Spares start now when there is a tokio runtime to start them on, else at the first call.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            for tool in tools.values() {
+                if let Some(spares) = &tool.spares {
+                    spares.refill(tool);
+                }
+            }
         }
         Ok(Runtime {
             inner: Arc::new(Inner {
@@ -242,7 +293,13 @@ impl Runtime {
                 Some(revision) => revision == crate::revision::STATELESS,
                 None => tool.stateless_only.load(Ordering::Relaxed),
             };
-            let result = if stateless {
+            let result = if tool.launch.is_some() {
+                let stdio = Stdio::new();
+                run(
+                    stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                )
+                .await
+            } else if stateless {
                 run(
                     Stateless, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
                 )
@@ -267,14 +324,20 @@ impl Runtime {
     }
 
     /// Why calls to the binding `name` are refused before any I/O whatever their arguments, if
-    /// they are: its token variable was not set (with
+    /// they are: its token or `env_from` variables were not set (with
     /// [`RuntimeBuilder::allow_missing_tokens`]). `None` for a callable or unknown binding.
     pub fn unavailable(&self, name: &str) -> Option<String> {
         let tool = self.inner.tools.get(name)?;
-        tool.missing_token.then(|| {
-            format!(
+        if tool.missing_token {
+            return Some(format!(
                 "the token variable {} is not set",
                 tool.binding.token_env.as_deref().unwrap_or_default()
+            ));
+        }
+        (!tool.missing_env.is_empty()).then(|| {
+            format!(
+                "the env_from variable {} is not set",
+                tool.missing_env.join(", ")
             )
         })
     }

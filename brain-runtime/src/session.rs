@@ -98,7 +98,7 @@ impl Transport for Session {
         };
         let endpoint = Endpoint {
             http: &http,
-            url: &tool.binding.url,
+            url: tool.binding.url.as_deref().unwrap_or_default(),
             token: tool.token.as_ref(),
         };
         let mut headers = HeaderMap::new();
@@ -201,27 +201,9 @@ async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
         .get("protocolVersion")
         .and_then(Value::as_str)
         .unwrap_or("(none)");
-    let accepted = match pinned {
-        Some(pinned) if offered != pinned => None,
-        _ => revision::known(offered).filter(|r| *r != revision::STATELESS),
-    };
-    let Some(revision) = accepted else {
-        return Err(Failure::not_sent(match pinned {
-            Some(pinned) => format!(
-                "session setup failed: the server offered MCP {offered}, but the binding pins \
-                 {pinned}; re-pin it with `cargo xtask discover --url {} ... --write CONFIG` (or \
-                 set \"protocol_version\": \"{offered}\" if brain speaks it), or remove \
-                 `protocol_version` to accept any revision brain speaks",
-                call.url()
-            ),
-            None => format!(
-                "session setup failed: the server offered MCP {offered}, which brain does not \
-                 speak (brain speaks {} and {})",
-                revision::SESSIONS.join(", "),
-                revision::STATELESS
-            ),
-        }));
-    };
+    let revision = revision::accept(pinned, offered).map_err(|why| {
+        Failure::not_sent(format!("session setup failed: the server {why}"))
+    })?;
     call.state().revision = Some(revision);
     let mut headers = HeaderMap::new();
     if let Some(session) = session
@@ -234,7 +216,7 @@ async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
 }
 
 /// Whether a JSON-RPC error rejects the revision and names 2026-07-28 among the supported ones.
-fn stateless_supported(error: &Value) -> bool {
+pub(crate) fn stateless_supported(error: &Value) -> bool {
     error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
         && error["data"]["supported"]
             .as_array()

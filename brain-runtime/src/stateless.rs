@@ -8,17 +8,16 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{BackChannel, CallState, Exchange, Reply, Resume, Round, Tool, Transport};
+use crate::call::{BackChannel, CallState, Exchange, Reply, Round, Tool, Transport};
 use crate::event::ToolResult;
 use crate::http::HttpClient;
 use crate::outcome::Failure;
 use crate::routing::headers;
-use crate::wire::Messages;
 
 /// The revision without sessions.
 pub(crate) const REVISION: &str = crate::revision::STATELESS;
 /// At most this many `input_required` rounds after the call.
-const MAX_ROUNDS: u64 = 8;
+pub(crate) const MAX_ROUNDS: u64 = 8;
 
 /// The stateless transport.
 pub(crate) struct Stateless;
@@ -44,10 +43,7 @@ impl Transport for Stateless {
                 Reply::InputRequired(asked) => asked,
             };
             if round.number >= MAX_ROUNDS {
-                return Err(Failure::sent(format!(
-                    "the server still asked for another round (input_required) after \
-                     {MAX_ROUNDS} rounds; brain stopped, and the tool may have run"
-                )));
+                return Err(too_many_rounds());
             }
             round = Round::next(round.number + 1, &asked, policy)?;
         }
@@ -58,29 +54,19 @@ impl Transport for Stateless {
     async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
 }
 
+/// The failure of a call whose server keeps asking for rounds.
+pub(crate) fn too_many_rounds() -> Failure {
+    Failure::sent(format!(
+        "the server still asked for another round (input_required) after {MAX_ROUNDS} rounds; \
+         brain stopped, and the tool may have run"
+    ))
+}
+
 /// 2026-07-28 has no back-channel: server requests cannot be answered, streams not resumed.
 struct NoWayBack;
 
 impl BackChannel for NoWayBack {
     async fn answer(&self, _: &Value) -> bool {
-        false
-    }
-
-    fn resumes(&self) -> bool {
-        false
-    }
-
-    async fn resume(&self, _: &Resume) -> Result<Messages, Failure> {
-        Err(Failure::sent(
-            "a 2026-07-28 response stream cannot be resumed",
-        ))
-    }
-
-    async fn side_message(&self) -> Value {
-        std::future::pending().await
-    }
-
-    fn side_heard(&self) -> bool {
         false
     }
 }

@@ -63,7 +63,17 @@ pub struct StaticBinding {
     /// `output_schema`, as JSON.
     pub output_schema: Option<&'static str>,
     /// `url`.
-    pub url: &'static str,
+    pub url: Option<&'static str>,
+    /// `command`: program, then arguments.
+    pub command: Option<&'static [&'static str]>,
+    /// `env`, in name order.
+    pub env: Option<&'static [(&'static str, &'static str)]>,
+    /// `env_from` (child variable, host variable), in name order.
+    pub env_from: Option<&'static [(&'static str, &'static str)]>,
+    /// `cwd`.
+    pub cwd: Option<&'static str>,
+    /// `prewarm`.
+    pub prewarm: Option<u64>,
     /// `mcp_tool`.
     pub mcp_tool: Option<&'static str>,
     /// `token_env`.
@@ -89,6 +99,13 @@ pub struct StaticBinding {
     pub input_validator: OnceLock<jsonschema::Validator>,
 }
 
+fn pairs(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 impl StaticBinding {
     /// The binding as the config model has it.
     pub fn to_binding(&self) -> ToolBinding {
@@ -98,7 +115,14 @@ impl StaticBinding {
             description: self.description.to_owned(),
             input_schema: json(self.input_schema),
             output_schema: self.output_schema.map(json),
-            url: self.url.to_owned(),
+            url: self.url.map(str::to_owned),
+            command: self
+                .command
+                .map(|words| words.iter().map(|w| (*w).to_owned()).collect()),
+            env: self.env.map(pairs),
+            env_from: self.env_from.map(pairs),
+            cwd: self.cwd.map(str::to_owned),
+            prewarm: self.prewarm,
             mcp_tool: self.mcp_tool.map(str::to_owned),
             token_env: self.token_env.map(str::to_owned),
             tenants: self.tenants.iter().map(|t| (*t).to_owned()).collect(),

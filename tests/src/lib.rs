@@ -1,5 +1,5 @@
 //! Cross-crate tests of brain, and what they start: the fault-injecting MCP test server
-//! ([`server`]), third-party MCP servers ([`peers`]) and processes of our own binaries
+//! ([`server`], over Streamable HTTP or stdio: [`stdio`]), third-party MCP servers ([`peers`]) and processes of our own binaries
 //! ([`process`]). The binaries: `brain-test-server`, `brain-conformance-client` (the official
 //! conformance suite's client), `brain-bench` (`cargo xtask bench`) and `brain-soak`
 //! (`cargo xtask soak`).
@@ -18,3 +18,4 @@ pub mod client;
 pub mod peers;
 pub mod process;
 pub mod server;
+pub mod stdio;

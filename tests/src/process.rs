@@ -49,6 +49,15 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The `brain-test-server` binary the workspace built (`CARGO_TARGET_DIR`, else `target/`, in
+/// its debug profile): cargo builds the workspace's binaries before its tests run.
+pub fn test_server_binary() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::workspace_root().join("target"));
+    target.join("debug/brain-test-server")
+}
+
 /// A field of `/proc/self/status` in MB: `VmRSS:` (resident now) or `VmHWM:` (peak); 0 when
 /// unknown (not Linux).
 pub fn memory_mb(field: &str) -> f64 {

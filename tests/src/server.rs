@@ -74,6 +74,8 @@ pub struct Faults {
     /// Refuse sessions: answer initialize with HTTP 400 and JSON-RPC error -32022, naming
     /// 2026-07-28 as the only supported revision (a server that speaks only 2026-07-28).
     pub refuse_sessions: bool,
+    /// Served over stdio: also offer `environment` (the process's variables and directory).
+    pub stdio: bool,
 }
 
 /// What a GET that resumes a closed `tools/call` stream gets.
@@ -167,11 +169,7 @@ impl TestServer {
         let addr = listener.local_addr()?;
         let stats = Arc::new(Stats::default());
         let stop = CancellationToken::new();
-        let tools = TestTools {
-            stats: Arc::clone(&stats),
-            catalog: Arc::new(catalog(&faults)),
-            page_size: faults.page_size,
-        };
+        let tools = TestTools::new(Arc::clone(&stats), &faults);
         let config = StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
             .with_cancellation_token(stop.child_token());
@@ -475,10 +473,20 @@ fn dropped_connection() -> Response {
 
 /// The test server's tools.
 #[derive(Clone)]
-struct TestTools {
+pub(crate) struct TestTools {
     stats: Arc<Stats>,
     catalog: Arc<Vec<Tool>>,
     page_size: Option<usize>,
+}
+
+impl TestTools {
+    pub(crate) fn new(stats: Arc<Stats>, faults: &Faults) -> Self {
+        TestTools {
+            stats,
+            catalog: Arc::new(catalog(faults)),
+            page_size: faults.page_size,
+        }
+    }
 }
 
 /// The tools as this server lists them: [`tool_list`], changed and extended by the faults.
@@ -494,6 +502,13 @@ fn catalog(faults: &Faults) -> Vec<Tool> {
                 ),
             );
         }
+    }
+    if faults.stdio {
+        tools.push(tool(
+            "environment",
+            "The server process's environment variables and working directory.",
+            json!({"type": "object", "properties": {}}),
+        ));
     }
     for i in 0..faults.extra_tools {
         let name = format!("generated_{i:03}");
@@ -702,6 +717,16 @@ impl ServerHandler for TestTools {
             "embedded_resource" => result(
                 json!({"content": [{"type": "resource", "resource": {"uri": "file:///tmp/x.txt", "text": "x"}}]}),
             ),
+            "environment" => {
+                let vars: serde_json::Map<String, Value> = std::env::vars()
+                    .map(|(name, value)| (name, Value::String(value)))
+                    .collect();
+                let cwd = std::env::current_dir().unwrap_or_default();
+                result(json!({
+                    "content": [{"type": "text", "text": cwd.display().to_string()}],
+                    "structuredContent": {"env": vars, "cwd": cwd.display().to_string()}
+                }))
+            }
             "fail" => result(
                 json!({"content": [{"type": "text", "text": "the tool failed"}], "isError": true}),
             ),

@@ -60,7 +60,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             },
         ))?;
     let settings = brain_config::discovery::BindingSettings {
-        url: server.url.clone(),
+        server: brain_config::discovery::Server::Url(server.url.clone()),
         token_env: None,
         tenants: vec!["local".into()],
         timeout_seconds: brain_config::DEFAULT_TIMEOUT_SECONDS,
@@ -92,7 +92,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&dir)?;
     let demo_config = dir.join("host.json");
     std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
-    let calls: [(&str, &str, &str, &str); 5] = [
+    let calls: [(&str, &str, &str, &str); 6] = [
         (
             "a plain call",
             "local",
@@ -110,6 +110,13 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             "local",
             "weather",
             r#"{"city": "Oslo"}"#,
+        ),
+        (
+            "a stdio server: the test server as a process (`brain-test-server --stdio`), one \
+             fresh process per call, a spare kept started (`prewarm: 1`)",
+            "local",
+            "echo_stdio",
+            r#"{"message": "hello over stdio"}"#,
         ),
         (
             "refused: tenant not allowed (no I/O)",
@@ -197,11 +204,20 @@ impl Drop for TestServer {
     }
 }
 
-/// The config with every binding pointed at `url`.
+/// The config with every remote binding pointed at `url`, and every stdio binding of the test
+/// server at the binary just built.
 fn retarget(config: &HostConfig, url: &str) -> anyhow::Result<String> {
     let mut config = config.clone();
+    let test_server = target_dir().join("brain-test-server");
     for binding in &mut config.tools {
-        binding.url = url.to_owned();
+        if binding.url.is_some() {
+            binding.url = Some(url.to_owned());
+        }
+        if let Some(program) = binding.command.as_mut().and_then(|c| c.first_mut())
+            && program == "brain-test-server"
+        {
+            *program = test_server.display().to_string();
+        }
     }
     config.schema = None;
     Ok(serde_json::to_string_pretty(&config)?)
@@ -216,7 +232,7 @@ fn print_bindings(config: &HostConfig) {
         println!(
             "   {:<18} {:<5} {:<15} {:<10} {:<14} {:>6}s {:>10}",
             binding.name,
-            binding.kind().as_str(),
+            if binding.is_stdio() { "stdio" } else { binding.kind().as_str() },
             binding.mcp_tool.as_deref().unwrap_or("-"),
             binding.pinned_revision().unwrap_or("any"),
             binding.tenants.join(","),

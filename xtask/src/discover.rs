@@ -10,20 +10,34 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use brain_config::discovery::{BindingSettings, binding_from_tool, drift, lint, merge};
+use brain_config::discovery::{BindingSettings, Server, binding_from_tool, drift, lint, merge};
 use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
-use brain_runtime::discover::{DiscoverOptions, Discovery, discover};
+use brain_runtime::discover::{
+    CommandOptions, DiscoverOptions, Discovery, discover, discover_command,
+};
 
 /// At most this many tools per discovery (the spec's limit).
 const MAX_TOOLS: usize = 128;
 
 /// The arguments of `cargo xtask discover`. The Go tool's single-dash spellings (`-url`,
-/// `-token-env`, `-tenant`, `-tools`) are accepted too.
+/// `-command`, `-token-env`, `-tenant`, `-tools`) are accepted too.
 #[derive(clap::Args)]
 pub(crate) struct DiscoverArgs {
     /// The server's Streamable HTTP endpoint.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "command")]
     url: Option<String>,
+    /// An installed stdio server's command, e.g. 'node /opt/mcp/server-memory/dist/index.js':
+    /// split into words as a POSIX shell splits them (quotes and backslashes), never run by a
+    /// shell.
+    #[arg(long)]
+    command: Option<String>,
+    /// stdio: a literal variable of the server process, `K=V` (repeatable).
+    #[arg(long = "env", value_name = "K=V", requires = "command")]
+    env: Vec<String>,
+    /// stdio: a secret for the server process, `CHILD=HOST`: the process gets CHILD set to the
+    /// value of brain's HOST variable, read now and whenever the binding is called (repeatable).
+    #[arg(long = "env-from", value_name = "CHILD=HOST", requires = "command")]
+    env_from: Vec<String>,
     /// The environment variable that holds the server's API key: used to connect, and named in
     /// the bindings so that brain sends it as a bearer token.
     #[arg(long, value_name = "VAR")]
@@ -49,13 +63,13 @@ pub(crate) struct DiscoverArgs {
     #[arg(long, value_name = "CONFIG")]
     write: Option<PathBuf>,
     /// Compare every MCP binding of this config with its live server; exit 1 on drift.
-    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "tools", "tenant", "write", "token_env"])]
+    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "command", "tools", "tenant", "write", "token_env"])]
     check: Option<PathBuf>,
 }
 
 /// `-url x` → `--url x`: the spec's Go-style flags.
 pub(crate) fn go_style_flags(args: impl Iterator<Item = String>) -> Vec<String> {
-    const FLAGS: &[&str] = &["url", "token-env", "tenant", "tools"];
+    const FLAGS: &[&str] = &["url", "command", "token-env", "tenant", "tools"];
     args.map(|arg| {
         let name = arg.strip_prefix('-').filter(|rest| !rest.starts_with('-'));
         match name {
@@ -75,9 +89,25 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     if let Some(config) = &args.check {
         return tokio.block_on(check(config));
     }
-    let Some(url) = args.url.clone() else {
-        return usage("--url is required: the server's Streamable HTTP endpoint");
+    let server = match (&args.url, &args.command) {
+        (Some(url), _) => Server::Url(url.clone()),
+        (None, Some(command)) => match stdio_server(command, &args.env, &args.env_from) {
+            Ok(server) => server,
+            Err(message) => return usage(&message),
+        },
+        (None, None) => {
+            return usage(
+                "--url or --command is required: the server's Streamable HTTP endpoint, or the \
+                 command that starts a stdio server",
+            );
+        }
     };
+    if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
+        return usage(
+            "--token-env is for servers at a URL; pass a stdio server's secrets with \
+             --env-from CHILD=HOST",
+        );
+    }
     if args.tenant.is_empty() {
         return usage("--tenant is required: the tenant(s) allowed to use the tools");
     }
@@ -98,8 +128,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             names.len()
         ));
     }
-    let token = token(args.token_env.as_deref())?;
-    let discovery = tokio.block_on(discover(&options(&url, token)))?;
+    let discovery = tokio.block_on(list(&server, args.token_env.as_deref()))?;
     let missing: Vec<&String> = names
         .iter()
         .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
@@ -113,7 +142,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
                 .join(", ")
         };
         eprintln!(
-            "error: the server at {url} has no tool named {}\n  help: it has {}",
+            "error: the server {server} has no tool named {}\n  help: it has {}",
             list(missing.iter().map(|s| s.as_str()).collect()),
             list(
                 discovery
@@ -126,7 +155,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let settings = BindingSettings {
-        url,
+        server,
         token_env: args.token_env.clone(),
         tenants: args.tenant.clone(),
         timeout_seconds: args.timeout_seconds,
@@ -137,8 +166,8 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             .filter(|choice| *choice != OnInputRequest::Fail),
     };
     eprintln!(
-        "the server at {} speaks MCP {}; the bindings pin it in `protocol_version`",
-        settings.url, discovery.protocol_version
+        "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",
+        settings.server, discovery.protocol_version
     );
     let bindings: Vec<ToolBinding> = names
         .iter()
@@ -167,7 +196,8 @@ fn parse_on_input_request(text: &str) -> Result<OnInputRequest, String> {
 
 fn usage(message: &str) -> anyhow::Result<ExitCode> {
     eprintln!(
-        "error: {message}\n  usage: cargo xtask discover --url URL [--token-env VAR] --tenant T[,T2] --tools a,b"
+        "error: {message}\n  usage: cargo xtask discover (--url URL [--token-env VAR] | --command 'PROGRAM ARGS' \
+         [--env K=V] [--env-from CHILD=HOST]) --tenant T[,T2] --tools a,b"
     );
     Ok(ExitCode::from(2))
 }
@@ -185,15 +215,81 @@ fn token(var: Option<&str>) -> anyhow::Result<Option<(String, String)>> {
     }
 }
 
-fn options(url: &str, token: Option<(String, String)>) -> DiscoverOptions {
+/// `--command`, `--env` and `--env-from` as a stdio server.
+fn stdio_server(command: &str, env: &[String], env_from: &[String]) -> Result<Server, String> {
+    let words = shlex::split(command)
+        .filter(|words| !words.is_empty())
+        .ok_or_else(|| {
+            format!("--command {command:?} is empty or has an unclosed quote or a trailing backslash")
+        })?;
+    let pairs = |flag: &str, items: &[String]| -> Result<BTreeMap<String, String>, String> {
+        items
+            .iter()
+            .map(|item| match item.split_once('=') {
+                Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+                _ => Err(format!("{flag} {item:?} is not NAME=VALUE")),
+            })
+            .collect()
+    };
+    Ok(Server::Command {
+        command: words,
+        env: pairs("--env", env)?,
+        env_from: pairs("--env-from", env_from)?,
+    })
+}
+
+/// Bound on one discovery: 30 s, or `BRAIN_DISCOVER_TIMEOUT_SECONDS`.
+fn timeout() -> Duration {
     let seconds = std::env::var("BRAIN_DISCOVER_TIMEOUT_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(30);
-    DiscoverOptions {
-        url: url.to_owned(),
-        token,
-        timeout: Duration::from_secs(seconds),
+    Duration::from_secs(seconds)
+}
+
+/// Lists the tools of `server`: over Streamable HTTP with the token in `token_env`, or from a
+/// process started with the binding's environment (`env_from` read from brain's own).
+async fn list(server: &Server, token_env: Option<&str>) -> anyhow::Result<Discovery> {
+    match server {
+        Server::Url(url) => Ok(discover(&DiscoverOptions {
+            url: url.clone(),
+            token: token(token_env)?,
+            timeout: timeout(),
+        })
+        .await?),
+        Server::Command {
+            command,
+            env,
+            env_from,
+        } => {
+            let mut vars: Vec<(String, String)> =
+                env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let mut secrets = Vec::new();
+            let mut missing = Vec::new();
+            for (child, host) in env_from {
+                match std::env::var(host) {
+                    Ok(value) => {
+                        secrets.push(value.clone());
+                        vars.push((child.clone(), value));
+                    }
+                    Err(_) => missing.push(host.as_str()),
+                }
+            }
+            if !missing.is_empty() {
+                bail!(
+                    "not set: {} (named by --env-from / env_from); export them with the values \
+                     the server needs",
+                    missing.join(", ")
+                );
+            }
+            Ok(discover_command(&CommandOptions {
+                command: command.clone(),
+                env: vars,
+                secrets,
+                timeout: timeout(),
+            })
+            .await?)
+        }
     }
 }
 
@@ -263,19 +359,21 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    let mut servers: BTreeMap<(&str, Option<&str>), Vec<&ToolBinding>> = BTreeMap::new();
+    let mut servers: BTreeMap<(Server, Option<&str>), Vec<&ToolBinding>> = BTreeMap::new();
     for binding in config.tools.iter().filter(|b| b.kind() == BindingKind::Mcp) {
-        servers
-            .entry((binding.url.as_str(), binding.token_env.as_deref()))
-            .or_default()
-            .push(binding);
+        if let Some(server) = Server::of(binding) {
+            servers
+                .entry((server, binding.token_env.as_deref()))
+                .or_default()
+                .push(binding);
+        }
     }
     let mut drifted = 0;
     let mut checked = 0;
-    for ((url, token_env), bindings) in servers {
-        let discovery: Discovery = discover(&options(url, token(token_env)?))
+    for ((server, token_env), bindings) in servers {
+        let discovery: Discovery = list(&server, token_env)
             .await
-            .with_context(|| format!("cannot check the bindings served by {url}"))?;
+            .with_context(|| format!("cannot check the bindings served by {server}"))?;
         for binding in bindings {
             checked += 1;
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
@@ -295,7 +393,7 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
             }
             drifted += 1;
             println!(
-                "drift: tool {:?} (mcp_tool {mcp_tool:?} at {url}):",
+                "drift: tool {:?} (mcp_tool {mcp_tool:?} of {server}):",
                 binding.name
             );
             for line in lines {

@@ -619,7 +619,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
     }
     let discovery = discovery.context("no round")?;
     let settings = brain_config::discovery::BindingSettings {
-        url: server.url.clone(),
+        server: brain_config::discovery::Server::Url(server.url.clone()),
         token_env: None,
         tenants: vec!["local".into()],
         timeout_seconds: 300,

@@ -42,7 +42,7 @@ async fn main() -> ExitCode {
         discovery.protocol_version
     );
     let settings = BindingSettings {
-        url,
+        server: brain_config::discovery::Server::Url(url),
         token_env: None,
         tenants: vec!["conformance".into()],
         timeout_seconds: 20,

@@ -1,10 +1,11 @@
 //! The fault-injecting MCP test server as a process: prints its URL on the first line of stdout,
-//! then serves until killed.
+//! then serves until killed; or, with `--stdio`, serves on stdin and stdout until stdin closes.
 
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
 use tests::server::{Faults, Resume, TestServer};
+use tests::stdio::StdioFaults;
 
 /// Serves the test tools over Streamable HTTP on loopback.
 #[derive(Parser)]
@@ -60,12 +61,18 @@ struct Args {
     /// Refuse the GET that would resume a closed stream.
     #[arg(long)]
     refuse_resume: bool,
+    /// Serve over stdio (stdin and stdout) instead of HTTP.
+    #[arg(long)]
+    stdio: bool,
+    #[command(flatten)]
+    stdio_faults: StdioFaults,
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let args = Args::parse();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let stdio = args.stdio;
+    let stdio_faults = args.stdio_faults.clone();
     let faults = Faults {
         require_token: args.require_token,
         initialize_500: args.initialize_500,
@@ -89,6 +96,10 @@ async fn main() -> std::io::Result<()> {
         },
         ..Faults::default()
     };
+    if stdio {
+        return tests::stdio::serve(faults, stdio_faults).await;
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     let server = TestServer::serve(listener, faults)?;
     println!("{}", server.url);
     std::future::pending::<()>().await;

@@ -1,0 +1,704 @@
+//! The stdio transport: an installed MCP server run as a child process, a fresh process per call
+//! (for stdio, the process is the session). Spawn with a clean environment in its own process
+//! group, `initialize`, `notifications/initialized`, `tools/call` once, its response read line by
+//! line under a byte bound, then stdin closed, a bounded wait, SIGTERM and SIGKILL to the whole
+//! group, and the process reaped.
+//!
+//! This module owns processes and pipes only: the gate, the `tools/call` message, progress,
+//! server requests, conversion and the `unknown_outcome` rules are the shared call lifecycle's
+//! (`call.rs`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::call::{BackChannel, CallState, Exchange, Reply, Round, Step, Tool, Transport};
+use crate::event::ToolResult;
+use crate::http::HttpClient;
+use crate::outcome::Failure;
+use crate::revision;
+use crate::stateless;
+
+/// Bound on one line of the server's answer to initialize.
+const INIT_LIMIT: u64 = 1024 * 1024;
+/// The JSON-RPC id of initialize.
+const INIT_ID: u64 = 0;
+/// How long a server has to exit after its stdin was closed, and again after SIGTERM.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// How much of the server's stderr is kept for a failure's message (the end of it).
+const STDERR_TAIL: usize = 4 * 1024;
+/// How long a spare process may take to start and initialize.
+const SPARE_START: Duration = Duration::from_secs(30);
+/// The only variables of brain's own environment a server process gets (besides the binding's
+/// `env` and `env_from`): a host secret never reaches a server by inheritance.
+pub(crate) const INHERITED: &[&str] = &["PATH", "HOME", "LANG"];
+
+/// How a stdio binding's server is started, resolved once when the runtime is built.
+pub(crate) struct Launch {
+    /// The program and its arguments (never run through a shell).
+    pub(crate) command: Vec<String>,
+    /// The child's environment beyond [`INHERITED`]: `env` literally, `env_from` resolved.
+    pub(crate) env: Vec<(String, String)>,
+    /// The `env_from` values, redacted from everything brain reports (stderr tails).
+    pub(crate) secrets: Vec<String>,
+    pub(crate) cwd: Option<String>,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("command", &self.command)
+            .field("cwd", &self.cwd)
+            .field("env", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Launch {
+    /// `text` with every `env_from` value replaced.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
+            text = text.replace(secret.as_str(), "[redacted]");
+        }
+        text
+    }
+
+    fn program(&self) -> &str {
+        self.command.first().map_or("", String::as_str)
+    }
+}
+
+/// The stdio transport for one call; holds the call's process so that the cleanup finds it
+/// whatever ended the exchange.
+pub(crate) struct Stdio {
+    process: Mutex<Option<Arc<Process>>>,
+}
+
+impl Stdio {
+    pub(crate) fn new() -> Self {
+        Stdio {
+            process: Mutex::new(None),
+        }
+    }
+
+    fn keep(&self, process: &Arc<Process>) {
+        *lock(&self.process) = Some(Arc::clone(process));
+    }
+}
+
+/// One server process, used for one call.
+pub(crate) struct Process {
+    child: tokio::sync::Mutex<Child>,
+    /// The process group (the child's pid): the server and whatever it started.
+    group: Option<u32>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdout: tokio::sync::Mutex<Lines<ChildStdout>>,
+    stderr: Arc<Mutex<Tail>>,
+    launch: Arc<Launch>,
+    /// The revision initialize settled on; `None` on 2026-07-28 (no initialize).
+    revision: Mutex<Option<&'static str>>,
+}
+
+impl Process {
+    /// Spawns the server: a clean environment, its own process group, piped stdio, stderr
+    /// drained continuously into a bounded tail.
+    pub(crate) fn spawn(launch: &Arc<Launch>) -> Result<Arc<Process>, Failure> {
+        let mut command = Command::new(launch.program());
+        command.args(launch.command.iter().skip(1)).env_clear();
+        for name in INHERITED {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        command.envs(launch.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &launch.cwd {
+            command.current_dir(cwd);
+        }
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|error| {
+            let hint = match error.kind() {
+                std::io::ErrorKind::NotFound => {
+                    " (not found: install it, or write its absolute path in `command`)"
+                }
+                std::io::ErrorKind::PermissionDenied => " (permission denied: is it executable?)",
+                _ => "",
+            };
+            Failure::not_sent(format!(
+                "could not start the MCP server {:?}: {error}{hint}{}",
+                launch.program(),
+                launch
+                    .cwd
+                    .as_ref()
+                    .map(|cwd| format!(" in {cwd:?}"))
+                    .unwrap_or_default()
+            ))
+        })?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = Arc::new(Mutex::new(Tail::default()));
+        if let Some(pipe) = child.stderr.take() {
+            tokio::spawn(drain(pipe, Arc::clone(&stderr)));
+        }
+        Ok(Arc::new(Process {
+            group: child.id(),
+            child: tokio::sync::Mutex::new(child),
+            stdin: tokio::sync::Mutex::new(stdin),
+            stdout: tokio::sync::Mutex::new(Lines::new(stdout)),
+            stderr,
+            launch: Arc::clone(launch),
+            revision: Mutex::new(None),
+        }))
+    }
+
+    /// Writes one JSON-RPC message as a line.
+    async fn send(&self, message: &Value) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(message).expect("a message serializes");
+        line.push(b'\n');
+        let mut stdin = self.stdin.lock().await;
+        let pipe = stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        pipe.write_all(&line).await?;
+        pipe.flush().await
+    }
+
+    /// The next JSON-RPC message on stdout, within `limit` bytes.
+    async fn receive(&self, limit: u64) -> Result<Value, LineError> {
+        let mut stdout = self.stdout.lock().await;
+        loop {
+            let line = stdout.next(limit).await?;
+            let text = line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            return serde_json::from_slice(text).map_err(|error| {
+                let shown = String::from_utf8_lossy(&text[..text.len().min(120)]).into_owned();
+                LineError::Garbage(format!("{error}, in {:?}", self.launch.redact(&shown)))
+            });
+        }
+    }
+
+    /// What a failure adds about the process: how it exited (if it did) and the end of its
+    /// stderr, with every `env_from` value redacted.
+    async fn report(&self) -> String {
+        // A process that closed stdout is usually exiting: give it a moment to be reaped.
+        let status = {
+            let mut child = self.child.lock().await;
+            match tokio::time::timeout(Duration::from_millis(100), child.wait()).await {
+                Ok(Ok(status)) => format!(" (the server {})", exit_text(status)),
+                _ => String::new(),
+            }
+        };
+        // Let the drain take in what the process wrote last.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let tail = lock(&self.stderr).text();
+        let tail = self.launch.redact(tail.trim());
+        if tail.is_empty() {
+            status
+        } else {
+            format!("{status}; its stderr ended with: {tail}")
+        }
+    }
+
+    /// Ends the process: `notifications/cancelled` when the call is unanswered, stdin closed, a
+    /// bounded wait, then SIGTERM and SIGKILL to the whole process group; always reaped.
+    pub(crate) async fn shut_down(&self, unanswered: Option<u64>) {
+        if let Some(request_id) = unanswered {
+            let cancelled = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {
+                    "requestId": request_id,
+                    "reason": "cancelled by brain (timeout, interruption or a request brain refused)"
+                }
+            });
+            let _ = tokio::time::timeout(EXIT_GRACE, self.send(&cancelled)).await;
+        }
+        // Closing stdin is how MCP asks a stdio server to exit.
+        drop(self.stdin.lock().await.take());
+        let mut child = self.child.lock().await;
+        let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok();
+        // The server's own children are in its group, whether or not it exited.
+        if let Some(group) = self.group {
+            signal_group(group, rustix::process::Signal::TERM);
+            if !exited && tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
+                signal_group(group, rustix::process::Signal::KILL);
+                return;
+            }
+            signal_group(group, rustix::process::Signal::KILL);
+        }
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+
+    /// Whether the process is still running (a spare that died is not used).
+    fn alive(&self) -> bool {
+        match self.child.try_lock() {
+            Ok(mut child) => matches!(child.try_wait(), Ok(None)),
+            Err(_) => false,
+        }
+    }
+}
+
+impl Drop for Process {
+    /// A process nobody shut down (the runtime dropped mid-call, a spare reaped): the whole
+    /// group is killed; tokio reaps the child.
+    fn drop(&mut self) {
+        if let Some(group) = self.group
+            && let Ok(mut child) = self.child.try_lock()
+            && matches!(child.try_wait(), Ok(None))
+        {
+            signal_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+fn signal_group(group: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(group)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => "exited".to_owned(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The end of a stream, at most [`STDERR_TAIL`] bytes.
+#[derive(Default)]
+struct Tail(VecDeque<u8>);
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        let bytes = &bytes[bytes.len().saturating_sub(STDERR_TAIL)..];
+        let over = (self.0.len() + bytes.len()).saturating_sub(STDERR_TAIL);
+        self.0.drain(..over);
+        self.0.extend(bytes);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.0.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).into_owned()
+    }
+}
+
+/// Reads stderr to its end, keeping only its tail: a chatty server never blocks on a full pipe.
+async fn drain(mut pipe: impl AsyncRead + Unpin, tail: Arc<Mutex<Tail>>) {
+    let mut buffer = vec![0; 8192];
+    while let Ok(read) = pipe.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        lock(&tail).push(&buffer[..read]);
+    }
+}
+
+/// Why no message could be read from stdout.
+#[derive(Debug)]
+enum LineError {
+    /// The server closed stdout (it exited, most likely).
+    Closed,
+    /// A line longer than the bound; brain stopped reading it.
+    TooLong(u64),
+    /// A line that is not JSON.
+    Garbage(String),
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Closed => f.write_str("the server closed its stdout"),
+            LineError::TooLong(limit) => {
+                write!(f, "the server wrote a line longer than {limit} bytes")
+            }
+            LineError::Garbage(what) => write!(f, "the server wrote a line that is not JSON-RPC: {what}"),
+            LineError::Io(error) => write!(f, "reading the server's stdout failed: {error}"),
+        }
+    }
+}
+
+/// Newline-delimited lines, each read within a byte bound: a line longer than the bound is an
+/// error as soon as the bound is passed, never buffered whole.
+struct Lines<R> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    fn new(reader: R) -> Self {
+        Lines {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::new(),
+        }
+    }
+
+    async fn next(&mut self, limit: u64) -> Result<Vec<u8>, LineError> {
+        self.line.clear();
+        loop {
+            let available = self.reader.fill_buf().await.map_err(LineError::Io)?;
+            if available.is_empty() {
+                return Err(LineError::Closed);
+            }
+            let (taken, done) = match memchr(available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if (self.line.len() + taken) as u64 > limit.saturating_add(1) {
+                return Err(LineError::TooLong(limit));
+            }
+            self.line.extend_from_slice(&available[..taken]);
+            self.reader.consume(taken);
+            if done {
+                return Ok(std::mem::take(&mut self.line));
+            }
+        }
+    }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+impl Transport for Stdio {
+    /// A spare process when the binding keeps some, else a new one; then the call on it.
+    async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
+        let launch = call.tool.launch.as_ref().expect("a stdio binding has a launch");
+        let spare = call.tool.spares.as_ref().and_then(|spares| spares.take());
+        let process = match spare {
+            Some(process) => {
+                self.keep(&process);
+                process
+            }
+            None => {
+                let process = Process::spawn(launch)?;
+                self.keep(&process);
+                open(&process, call.tool.binding.pinned_revision()).await?;
+                process
+            }
+        };
+        if let Some(spares) = &call.tool.spares {
+            spares.refill(call.tool);
+        }
+        let revision = *lock(&process.revision);
+        call.state().revision = Some(revision.unwrap_or(revision::STATELESS));
+        let back = Pipe {
+            process: &process,
+            answers: revision.is_some(),
+        };
+        let policy = call.tool.binding.on_input_request();
+        let mut round = Round::first();
+        loop {
+            let meta = if revision.is_none() {
+                stateless::meta()
+            } else {
+                Map::new()
+            };
+            let asked = match self.call(call, &process, meta, &round, &back).await? {
+                Reply::Complete(result) => return Ok(result),
+                Reply::InputRequired(_) if revision.is_some() => {
+                    return Err(Failure::sent(
+                        "the server answered with an `input_required` result on a session \
+                         revision, where MCP does not allow it; the tool may have run",
+                    ));
+                }
+                Reply::InputRequired(asked) => asked,
+            };
+            if round.number >= stateless::MAX_ROUNDS {
+                return Err(stateless::too_many_rounds());
+            }
+            round = Round::next(round.number + 1, &asked, policy)?;
+        }
+    }
+
+    /// Ends the call's process (cancelling an unanswered call first).
+    async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, state: CallState) {
+        let process = lock(&self.process).take();
+        if let Some(process) = process {
+            let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
+            process.shut_down(unanswered).await;
+        }
+    }
+}
+
+impl Stdio {
+    /// Writes `tools/call` (once) and reads its response in order.
+    async fn call(
+        &self,
+        call: &Exchange<'_>,
+        process: &Process,
+        meta: Map<String, Value>,
+        round: &Round,
+        back: &Pipe<'_>,
+    ) -> Result<Reply, Failure> {
+        let request = call.message(meta, round);
+        call.sending(round);
+        if let Err(error) = process.send(&request).await {
+            // Not written: the server cannot have read a whole request.
+            call.state().call_sent = round.number > 0;
+            return Err(Failure {
+                unknown_outcome: round.number > 0,
+                message: format!(
+                    "could not write tools/call to the MCP server: {error}{}",
+                    process.report().await
+                ),
+            });
+        }
+        let mut last_progress = None;
+        loop {
+            let message = match process.receive(call.tool.raw_limit()).await {
+                Ok(message) => message,
+                Err(LineError::TooLong(_)) => {
+                    return Err(Failure::sent(format!(
+                        "the server wrote a line longer than max_output_bytes ({}) allows; brain \
+                         stopped reading it",
+                        call.tool.binding.max_output_bytes
+                    )));
+                }
+                Err(error) => {
+                    return Err(Failure::sent(format!(
+                        "{error} after tools/call was written{}; the tool may have run",
+                        process.report().await
+                    )));
+                }
+            };
+            match call
+                .on_message(&message, &request["id"], &mut last_progress, back)
+                .await?
+            {
+                Step::Continue => {}
+                Step::Answered(reply) => return reply,
+            }
+        }
+    }
+}
+
+/// Starts the MCP session on a new process: the binding's pinned revision exactly, or the newest
+/// session revision offered and any brain speaks accepted; 2026-07-28 has no initialize. Nothing
+/// here is `tools/call`: every failure is `unknown_outcome: false`.
+pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), Failure> {
+    if pinned == Some(revision::STATELESS) {
+        return Ok(());
+    }
+    let offer = pinned.unwrap_or(revision::SESSIONS[0]);
+    let setup_failed = async |what: String| {
+        Failure::not_sent(format!(
+            "the MCP server {:?} failed to start a session: {what}{}",
+            process.launch.program(),
+            process.report().await
+        ))
+    };
+    let request = json!({
+        "jsonrpc": "2.0",
+        "id": INIT_ID,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": offer,
+            "capabilities": {},
+            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    if let Err(error) = process.send(&request).await {
+        return Err(setup_failed(format!("writing initialize failed: {error}")).await);
+    }
+    let result = loop {
+        let message = match process.receive(INIT_LIMIT).await {
+            Ok(message) => message,
+            Err(error) => return Err(setup_failed(format!("{error} before initialize was answered")).await),
+        };
+        if message.get("id") != Some(&json!(INIT_ID)) || message.get("method").is_some() {
+            // Logging, or a request of its own before the session exists: not for brain.
+            continue;
+        }
+        if let Some(error) = message.get("error") {
+            if pinned.is_none() && crate::session::stateless_supported(error) {
+                return Ok(());
+            }
+            return Err(setup_failed(format!(
+                "initialize failed: {}",
+                crate::call::rpc_error_text(error)
+            ))
+            .await);
+        }
+        break message.get("result").cloned().unwrap_or_default();
+    };
+    let offered = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("(none)");
+    let revision = revision::accept(pinned, offered).map_err(|why| {
+        Failure::not_sent(format!(
+            "the MCP server {:?} {why}",
+            process.launch.program()
+        ))
+    })?;
+    *lock(&process.revision) = Some(revision);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    if let Err(error) = process.send(&initialized).await {
+        return Err(setup_failed(format!("writing notifications/initialized failed: {error}")).await);
+    }
+    Ok(())
+}
+
+/// Discovery on a stdio server: a process started as a call's would be, a session opened (any
+/// revision brain speaks; 2026-07-28 when the server refuses sessions), every page of
+/// `tools/list`, then the process shut down. Returns the revision and the tools.
+pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Value>), String> {
+    let launch = Arc::new(launch);
+    let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
+    let listed = async {
+        open(&process, None).await.map_err(|failure| failure.message)?;
+        let revision = *lock(&process.revision);
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 1..=1000u64 {
+            let mut params = Map::new();
+            if let Some(cursor) = &cursor {
+                params.insert("cursor".into(), json!(cursor));
+            }
+            if revision.is_none() {
+                params.insert("_meta".into(), Value::Object(stateless::meta()));
+            }
+            let id = page + 1;
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+            process
+                .send(&request)
+                .await
+                .map_err(|error| format!("writing tools/list failed: {error}"))?;
+            let answer = loop {
+                let message = process.receive(64 * 1024 * 1024).await.map_err(|error| {
+                    format!("{error} before tools/list was answered")
+                })?;
+                if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                    break message;
+                }
+            };
+            if let Some(error) = answer.get("error") {
+                return Err(format!(
+                    "the server answered tools/list with {}",
+                    crate::call::rpc_error_text(error)
+                ));
+            }
+            match answer["result"].get("tools") {
+                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+                _ => return Err("the server's tools/list result has no `tools` array".into()),
+            }
+            let next = answer["result"]
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|next| !next.is_empty())
+                .map(str::to_owned);
+            if next.is_none() || next == cursor {
+                return Ok((revision.unwrap_or(revision::STATELESS), tools));
+            }
+            cursor = next;
+        }
+        Err("tools/list did not end after 1000 pages".into())
+    };
+    let listed = match listed.await {
+        Ok(listed) => Ok(listed),
+        Err(message) => Err(format!("{message}{}", process.report().await)),
+    };
+    process.shut_down(None).await;
+    listed
+}
+
+/// The way back to a stdio server: its stdin. 2026-07-28 has none (input requests travel in
+/// `input_required` results).
+struct Pipe<'a> {
+    process: &'a Process,
+    answers: bool,
+}
+
+impl BackChannel for Pipe<'_> {
+    async fn answer(&self, message: &Value) -> bool {
+        self.answers && self.process.send(message).await.is_ok()
+    }
+}
+
+/// Spare processes of one binding (`prewarm`), started and initialized before they are needed;
+/// each is used for exactly one call, then discarded.
+pub(crate) struct Spares {
+    wanted: usize,
+    ready: Mutex<Vec<Arc<Process>>>,
+    /// Spares being started.
+    starting: std::sync::atomic::AtomicUsize,
+}
+
+impl Spares {
+    pub(crate) fn new(wanted: usize) -> Self {
+        Spares {
+            wanted,
+            ready: Mutex::new(Vec::new()),
+            starting: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// A live spare, if one is ready (dead ones are discarded on the way).
+    fn take(&self) -> Option<Arc<Process>> {
+        let mut ready = lock(&self.ready);
+        while let Some(process) = ready.pop() {
+            if process.alive() {
+                return Some(process);
+            }
+            let dead = process;
+            tokio::spawn(async move { dead.shut_down(None).await });
+        }
+        None
+    }
+
+    /// Starts as many spares as are missing, in the background.
+    pub(crate) fn refill(self: &Arc<Self>, tool: &Tool) {
+        use std::sync::atomic::Ordering;
+        let Some(launch) = tool.launch.clone() else {
+            return;
+        };
+        let have = lock(&self.ready).len() + self.starting.load(Ordering::SeqCst);
+        for _ in have..self.wanted {
+            self.starting.fetch_add(1, Ordering::SeqCst);
+            let spares = Arc::clone(self);
+            let launch = Arc::clone(&launch);
+            let pinned = tool.binding.protocol_version.clone();
+            tokio::spawn(async move {
+                let started = async {
+                    let process = Process::spawn(&launch).ok()?;
+                    let opened =
+                        tokio::time::timeout(SPARE_START, open(&process, pinned.as_deref())).await;
+                    match opened {
+                        Ok(Ok(())) => Some(process),
+                        _ => {
+                            process.shut_down(None).await;
+                            None
+                        }
+                    }
+                };
+                let process = started.await;
+                spares.starting.fetch_sub(1, Ordering::SeqCst);
+                if let Some(process) = process {
+                    lock(&spares.ready).push(process);
+                }
+            });
+        }
+    }
+}
