@@ -13,8 +13,8 @@ use url::{Host, Url};
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::ident::{module_ident, type_ident};
 use crate::model::{
-    BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, PROTOCOL_VERSIONS,
-    STRUCTURED_REVISION, ToolBinding,
+    BindingKind, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
+    PROTOCOL_VERSIONS, STRUCTURED_REVISION, ToolBinding,
 };
 use crate::schema::compile_schema;
 
@@ -370,7 +370,10 @@ fn command(draft: &Draft, out: &mut Vec<Diagnostic>) {
     if !draft.usable("command") {
         return;
     }
-    if command.first().is_none_or(|program| program.trim().is_empty()) {
+    if command
+        .first()
+        .is_none_or(|program| program.trim().is_empty())
+    {
         out.push(draft.error(
             Rule::CommandEmpty,
             "command",
@@ -446,7 +449,11 @@ fn env(draft: &Draft, out: &mut Vec<Diagnostic>) {
             }
         }
     }
-    let Some(env_from) = binding.env_from.as_ref().filter(|_| draft.usable("env_from")) else {
+    let Some(env_from) = binding
+        .env_from
+        .as_ref()
+        .filter(|_| draft.usable("env_from"))
+    else {
         return;
     };
     for (name, host) in env_from {
@@ -462,11 +469,17 @@ fn env(draft: &Draft, out: &mut Vec<Diagnostic>) {
             out.push(draft.error(
                 Rule::EnvInvalid,
                 &field,
-                format!("{host:?} (the host variable for {name}) is not an environment variable name"),
+                format!(
+                    "{host:?} (the host variable for {name}) is not an environment variable name"
+                ),
                 "name the host variable that holds the secret, e.g. `GH_TOKEN`; never put the \
                  secret itself here",
             ));
-        } else if binding.env.as_ref().is_some_and(|env| env.contains_key(name)) {
+        } else if binding
+            .env
+            .as_ref()
+            .is_some_and(|env| env.contains_key(name))
+        {
             out.push(draft.error(
                 Rule::EnvInvalid,
                 &field,

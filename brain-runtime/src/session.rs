@@ -201,9 +201,8 @@ async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
         .get("protocolVersion")
         .and_then(Value::as_str)
         .unwrap_or("(none)");
-    let revision = revision::accept(pinned, offered).map_err(|why| {
-        Failure::not_sent(format!("session setup failed: the server {why}"))
-    })?;
+    let revision = revision::accept(pinned, offered)
+        .map_err(|why| Failure::not_sent(format!("session setup failed: the server {why}")))?;
     call.state().revision = Some(revision);
     let mut headers = HeaderMap::new();
     if let Some(session) = session

@@ -282,7 +282,9 @@ fn exit_text(status: std::process::ExitStatus) -> String {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The end of a stream, at most [`STDERR_TAIL`] bytes.
@@ -333,7 +335,9 @@ impl std::fmt::Display for LineError {
             LineError::TooLong(limit) => {
                 write!(f, "the server wrote a line longer than {limit} bytes")
             }
-            LineError::Garbage(what) => write!(f, "the server wrote a line that is not JSON-RPC: {what}"),
+            LineError::Garbage(what) => {
+                write!(f, "the server wrote a line that is not JSON-RPC: {what}")
+            }
             LineError::Io(error) => write!(f, "reading the server's stdout failed: {error}"),
         }
     }
@@ -384,7 +388,11 @@ fn memchr(bytes: &[u8]) -> Option<usize> {
 impl Transport for Stdio {
     /// A spare process when the binding keeps some, else a new one; then the call on it.
     async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
-        let launch = call.tool.launch.as_ref().expect("a stdio binding has a launch");
+        let launch = call
+            .tool
+            .launch
+            .as_ref()
+            .expect("a stdio binding has a launch");
         let spare = call.tool.spares.as_ref().and_then(|spares| spares.take());
         let process = match spare {
             Some(process) => {
@@ -525,7 +533,9 @@ pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), 
     let result = loop {
         let message = match process.receive(INIT_LIMIT).await {
             Ok(message) => message,
-            Err(error) => return Err(setup_failed(format!("{error} before initialize was answered")).await),
+            Err(error) => {
+                return Err(setup_failed(format!("{error} before initialize was answered")).await);
+            }
         };
         if message.get("id") != Some(&json!(INIT_ID)) || message.get("method").is_some() {
             // Logging, or a request of its own before the session exists: not for brain.
@@ -556,7 +566,9 @@ pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), 
     *lock(&process.revision) = Some(revision);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     if let Err(error) = process.send(&initialized).await {
-        return Err(setup_failed(format!("writing notifications/initialized failed: {error}")).await);
+        return Err(
+            setup_failed(format!("writing notifications/initialized failed: {error}")).await,
+        );
     }
     Ok(())
 }
@@ -568,7 +580,9 @@ pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Valu
     let launch = Arc::new(launch);
     let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
     let listed = async {
-        open(&process, None).await.map_err(|failure| failure.message)?;
+        open(&process, None)
+            .await
+            .map_err(|failure| failure.message)?;
         let revision = *lock(&process.revision);
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -581,15 +595,17 @@ pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Valu
                 params.insert("_meta".into(), Value::Object(stateless::meta()));
             }
             let id = page + 1;
-            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+            let request =
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
             process
                 .send(&request)
                 .await
                 .map_err(|error| format!("writing tools/list failed: {error}"))?;
             let answer = loop {
-                let message = process.receive(64 * 1024 * 1024).await.map_err(|error| {
-                    format!("{error} before tools/list was answered")
-                })?;
+                let message = process
+                    .receive(64 * 1024 * 1024)
+                    .await
+                    .map_err(|error| format!("{error} before tools/list was answered"))?;
                 if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
                     break message;
                 }

@@ -46,7 +46,8 @@ pub struct StdioFaults {
     /// Ignore SIGTERM (the client must SIGKILL the process).
     #[arg(long)]
     pub ignore_term: bool,
-    /// Write this many bytes to stderr at start, as fast as the pipe takes them.
+    /// Write this many bytes to stderr when `tools/call` arrives, before answering it: a client
+    /// that does not drain stderr never gets the answer.
     #[arg(long)]
     pub stderr_flood: Option<u64>,
     /// Write this line to stderr when a tool call arrives (`$VAR` is replaced by the value of
@@ -100,20 +101,6 @@ pub async fn serve(faults: Faults, stdio: StdioFaults) -> std::io::Result<()> {
         let child = std::process::Command::new("sleep").arg("300").spawn()?;
         stdio.record(&format!("child {}", child.id()));
     }
-    if let Some(bytes) = stdio.stderr_flood {
-        tokio::spawn(async move {
-            let chunk = vec![b'e'; 64 * 1024];
-            let mut stderr = tokio::io::stderr();
-            let mut left = bytes;
-            while left > 0 {
-                let n = left.min(chunk.len() as u64) as usize;
-                if stderr.write_all(&chunk[..n]).await.is_err() {
-                    break;
-                }
-                left -= n as u64;
-            }
-        });
-    }
     let faults = Faults {
         stdio: true,
         ..faults
@@ -165,6 +152,9 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
                 if let Some(line) = &stdio.stderr_line {
                     eprintln!("{}", expand(line));
                 }
+                if let Some(bytes) = stdio.stderr_flood {
+                    write_bytes(&mut std::io::stderr().lock(), b'e', bytes);
+                }
                 if stdio.crash_after_call {
                     eprintln!("test server: crashing after tools/call (fault)");
                     std::process::exit(1);
@@ -174,17 +164,7 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
                     continue;
                 }
                 if let Some(bytes) = stdio.huge_line {
-                    let chunk = vec![b'x'; 64 * 1024];
-                    let mut stdout = std::io::stdout().lock();
-                    let mut left = bytes;
-                    while left > 0 {
-                        let n = left.min(chunk.len() as u64) as usize;
-                        if stdout.write_all(&chunk[..n]).is_err() {
-                            break;
-                        }
-                        left -= n as u64;
-                    }
-                    let _ = stdout.flush();
+                    write_bytes(&mut std::io::stdout().lock(), b'x', bytes);
                     continue;
                 }
                 if stdio.hang {
@@ -206,6 +186,20 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
     if stdio.ignore_stdin_close {
         std::future::pending::<()>().await;
     }
+}
+
+/// Writes `count` bytes `byte` (blocking), stopping early when the reader is gone.
+fn write_bytes(out: &mut impl Write, byte: u8, count: u64) {
+    let chunk = vec![byte; 64 * 1024];
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        if out.write_all(&chunk[..n]).is_err() {
+            return;
+        }
+        left -= n as u64;
+    }
+    let _ = out.flush();
 }
 
 /// `$VAR` in `text` replaced by the variable's value.

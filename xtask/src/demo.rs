@@ -232,7 +232,11 @@ fn print_bindings(config: &HostConfig) {
         println!(
             "   {:<18} {:<5} {:<15} {:<10} {:<14} {:>6}s {:>10}",
             binding.name,
-            if binding.is_stdio() { "stdio" } else { binding.kind().as_str() },
+            if binding.is_stdio() {
+                "stdio"
+            } else {
+                binding.kind().as_str()
+            },
             binding.mcp_tool.as_deref().unwrap_or("-"),
             binding.pinned_revision().unwrap_or("any"),
             binding.tenants.join(","),

@@ -220,7 +220,9 @@ fn stdio_server(command: &str, env: &[String], env_from: &[String]) -> Result<Se
     let words = shlex::split(command)
         .filter(|words| !words.is_empty())
         .ok_or_else(|| {
-            format!("--command {command:?} is empty or has an unclosed quote or a trailing backslash")
+            format!(
+                "--command {command:?} is empty or has an unclosed quote or a trailing backslash"
+            )
         })?;
     let pairs = |flag: &str, items: &[String]| -> Result<BTreeMap<String, String>, String> {
         items
