@@ -4,7 +4,9 @@
 # (mcp==1.9.4 negotiates 2025-03-26, in .venv-mcp1.9; mcp==1.12.4 negotiates 2025-06-18, in
 # .venv-mcp1.12; with the libraries of their time pinned beside them: with today's anyio, 1.9.4's
 # session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
-# (node_modules). Idempotent and quick once done; `cargo xtask ci` runs it.
+# (node_modules); for stdio bindings, @modelcontextprotocol/server-filesystem@2026.8.31
+# (node_modules) and mcp-server-time==2026.10.19 (in .venv-time). Idempotent and quick once done;
+# `cargo xtask ci` runs it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -26,8 +28,16 @@ for version in 1.9.4 1.12.4; do
   fi
 done
 
-if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
+# The stdio peers: mcp-server-time from PyPI, in a venv of its own.
+if ! .venv-time/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp-server-time") != "2026.10.19")' 2>/dev/null; then
+  python3 -m venv .venv-time
+  .venv-time/bin/pip install --quiet --disable-pip-version-check "mcp-server-time==2026.10.19"
+fi
+
+if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
+  || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 version() { "$1/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'; }
-echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(node -p 'require("./node_modules/@modelcontextprotocol/server-everything/package.json").version')"
+npm_version() { node -p "require('./node_modules/@modelcontextprotocol/$1/package.json').version"; }
+echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"

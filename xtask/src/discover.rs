@@ -142,7 +142,8 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
                 .join(", ")
         };
         eprintln!(
-            "error: the server {server} has no tool named {}\n  help: it has {}",
+            "error: the server {} has no tool named {}\n  help: it has {}",
+            where_(&server),
             list(missing.iter().map(|s| s.as_str()).collect()),
             list(
                 discovery
@@ -167,7 +168,8 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     };
     eprintln!(
         "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",
-        settings.server, discovery.protocol_version
+        where_(&settings.server),
+        discovery.protocol_version
     );
     let bindings: Vec<ToolBinding> = names
         .iter()
@@ -212,6 +214,14 @@ fn token(var: Option<&str>) -> anyhow::Result<Option<(String, String)>> {
         _ => bail!(
             "{var} is not set: export it with the server's API key (brain reads the token from the variable named by --token-env)"
         ),
+    }
+}
+
+/// `at URL`, or the command in backquotes.
+fn where_(server: &Server) -> String {
+    match server {
+        Server::Url(url) => format!("at {url}"),
+        Server::Command { .. } => format!("`{server}`"),
     }
 }
 
@@ -395,8 +405,9 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
             }
             drifted += 1;
             println!(
-                "drift: tool {:?} (mcp_tool {mcp_tool:?} of {server}):",
-                binding.name
+                "drift: tool {:?} (mcp_tool {mcp_tool:?} {}):",
+                binding.name,
+                where_(&server)
             );
             for line in lines {
                 println!("  {line}");

@@ -620,3 +620,111 @@ async fn on_input_request_is_carried_into_the_bindings() {
         stderr(&output)
     );
 }
+
+/// `--command` (and the Go tool's `-command`): the stdio test server started, listed and shut
+/// down; the bindings carry `command`, `env` and `env_from` (never a value) and pass every rule;
+/// `--write` then `--check` find no drift, and a server that changed is reported.
+#[tokio::test]
+async fn a_stdio_server_by_command() {
+    let server = tests::process::test_server_binary().display().to_string();
+    let command = format!("'{server}' --stdio");
+    let output = xtask(
+        args(&[
+            "discover",
+            "-command",
+            &command,
+            "--env",
+            "MODE=demo",
+            "--env-from",
+            "API_KEY=BRAIN_TEST_STDIO_SECRET",
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,weather",
+        ]),
+        vec![("BRAIN_TEST_STDIO_SECRET", "hunter2-secret".to_owned())],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    assert_eq!(printed.len(), 2);
+    assert_eq!(printed[0]["command"], json!([server, "--stdio"]));
+    assert_eq!(printed[0]["env"], json!({"MODE": "demo"}));
+    assert_eq!(
+        printed[0]["env_from"],
+        json!({"API_KEY": "BRAIN_TEST_STDIO_SECRET"})
+    );
+    assert_eq!(printed[0]["protocol_version"], "2025-11-25");
+    assert!(printed[0].get("url").is_none());
+    assert!(!stdout(&output).contains("hunter2") && !stderr(&output).contains("hunter2"));
+    passes_check(&printed).await;
+
+    // A variable named by --env-from that is not set: refused, by name.
+    let unset = xtask(
+        args(&[
+            "discover",
+            "--command",
+            &command,
+            "--env-from",
+            "API_KEY=BRAIN_TEST_UNSET_VAR",
+            "--tenant",
+            "local",
+            "--tools",
+            "echo",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(unset.status.code(), Some(1), "{}", stderr(&unset));
+    assert!(
+        stderr(&unset).contains("BRAIN_TEST_UNSET_VAR"),
+        "{}",
+        stderr(&unset)
+    );
+
+    // --write, then --check: no drift; with `echo` changed (the server started with --drifted),
+    // drift on `echo`.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let config = config.to_str().unwrap();
+    let write = xtask(
+        args(&[
+            "discover",
+            "--command",
+            &command,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo",
+            "--write",
+            config,
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(write.status.code(), Some(0), "{}", stderr(&write));
+    let check = xtask(args(&["discover", "--check", config]), vec![]).await;
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+    let mut text: Value = serde_json::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+    text["tools"][0]["command"] = json!([server, "--stdio", "--drifted"]);
+    std::fs::write(config, text.to_string()).unwrap();
+    let check = xtask(args(&["discover", "--check", config]), vec![]).await;
+    assert_eq!(
+        check.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+    assert!(
+        stdout(&check).contains("drift: tool \"echo\""),
+        "{}",
+        stdout(&check)
+    );
+}

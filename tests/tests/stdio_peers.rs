@@ -1,0 +1,208 @@
+//! Real stdio MCP servers, installed by `tests/interop/setup.sh` (pinned): discovered with
+//! `brain_runtime::discover::discover_command` (what `cargo xtask discover --command` runs),
+//! turned into bindings with `binding_from_tool` (every config rule checked), then called through
+//! the runtime, one fresh process per call: `@modelcontextprotocol/server-filesystem@2026.8.31`
+//! on a temporary directory, `@modelcontextprotocol/server-everything@2026.8.31` in its stdio
+//! mode (progress, a timeout, cancellation) and `mcp-server-time==2026.10.19` from PyPI.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use brain_config::HostConfig;
+use brain_config::discovery::{BindingSettings, Server, binding_from_tool};
+use brain_runtime::discover::{CommandOptions, discover_command};
+use brain_runtime::{Event, Runtime};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tests::client::{call, request, text};
+
+fn interop(path: &str) -> String {
+    let path: PathBuf = tests::workspace_root().join("tests/interop").join(path);
+    assert!(
+        path.exists(),
+        "{} is missing: run tests/interop/setup.sh (cargo xtask ci does)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// Discovers `tools` of the server `command` starts and returns a runtime over their bindings
+/// (`patch` changes each), with the revision the server negotiated.
+async fn discovered(
+    command: Vec<String>,
+    tools: &[&str],
+    patch: impl Fn(&mut Value),
+) -> (Runtime, String) {
+    let discovery = discover_command(&CommandOptions {
+        command: command.clone(),
+        env: Vec::new(),
+        secrets: Vec::new(),
+        timeout: Duration::from_secs(30),
+    })
+    .await
+    .unwrap_or_else(|error| panic!("discovery of {command:?} failed: {error}"));
+    let settings = BindingSettings {
+        server: Server::Command {
+            command,
+            env: Default::default(),
+            env_from: Default::default(),
+        },
+        token_env: None,
+        tenants: vec!["local".into()],
+        timeout_seconds: 30,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+        on_input_request: None,
+    };
+    let bindings: Vec<Value> = tools
+        .iter()
+        .map(|name| {
+            let tool = discovery
+                .tools
+                .iter()
+                .find(|t| t["name"] == *name)
+                .unwrap_or_else(|| panic!("the server has no tool {name}"));
+            let mut binding = serde_json::to_value(binding_from_tool(tool, &settings)).unwrap();
+            patch(&mut binding);
+            binding
+        })
+        .collect();
+    let text = json!({"tools": bindings}).to_string();
+    let config: HostConfig =
+        brain_config::parse(text.as_bytes(), "discovered.json").unwrap_or_else(|e| panic!("{e}"));
+    (Runtime::new(&config).unwrap(), discovery.protocol_version)
+}
+
+fn node(script: &str, args: &[&str]) -> Vec<String> {
+    let mut command = vec!["node".to_owned(), interop(script)];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    command
+}
+
+#[tokio::test]
+async fn server_filesystem_reads_lists_and_reports_a_tool_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let command = node(
+        "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+        &[root.to_str().unwrap()],
+    );
+    let (runtime, revision) =
+        discovered(command, &["read_text_file", "list_directory"], |_| {}).await;
+    assert_eq!(revision, "2025-11-25");
+
+    let path = root.join("notes.txt").display().to_string();
+    let read = call(&runtime, "read_text_file", json!({"path": path})).await;
+    assert!(!read.is_error, "{read:?}");
+    assert!(text(&read).contains("second line"), "{read:?}");
+
+    let listed = call(
+        &runtime,
+        "list_directory",
+        json!({"path": root.display().to_string()}),
+    )
+    .await;
+    assert!(text(&listed).contains("[FILE] notes.txt"), "{listed:?}");
+
+    // Outside the allowed directory: the server's own tool error, a known outcome.
+    let refused = call(&runtime, "read_text_file", json!({"path": "/etc/hostname"})).await;
+    assert_eq!(
+        (refused.is_error, refused.unknown_outcome),
+        (true, false),
+        "{refused:?}"
+    );
+    assert!(text(&refused).contains("Access denied"), "{refused:?}");
+    runtime.wait_for_cleanup().await;
+}
+
+#[tokio::test]
+async fn server_everything_stdio_progress_timeout_and_cancellation() {
+    let command = node(
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        &["stdio"],
+    );
+    let (runtime, _) = discovered(
+        command,
+        &["echo", "trigger-long-running-operation"],
+        |binding| {
+            if binding["name"] == "trigger-long-running-operation" {
+                binding["timeout_seconds"] = json!(2);
+            }
+        },
+    )
+    .await;
+    let echoed = call(&runtime, "echo", json!({"message": "hello, everything"})).await;
+    assert!(text(&echoed).contains("hello, everything"), "{echoed:?}");
+
+    let mut long = runtime.call(request(
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 4}),
+    ));
+    let mut steps = Vec::new();
+    let mut result = None;
+    while let Some(event) = long.next().await {
+        match event {
+            Event::Progress(progress) => steps.push(progress.progress),
+            Event::Result(done) => result = Some(done),
+        }
+    }
+    let result = result.unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(steps, vec![1.0, 2.0, 3.0, 4.0]);
+
+    let slow = call(
+        &runtime,
+        "trigger-long-running-operation",
+        json!({"duration": 10, "steps": 2}),
+    )
+    .await;
+    assert_eq!(
+        (slow.is_error, slow.unknown_outcome),
+        (true, true),
+        "{slow:?}"
+    );
+    assert!(text(&slow).contains("timed out after 2s"), "{slow:?}");
+
+    let cancelled = runtime.call(request(
+        "trigger-long-running-operation",
+        json!({"duration": 10, "steps": 2}),
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cancelled.cancel();
+    let cancelled = cancelled.result().await;
+    assert_eq!(
+        (cancelled.is_error, cancelled.unknown_outcome),
+        (true, true),
+        "{cancelled:?}"
+    );
+    assert!(text(&cancelled).contains("interrupted"), "{cancelled:?}");
+    runtime.wait_for_cleanup().await;
+}
+
+#[tokio::test]
+async fn mcp_server_time_from_pypi() {
+    let command = vec![
+        interop(".venv-time/bin/mcp-server-time"),
+        "--local-timezone".to_owned(),
+        "UTC".to_owned(),
+    ];
+    let (runtime, _) = discovered(command, &["get_current_time"], |_| {}).await;
+    let now = call(
+        &runtime,
+        "get_current_time",
+        json!({"timezone": "Europe/Oslo"}),
+    )
+    .await;
+    assert!(!now.is_error, "{now:?}");
+    assert!(text(&now).contains("Europe/Oslo"), "{now:?}");
+    let unknown = call(
+        &runtime,
+        "get_current_time",
+        json!({"timezone": "Mars/Olympus"}),
+    )
+    .await;
+    assert!(unknown.is_error, "{unknown:?}");
+    assert!(!unknown.unknown_outcome, "{unknown:?}");
+    runtime.wait_for_cleanup().await;
+}
