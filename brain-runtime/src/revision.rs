@@ -19,6 +19,21 @@ pub(crate) fn known(revision: &str) -> Option<&'static str> {
         .copied()
 }
 
+/// The `initialize` request (JSON-RPC id 0) offering `revision`, with no client capabilities: brain
+/// offers no elicitation, sampling or roots.
+pub(crate) fn initialize(revision: &str) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": revision,
+            "capabilities": {},
+            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
+        }
+    })
+}
+
 /// The session revision to use when the server answered initialize with `offered`: exactly the
 /// `pinned` one, or any session revision brain speaks when none is pinned; else why not.
 pub(crate) fn accept(pinned: Option<&str>, offered: &str) -> Result<&'static str, String> {

@@ -28,7 +28,7 @@ use crate::wire::{Endpoint, Messages, SESSION_HEADER, error_chain};
 /// Bound on the body of an initialize response.
 const INIT_LIMIT: u64 = 1024 * 1024;
 /// The JSON-RPC id of initialize.
-const INIT_ID: u64 = 0;
+const INIT_ID: u64 = 0; // as revision::initialize sends it
 /// How long to wait before resuming a closed stream when the server gave no `retry`.
 const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Sessions at revisions before this one also listen on the session's GET stream during the
@@ -129,16 +129,7 @@ impl Transport for Session {
 async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
     let pinned = call.tool.binding.pinned_revision();
     let offer = pinned.unwrap_or(revision::SESSIONS[0]);
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": INIT_ID,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": offer,
-            "capabilities": {},
-            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
-        }
-    });
+    let request = revision::initialize(offer);
     let response = call
         .endpoint
         .post(&request, HeaderMap::new())

@@ -26,7 +26,7 @@ use crate::stateless;
 /// Bound on one line of the server's answer to initialize.
 const INIT_LIMIT: u64 = 1024 * 1024;
 /// The JSON-RPC id of initialize.
-const INIT_ID: u64 = 0;
+const INIT_ID: u64 = 0; // as revision::initialize sends it
 /// How long a server has to exit after its stdin was closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// How much of the server's stderr is kept for a failure's message (the end of it).
@@ -517,16 +517,7 @@ pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), 
             process.report().await
         ))
     };
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": INIT_ID,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": offer,
-            "capabilities": {},
-            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
-        }
-    });
+    let request = revision::initialize(offer);
     if let Err(error) = process.send(&request).await {
         return Err(setup_failed(format!("writing initialize failed: {error}")).await);
     }
