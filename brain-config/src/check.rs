@@ -647,8 +647,8 @@ fn inspect_session_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// `transport` chooses between HTTP and SSE tools: an MCP binding must not set it (it always
-/// speaks Streamable HTTP).
+/// `transport` chooses between HTTP and SSE tools: an MCP binding must not set it (it speaks
+/// Streamable HTTP with `url`, or stdio with `command`).
 fn transport_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
     if draft.binding.kind() == BindingKind::Mcp && draft.binding.transport.is_some() {
         out.push(draft.error(

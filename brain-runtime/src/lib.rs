@@ -2,7 +2,7 @@
 //!
 //! Every call: the tool exists and the tenant may call it, the arguments validate against the
 //! binding's `input_schema` (a refusal does no I/O), then a fresh MCP session over one shared,
-//! pooled HTTP client; `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress
+//! pooled HTTP client — or, for a stdio binding (`command`), a fresh server process; `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress
 //! streamed in wire order; the result converted and bounded; every failure classified with an
 //! honest `unknown_outcome`. A call is never retried: `tools/call` goes out once, and again only
 //! when a 2026-07-28 server answers `input_required`, saying the tool has not completed and
@@ -35,8 +35,8 @@
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.
 //!
-//! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations and session closes
-//! run off the caller's path.
+//! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
+//! the shutdown of stdio server processes run off the caller's path.
 
 mod call;
 mod convert;

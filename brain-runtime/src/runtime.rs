@@ -260,8 +260,8 @@ impl Runtime {
 
     /// Starts a call and returns its events: zero or more `tool.progress`, then one
     /// `tool.result`. A refused call does no I/O at all. Dropping the [`Call`] (or
-    /// [`Call::cancel`]) cancels the request and closes the session. Must run inside a tokio
-    /// runtime.
+    /// [`Call::cancel`]) cancels the request and closes the session (for a stdio binding, ends
+    /// the server's process). Must run inside a tokio runtime.
     pub fn call(&self, request: CallRequest) -> Call {
         let call_id = request
             .call_id
@@ -316,8 +316,9 @@ impl Runtime {
     }
 
     /// Waits until the cleanup of every call that has ended is done: the cancellation of an
-    /// unanswered request and the close of its session, each bounded by 5 s. Call it before the
-    /// process exits, or the server may never learn that a call was cancelled.
+    /// unanswered request and the close of its session, each bounded by 5 s, or the shutdown of a
+    /// stdio server's process group (about 1 s at most). Call it before the process exits, or
+    /// the server may never learn that a call was cancelled.
     pub async fn wait_for_cleanup(&self) {
         self.inner.cleanups.close();
         self.inner.cleanups.wait().await;

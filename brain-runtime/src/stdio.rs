@@ -228,12 +228,12 @@ impl Process {
         drop(self.stdin.lock().await.take());
         let mut child = self.child.lock().await;
         let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok();
-        // The server's own children are in its group, whether or not it exited.
+        // The server's own children are in its group, whether or not it exited: SIGTERM, a
+        // grace period if the server itself is still running, then SIGKILL for what is left.
         if let Some(group) = self.group {
             signal_group(group, rustix::process::Signal::TERM);
-            if !exited && tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
-                signal_group(group, rustix::process::Signal::KILL);
-                return;
+            if !exited {
+                let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
             }
             signal_group(group, rustix::process::Signal::KILL);
         }

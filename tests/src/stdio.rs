@@ -181,11 +181,8 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
             break;
         }
     }
-    // stdin closed: so is rmcp's input (it then ends the service).
+    // stdin closed: so is rmcp's input (it then ends the service; `serve` decides what next).
     drop(to_rmcp);
-    if stdio.ignore_stdin_close {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Writes `count` bytes `byte` (blocking), stopping early when the reader is gone.
