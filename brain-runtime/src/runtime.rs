@@ -183,7 +183,7 @@ impl<'a> RuntimeBuilder<'a> {
         if !missing.is_empty() && !self.allow_missing_tokens {
             return Err(RuntimeError::MissingTokens(missing));
         }
-        // Spares start now when there is a tokio runtime to start them on, else at the first call.
+        // Spares start now when there is a tokio runtime to start them on, else after the first call.
         if tokio::runtime::Handle::try_current().is_ok() {
             for tool in tools.values() {
                 if let Some(spares) = &tool.spares {

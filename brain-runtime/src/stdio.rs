@@ -406,9 +406,6 @@ impl Transport for Stdio {
                 process
             }
         };
-        if let Some(spares) = &call.tool.spares {
-            spares.refill(call.tool);
-        }
         let revision = *lock(&process.revision);
         call.state().revision = Some(revision.unwrap_or(revision::STATELESS));
         let back = Pipe {
@@ -440,12 +437,17 @@ impl Transport for Stdio {
         }
     }
 
-    /// Ends the call's process (cancelling an unanswered call first).
-    async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, state: CallState) {
+    /// Ends the call's process (cancelling an unanswered call first), then — for a binding with
+    /// `prewarm` — starts the spares that are missing: off the call's path, so that starting a
+    /// process never competes with a call for the CPU.
+    async fn clean_up(&self, _: HttpClient, tool: Arc<Tool>, state: CallState) {
         let process = lock(&self.process).take();
         if let Some(process) = process {
             let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
             process.shut_down(unanswered).await;
+        }
+        if let Some(spares) = &tool.spares {
+            spares.refill(&tool);
         }
     }
 }

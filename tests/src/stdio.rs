@@ -67,7 +67,9 @@ impl StdioFaults {
                 .append(true)
                 .open(path)
         {
-            let _ = writeln!(file, "{event}");
+            // One write per event: concurrent servers append to the same file, and O_APPEND
+            // keeps a single write whole.
+            let _ = file.write_all(format!("{event}\n").as_bytes());
         }
     }
 }

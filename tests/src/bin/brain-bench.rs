@@ -7,6 +7,11 @@
 //! rmcp with its defaults (initialize, call, DELETE per call); the floor, a plain HTTP POST of the
 //! same JSON to the same server process; the same server with Nagle on; and, when present, the
 //! official TypeScript and Python SDK clients (tests/interop/bench_client.*), a new session each.
+//!
+//! stdio (S1–S3): the test server as a process (`brain-test-server --stdio`, release): a
+//! `prewarm: 1` binding against `prewarm: 0` (calls spaced by an agent's think time, so that a
+//! spare can be ready); brain with `prewarm: 0` against the SDKs' stdio clients, a fresh process
+//! per call on every side; 100 concurrent stdio calls (RSS, and no process left afterwards).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -151,6 +156,9 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         }
     }
 
+    let (stdio_targets, stdio_scenarios) = stdio(&plan).await?;
+    targets.extend(stdio_targets);
+    scenarios.extend(stdio_scenarios);
     targets.push(per_call_work(&server.url, plan.rounds)?);
     targets.extend(memory(&server.url).await?);
     targets.extend(discovery_and_codegen(plan.rounds).await?);
@@ -217,6 +225,194 @@ impl Target {
             met: value < limit,
         }
     }
+}
+
+/// The `brain-test-server` built next to this binary.
+fn test_server_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(exe.parent().context("no parent")?.join("brain-test-server"))
+}
+
+/// A binding of `tool` on `brain-test-server --stdio` (2025-11-25) with `prewarm` spares.
+fn stdio_config(tool: &str, prewarm: u64) -> anyhow::Result<HostConfig> {
+    let server = test_server_binary()?.display().to_string();
+    let mut config = echo_config("http://unused.invalid/mcp", "2025-11-25", tool)?;
+    let binding = &mut config.tools[0];
+    binding.url = None;
+    binding.command = Some(vec![server, "--stdio".into()]);
+    binding.prewarm = (prewarm > 0).then_some(prewarm);
+    brain_config::validate(&config)
+        .is_empty()
+        .then_some(config)
+        .context("the stdio bench config is invalid")
+}
+
+/// S1–S3: stdio bindings.
+async fn stdio(plan: &Plan) -> anyhow::Result<(Vec<Target>, Vec<(String, usize, Measure)>)> {
+    let mut targets = Vec::new();
+    let mut scenarios = Vec::new();
+    eprintln!("measuring stdio bindings...");
+    // S1: the same calls, 20 ms of think time between them, with and without a spare.
+    let warm = Arc::new(Driver::Brain(Runtime::new(&stdio_config("echo", 1)?)?));
+    let cold = Arc::new(Driver::Brain(Runtime::new(&stdio_config("echo", 0)?)?));
+    let think = Duration::from_millis(20);
+    let calls = plan.sdk_calls.min(100);
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    spaced(&warm, 5, think).await?;
+    spaced(&cold, 5, think).await?;
+    for round in 0..plan.rounds {
+        if round % 2 == 0 {
+            with.push(spaced(&warm, calls, think).await?);
+            without.push(spaced(&cold, calls, think).await?);
+        } else {
+            without.push(spaced(&cold, calls, think).await?);
+            with.push(spaced(&warm, calls, think).await?);
+        }
+    }
+    let (with, without) = (Rounds(with), Rounds(without));
+    let (with_p50, without_p50) = (with.pooled().p50, without.pooled().p50);
+    targets.push(Target::ratio(
+        "S1",
+        format!(
+            "stdio prewarm 1 vs 0, calls/s while calling (p50 {:.2} vs {:.2} ms)",
+            with_p50.as_secs_f64() * 1e3,
+            without_p50.as_secs_f64() * 1e3
+        ),
+        with.median_rate() / without.median_rate(),
+        3.0,
+    ));
+    scenarios.push((
+        "brain, stdio, prewarm 1 (20 ms apart)".into(),
+        1,
+        with.pooled(),
+    ));
+    scenarios.push((
+        "brain, stdio, prewarm 0 (20 ms apart)".into(),
+        1,
+        without.pooled(),
+    ));
+
+    // S2: a fresh process per call, back to back, against the SDKs' stdio clients.
+    let target = format!("stdio:{}", test_server_binary()?.display());
+    for concurrency in [1, 8] {
+        let sdk_calls = plan.sdk_calls;
+        measure(&cold, sdk_calls / 10 + concurrency, concurrency).await?;
+        let mut rounds = Vec::new();
+        let mut sdks = Vec::new();
+        for sdk in [Sdk::TypeScript, Sdk::Python] {
+            rounds.push(measure(&cold, sdk_calls, concurrency).await?);
+            match sdk.measure(&target, sdk_calls, concurrency) {
+                Ok(Some(measure)) => sdks.push((sdk, measure)),
+                Ok(None) => eprintln!("{}: not installed (tests/interop/setup.sh)", sdk.label()),
+                Err(error) => eprintln!("{} over stdio: {error:#}", sdk.label()),
+            }
+        }
+        rounds.push(measure(&cold, sdk_calls, concurrency).await?);
+        let brain = Rounds(rounds);
+        for (sdk, measure) in sdks {
+            targets.push(Target::ratio(
+                "S2",
+                format!(
+                    "stdio, process per call: brain vs {}, c={concurrency}",
+                    sdk.short()
+                ),
+                brain.median_rate() / measure.rate,
+                1.0,
+            ));
+            scenarios.push((
+                format!("{} stdio client", sdk.short()),
+                concurrency,
+                measure,
+            ));
+        }
+        scenarios.push((
+            "brain, stdio, prewarm 0".into(),
+            concurrency,
+            brain.pooled(),
+        ));
+    }
+
+    // S3: 100 stdio calls at once (each its own process, 2 s long).
+    // This process's other children (the HTTP test servers, S1's spare) are not S3's.
+    let before = children();
+    let slow = Runtime::new(&stdio_config("slow", 0)?)?;
+    let calls: Vec<_> = (0..100)
+        .map(|i| {
+            slow.call(CallRequest {
+                tool: "slow".into(),
+                scope: scope(),
+                call_id: Some(format!("stdio-{i}")),
+                arguments: json!({"seconds": 2}),
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let in_flight = memory_mb("VmRSS:");
+    let children_in_flight = children().len().saturating_sub(before.len());
+    let results = futures_util::future::join_all(calls.into_iter().map(|call| call.result())).await;
+    if let Some(failed) = results.iter().find(|result| result.is_error) {
+        bail!("a concurrent stdio call failed: {:?}", failed.content);
+    }
+    slow.wait_for_cleanup().await;
+    drop(slow);
+    let left: Vec<u32> = children()
+        .into_iter()
+        .filter(|pid| !before.contains(pid))
+        .collect();
+    eprintln!(
+        "S3: {children_in_flight} server processes during the calls, {} after",
+        left.len()
+    );
+    targets.push(Target::below(
+        "S3",
+        "100 concurrent stdio calls: RSS of brain's process",
+        in_flight,
+        "MB",
+        150.0,
+    ));
+    targets.push(Target::below(
+        "S3",
+        "100 concurrent stdio calls: server processes left afterwards",
+        left.len() as f64,
+        "procs",
+        1.0,
+    ));
+    Ok((targets, scenarios))
+}
+
+/// The live (not zombie) processes whose parent is this one.
+fn children() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid ...
+            let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+            let state = fields.next().unwrap_or("");
+            let ppid = fields.next().unwrap_or("");
+            ppid == me && state != "Z"
+        })
+        .collect()
+}
+
+/// `calls` calls one after another, `think` apart; the rate is calls per second of calling
+/// (the think time left out).
+async fn spaced(driver: &Arc<Driver>, calls: usize, think: Duration) -> anyhow::Result<Measure> {
+    let mut latencies = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        tokio::time::sleep(think).await;
+        let started = Instant::now();
+        driver.call().await?;
+        latencies.push(started.elapsed());
+    }
+    let calling: Duration = latencies.iter().sum();
+    Ok(Measure::new(calls, calling, latencies))
 }
 
 /// A `brain-test-server` process built next to this binary; killed when dropped.
@@ -458,6 +654,13 @@ enum Sdk {
 }
 
 impl Sdk {
+    fn short(self) -> &'static str {
+        match self {
+            Sdk::TypeScript => "TypeScript SDK",
+            Sdk::Python => "Python SDK",
+        }
+    }
+
     fn label(self) -> &'static str {
         match self {
             Sdk::TypeScript => "TypeScript SDK client (session per call)",

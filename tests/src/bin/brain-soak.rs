@@ -1,10 +1,14 @@
 //! brain-soak: many calls through one runtime against test servers (separate processes), a share
-//! of them with random faults, both protocol revisions. `cargo xtask soak` builds and runs it.
+//! of them with random faults, both protocol revisions over HTTP, and a share to stdio bindings
+//! (`brain-test-server --stdio`, a process per call, healthy or with a stdio fault). `cargo xtask
+//! soak` builds and runs it.
 //!
 //! Asserts: no panic, no hang (every call ends within its timeout plus 5 s), every call answered
 //! with exactly one `tool.result`, RSS flat (after the last quarter of the calls within 10 % of
 //! after the second), this process's open file descriptors back to the starting count once the
-//! runtime is dropped, and each server's `tools/call` count equal to the calls that reached it.
+//! runtime is dropped, each server's `tools/call` count equal to the calls that reached it (stdio
+//! servers count in a stats file per kind), and no server process left once the runtime is
+//! dropped.
 //! Prints the figures; the last line is a one-line summary; exit 1 on any violation.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -32,6 +36,9 @@ struct Args {
     /// Share of calls sent to a faulty server.
     #[arg(long, default_value_t = 0.1)]
     fault_rate: f64,
+    /// Share of calls made to stdio bindings (their own share of faults: `fault_rate`).
+    #[arg(long, default_value_t = 0.2)]
+    stdio_share: f64,
     /// Seed of the fault choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -121,6 +128,90 @@ const KINDS: &[Kind] = &[
     },
 ];
 
+/// The stdio servers: healthy first, then one per stdio fault; how many `tools/call` a call adds
+/// to the kind's count.
+const STDIO_KINDS: &[Kind] = &[
+    Kind {
+        name: "stdio healthy",
+        flags: &[],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stdio exit on initialize",
+        flags: &["--exit-on-initialize"],
+        counted_session: 0,
+        counted_stateless: 0,
+    },
+    Kind {
+        name: "stdio crash after call",
+        flags: &["--crash-after-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stdio garbage after call",
+        flags: &["--garbage-after-call"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+    Kind {
+        name: "stdio hung",
+        flags: &["--hang"],
+        counted_session: 1,
+        counted_stateless: 1,
+    },
+];
+
+/// Where one call goes.
+#[derive(Clone, Copy)]
+enum Route {
+    /// An HTTP server of [`KINDS`], at 2026-07-28 or over a session.
+    Http { server: usize, stateless: bool },
+    /// A stdio binding of [`STDIO_KINDS`].
+    Stdio(usize),
+}
+
+/// A directory of its own for the stdio servers' stats files; removed when dropped.
+struct StatsDir(std::path::PathBuf);
+
+impl StatsDir {
+    fn new() -> std::io::Result<StatsDir> {
+        let path = std::env::temp_dir().join(format!("brain-soak-{}", std::process::id()));
+        std::fs::create_dir_all(&path)?;
+        Ok(StatsDir(path))
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for StatsDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The live (not zombie) processes whose parent is this one.
+fn children() -> usize {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+            let state = fields.next().unwrap_or("");
+            fields.next() == Some(me.as_str()) && state != "Z"
+        })
+        .count()
+}
+
 /// The timeout of every binding (the stalled server's calls end by it).
 const TIMEOUT_SECONDS: u64 = 2;
 
@@ -179,6 +270,32 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             }));
         }
     }
+    let stats_dir = StatsDir::new()?;
+    let server_binary = std::env::current_exe()?
+        .parent()
+        .context("no parent")?
+        .join("brain-test-server");
+    for (index, kind) in STDIO_KINDS.iter().enumerate() {
+        let mut command = vec![
+            server_binary.display().to_string(),
+            "--stdio".to_owned(),
+            "--stats-file".to_owned(),
+            stats_dir
+                .path()
+                .join(index.to_string())
+                .display()
+                .to_string(),
+        ];
+        command.extend(kind.flags.iter().map(|flag| (*flag).to_owned()));
+        tools.push(json!({
+            "name": format!("stdio{index}"),
+            "description": "Echo on a stdio soak server.",
+            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+            "command": command, "mcp_tool": "echo", "tenants": ["soak"],
+            "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": "2025-11-25"
+        }));
+    }
+    let children_before = children();
     let text = json!({"tools": tools}).to_string();
     let config =
         brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -186,14 +303,27 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
 
     // The plan: for each call, its server and revision.
     let mut rng = Rng(args.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let plan: Vec<(usize, bool)> = (0..args.calls)
+    let plan: Vec<Route> = (0..args.calls)
         .map(|_| {
+            let stdio = rng.next() < args.stdio_share;
+            let kinds = if stdio {
+                STDIO_KINDS.len()
+            } else {
+                KINDS.len()
+            };
             let server = if rng.next() < args.fault_rate {
-                1 + (rng.next() * (KINDS.len() - 1) as f64) as usize % (KINDS.len() - 1)
+                1 + (rng.next() * (kinds - 1) as f64) as usize % (kinds - 1)
             } else {
                 0
             };
-            (server, rng.next() < 0.5)
+            if stdio {
+                Route::Stdio(server)
+            } else {
+                Route::Http {
+                    server,
+                    stateless: rng.next() < 0.5,
+                }
+            }
         })
         .collect();
     let plan = Arc::new(plan);
@@ -202,7 +332,11 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(Mutex::new(Vec::<String>::new()));
-    let outcomes = Arc::new(Mutex::new(vec![[0usize; 3]; KINDS.len()]));
+    // One row per HTTP kind, then one per stdio kind.
+    let outcomes = Arc::new(Mutex::new(vec![
+        [0usize; 3];
+        KINDS.len() + STDIO_KINDS.len()
+    ]));
     let rss = Arc::new(Mutex::new(vec![0.0f64; 4]));
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
@@ -224,8 +358,18 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 if index >= total {
                     break;
                 }
-                let (server, stateless) = plan[index];
-                let tool = format!("s{server}_{}", if stateless { "2026" } else { "2025" });
+                let (tool, row, kind) = match plan[index] {
+                    Route::Http { server, stateless } => (
+                        format!("s{server}_{}", if stateless { "2026" } else { "2025" }),
+                        server,
+                        &KINDS[server],
+                    ),
+                    Route::Stdio(server) => (
+                        format!("stdio{server}"),
+                        KINDS.len() + server,
+                        &STDIO_KINDS[server],
+                    ),
+                };
                 let mut call = runtime.call(CallRequest {
                     tool,
                     scope: Scope {
@@ -249,7 +393,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 if ended.is_err() {
                     violations.push(format!(
                         "call {index} ({}) did not end within {bound:?}",
-                        KINDS[server].name
+                        kind.name
                     ));
                 } else if results.len() != 1 {
                     violations.push(format!("call {index} ended with {} results", results.len()));
@@ -259,7 +403,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                         (true, false) => 1,
                         (true, true) => 2,
                     };
-                    outcomes.lock().unwrap_or_else(|p| p.into_inner())[server][slot] += 1;
+                    outcomes.lock().unwrap_or_else(|p| p.into_inner())[row][slot] += 1;
                 }
                 drop(violations);
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -288,14 +432,15 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     let http = reqwest::Client::new();
     let mut table = Vec::new();
     for (index, (kind, server)) in KINDS.iter().zip(&servers).enumerate() {
-        let sent_session = plan
-            .iter()
-            .filter(|(s, stateless)| *s == index && !stateless)
-            .count();
-        let sent_stateless = plan
-            .iter()
-            .filter(|(s, stateless)| *s == index && *stateless)
-            .count();
+        let sent = |to_stateless: bool| {
+            plan.iter()
+                .filter(|route| {
+                    matches!(route, Route::Http { server, stateless }
+                        if *server == index && *stateless == to_stateless)
+                })
+                .count()
+        };
+        let (sent_session, sent_stateless) = (sent(false), sent(true));
         let expected =
             sent_session * kind.counted_session + sent_stateless * kind.counted_stateless;
         let stats_url = server.url.replace("/mcp", "/stats");
@@ -319,6 +464,23 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         table.push((kind.name, sent_session + sent_stateless, counted, outcome));
     }
 
+    for (index, kind) in STDIO_KINDS.iter().enumerate() {
+        let sent = plan
+            .iter()
+            .filter(|route| matches!(route, Route::Stdio(server) if *server == index))
+            .count();
+        let expected = sent * kind.counted_session;
+        let counted = tests::stdio::count(&stats_dir.path().join(index.to_string()), "tools/call");
+        if counted != expected {
+            violations.push(format!(
+                "{}: the servers counted {counted} tools/call, {expected} reached them",
+                kind.name
+            ));
+        }
+        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[KINDS.len() + index];
+        table.push((kind.name, sent, counted, outcome));
+    }
+
     let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if rss[3] > rss[1] * 1.10 {
         violations.push(format!(
@@ -337,6 +499,21 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         fds_after = open_fds();
     }
+    // Every stdio server process was shut down with its call.
+    let mut children_after = children();
+    for _ in 0..50 {
+        if children_after <= children_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        children_after = children();
+    }
+    if children_after > children_before {
+        violations.push(format!(
+            "{} stdio server processes left after the runtime was dropped",
+            children_after - children_before
+        ));
+    }
     if fds_after > fds_before {
         violations.push(format!(
             "open file descriptors: {fds_before} before, {fds_after} after"
@@ -354,12 +531,14 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         println!("{name:<26} {calls:>7} {counted:>9} {ok:>7} {error:>9} {unknown:>9}");
     }
     println!(
-        "RSS by quarter (MB): {:.1} {:.1} {:.1} {:.1}; open fds: {fds_before} before, {fds_after} after",
+        "RSS by quarter (MB): {:.1} {:.1} {:.1} {:.1}; open fds: {fds_before} before, {fds_after} after; \
+         child processes: {children_before} before, {children_after} after",
         rss[0], rss[1], rss[2], rss[3]
     );
     println!(
-        "soak: {} calls, concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
+        "soak: {} calls ({:.0} % stdio), concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
         args.calls,
+        args.stdio_share * 100.0,
         args.concurrency,
         args.fault_rate,
         elapsed.as_secs_f64(),
