@@ -417,3 +417,60 @@ async fn a_signal_before_tools_call_reports_a_known_outcome() {
             .contains("before tools/call was sent")
     );
 }
+
+#[tokio::test]
+async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
+    use tests::stdio::{children, count};
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let server = tests::process::test_server_binary().display().to_string();
+    let config = write_config(dir.path(), "http://unused.invalid/mcp", |binding| {
+        binding.as_object_mut().unwrap().remove("url");
+        binding["command"] = json!([
+            server,
+            "--stdio",
+            "--stats-file",
+            stats.display().to_string(),
+            "--spawn-child"
+        ]);
+    });
+    let (code, events, took) = interrupt(&config, "slow", r#"{"seconds": 60}"#, "-INT", || {
+        count(&stats, "tools/call") == 1
+    })
+    .await;
+    assert_eq!(code, Some(130));
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["is_error"], &last["unknown_outcome"]),
+        (&json!("tool.result"), &json!(true), &json!(true)),
+        "{last}"
+    );
+    assert!(
+        last["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    // Before the harness exited, the server was told and its process ended, with its child.
+    assert_eq!(count(&stats, "cancelled"), 1);
+    assert_eq!(count(&stats, "exit"), 1);
+    assert_eq!(count(&stats, "tools/call"), 1);
+    for child in children(&stats) {
+        let mut gone = false;
+        for _ in 0..100 {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            if stat.is_empty()
+                || stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|s| s.trim_start().starts_with('Z'))
+            {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(gone, "the server's child {child} survived the harness");
+    }
+}

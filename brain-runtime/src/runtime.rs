@@ -211,7 +211,8 @@ pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
 struct Inner {
     tools: HashMap<String, Arc<Tool>>,
     http: HttpClient,
-    /// The cleanups of ended calls (cancellation, session close), run off the callers' path.
+    /// The calls in flight, and the cleanups of ended calls (cancellation, session close, a
+    /// stdio process's shutdown), run off the callers' path.
     cleanups: TaskTracker,
 }
 
@@ -285,7 +286,9 @@ impl Runtime {
             }
         };
         let inner = Arc::clone(&self.inner);
-        tokio::spawn(async move {
+        // Tracked with the cleanups: a call dropped or cancelled just before
+        // `wait_for_cleanup` is waited for until its cleanup has been handed over.
+        self.inner.cleanups.spawn(async move {
             let http = inner.http.clone();
             let (scope, arguments) = (&request.scope, &request.arguments);
             let cleanups = &inner.cleanups;
@@ -315,10 +318,12 @@ impl Runtime {
         call
     }
 
-    /// Waits until the cleanup of every call that has ended is done: the cancellation of an
-    /// unanswered request and the close of its session, each bounded by 5 s, or the shutdown of a
-    /// stdio server's process group (about 1 s at most). Call it before the process exits, or
-    /// the server may never learn that a call was cancelled.
+    /// Waits until every call started on this runtime has ended and its cleanup is done: the
+    /// cancellation of an unanswered request and the close of its session, each bounded by 5 s,
+    /// or the shutdown of a stdio server's process group (about 1 s at most). A call still in
+    /// progress is waited for (at most its timeout); drop or cancel the calls first to end them
+    /// now. Call it before the process exits, or the server may never learn that a call was
+    /// cancelled.
     pub async fn wait_for_cleanup(&self) {
         self.inner.cleanups.close();
         self.inner.cleanups.wait().await;

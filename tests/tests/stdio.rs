@@ -264,7 +264,7 @@ async fn a_hung_server_times_out_and_its_whole_group_is_killed() {
 }
 
 #[tokio::test]
-async fn cancellation_and_input_requests_end_the_call_once() {
+async fn cancellation_drop_and_input_requests_end_the_call_once() {
     let stats = stats();
     let runtime = runtime(&stats.path, &[], |_| {});
     let call = runtime.call(request("slow", json!({"seconds": 30})));
@@ -279,6 +279,22 @@ async fn cancellation_and_input_requests_end_the_call_once() {
     );
     assert_eq!(count(&stats.path, "tools/call"), 1);
     assert_eq!(count(&stats.path, "cancelled"), 1);
+
+    // Dropping the call cancels it the same way.
+    let stats = self::stats();
+    let runtime = self::runtime(&stats.path, &[], |_| {});
+    let call = runtime.call(request("slow", json!({"seconds": 30})));
+    for _ in 0..100 {
+        if count(&stats.path, "tools/call") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(call);
+    runtime.clone().wait_for_cleanup().await;
+    assert_eq!(count(&stats.path, "tools/call"), 1);
+    assert_eq!(count(&stats.path, "cancelled"), 1);
+    assert_eq!(count(&stats.path, "exit"), 1);
 
     let stats = self::stats();
     let runtime = self::runtime(&stats.path, &[], |_| {});
