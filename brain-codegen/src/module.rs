@@ -84,7 +84,7 @@ pub(crate) fn binding_module(binding: &ToolBinding) -> Result<Module, CodegenErr
     );
     let tokens = quote! {
         #![doc = #doc]
-        #![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+        #![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns, unused_qualifications)]
         #( #items )*
     };
     Ok(Module { tokens, args })

@@ -15,6 +15,7 @@ pub fn workspace_root() -> PathBuf {
 }
 
 pub mod client;
+pub mod nested;
 pub mod peers;
 pub mod process;
 pub mod server;

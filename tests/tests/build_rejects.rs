@@ -1,56 +1,11 @@
 //! `cargo build -p bindings` refuses an invalid `host.json` and stale generated code, with the
 //! diagnostics of `cargo xtask check` and the command that fixes it. Runs real cargo builds on a
-//! copy of the workspace (offline), in the workspace's own target directory. The build is `cargo
-//! check --workspace --all-targets`, the features `cargo xtask ci`'s clippy step resolved: the
-//! copy's own crates are new (their paths differ), its dependencies are the ones already checked.
+//! copy of the workspace (offline), in the workspace's own target directory (`tests::nested`:
+//! the copy's own crates are new, its dependencies the ones already checked).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use tests::workspace_root;
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        // Build outputs, installed peers (virtualenvs hold symlinks) and git are not sources.
-        let skipped = ["target", "node_modules", ".git"]
-            .iter()
-            .any(|skip| name == *skip)
-            || name.to_string_lossy().starts_with(".venv");
-        let kind = entry.file_type().unwrap();
-        if skipped || kind.is_symlink() {
-            continue;
-        }
-        let (src, dst) = (entry.path(), to.join(&name));
-        if kind.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
-
-fn check(workspace: &Path) -> Output {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "check",
-            "--quiet",
-            "--offline",
-            "--locked",
-            "--workspace",
-            "--all-targets",
-        ])
-        .current_dir(workspace)
-        .env(
-            "CARGO_TARGET_DIR",
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| workspace_root().join("target"), PathBuf::from),
-        )
-        .output()
-        .expect("cargo runs")
-}
+use tests::nested::{check, copy_workspace};
 
 fn edit_host_json(workspace: &Path, edit: impl Fn(&mut serde_json::Value)) {
     let path: PathBuf = workspace.join("bindings/host.json");
@@ -64,13 +19,13 @@ fn edit_host_json(workspace: &Path, edit: impl Fn(&mut serde_json::Value)) {
 fn cargo_build_rejects_invalid_and_stale_configs() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path();
-    copy_tree(&workspace_root(), workspace);
+    copy_workspace(workspace);
 
     // An MCP binding with `inspect_session`.
     edit_host_json(workspace, |config| {
         config["tools"][0]["inspect_session"] = serde_json::json!(true);
     });
-    let output = check(workspace);
+    let output = check(workspace, &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the build succeeded");
     assert!(
@@ -88,7 +43,7 @@ fn cargo_build_rejects_invalid_and_stale_configs() {
             .remove("inspect_session");
         config["tools"][0]["description"] = serde_json::json!("Echo a message back, changed.");
     });
-    let output = check(workspace);
+    let output = check(workspace, &[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "the build succeeded");
     assert!(

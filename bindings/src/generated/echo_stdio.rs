@@ -2,7 +2,13 @@
 // config-digest: sha256:ccf43f0ff563a2b46cbb888f2fa35c6f10185cf5aedbd547acc90d86f7faa686
 
 //! Binding `echo_stdio`: Echo a message back, from a stdio MCP server that brain starts as a process for each call.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`EchoStdioArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

@@ -2,7 +2,13 @@
 // config-digest: sha256:ccf43f0ff563a2b46cbb888f2fa35c6f10185cf5aedbd547acc90d86f7faa686
 
 //! Binding `long_task`: Run a task in steps, reporting progress after each step.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`LongTaskArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

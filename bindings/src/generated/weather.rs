@@ -2,7 +2,13 @@
 // config-digest: sha256:ccf43f0ff563a2b46cbb888f2fa35c6f10185cf5aedbd547acc90d86f7faa686
 
 //! Binding `weather`: Current weather for a city, as structured data.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`WeatherArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

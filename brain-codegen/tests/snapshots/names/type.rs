@@ -2,7 +2,13 @@
 // config-digest: sha256:eb04cd6427e178037ae3341504c6255daeb8e45dc229bed7b103aeb16fccd7b8
 
 //! Binding `type`: A tool named like a Rust keyword.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`TypeArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

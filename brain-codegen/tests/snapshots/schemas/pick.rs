@@ -2,7 +2,13 @@
 // config-digest: sha256:20ecf3a3d18dee14df316293e171a5d5bc34cd02b63b86e9048d7845ada48aa6
 
 //! Binding `pick`: A oneOf argument.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 /// The `input_schema` of `pick`, as a JSON object: typed fields would not be faithful to the schema (`oneOf`: typify's enums reject some inputs the schema accepts). brain validates it against the schema all the same.
 pub type PickArgs = ::brain_runtime::__codegen::serde_json::Map<
     ::std::string::String,

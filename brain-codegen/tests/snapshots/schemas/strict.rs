@@ -2,7 +2,13 @@
 // config-digest: sha256:20ecf3a3d18dee14df316293e171a5d5bc34cd02b63b86e9048d7845ada48aa6
 
 //! Binding `strict`: No extra keys.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`StrictArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

@@ -2,7 +2,13 @@
 // config-digest: sha256:296515f51dc26ca28553788c7e634e315ec7dadb4106e741eea6420373e2dbe2
 
 //! Binding `notes_read`: Read the knowledge graph.
-#![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns)]
+#![allow(
+    clippy::all,
+    missing_docs,
+    unused_imports,
+    irrefutable_let_patterns,
+    unused_qualifications
+)]
 ///`NotesReadArgs`
 #[derive(
     ::brain_runtime::__codegen::serde::Deserialize,

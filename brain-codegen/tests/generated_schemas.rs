@@ -1,22 +1,27 @@
-// The generated code of tests/fixtures/schemas.json compiles without a warning: `$defs`, enums,
-// nested objects, an output type, and the JSON-object fallbacks for `oneOf` and
-// `additionalProperties: true`.
+//! The generated code of `tests/fixtures/schemas.json` (in `tests/snapshots/schemas`) compiles
+//! without a warning: `$defs`, enums, nested objects, an output type, and the JSON-object
+//! fallbacks for `oneOf` and `additionalProperties: true`.
 #![deny(warnings)]
-#![allow(dead_code)]
 
-#[path = "../snapshots/schemas/mod.rs"]
+// `dead_code` and `unreachable_pub`: the generated items are `pub` for a library; here they sit in
+// a test crate.
+#[allow(dead_code, unreachable_pub)]
+#[path = "snapshots/schemas/mod.rs"]
 mod generated;
 
 use brain_runtime::TypedCall;
 use generated::{ToolCall, search, weather};
 
-fn main() {
+#[test]
+fn the_generated_code_works() {
     let call = ToolCall::parse(
         "search",
         serde_json::json!({"query": "rust", "mode": "fast", "filters": [{"field": "lang", "value": "en"}]}),
     )
     .unwrap();
-    let ToolCall::Search(args) = &call else { panic!("a search call") };
+    let ToolCall::Search(args) = &call else {
+        panic!("a search call")
+    };
     assert_eq!(args.mode, Some(search::SearchArgsMode::Fast));
     assert_eq!(args.filters[0].field, "lang");
     assert_eq!(call.arguments()["filters"][0]["value"], "en");

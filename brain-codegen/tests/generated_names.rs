@@ -1,14 +1,18 @@
-// The generated code of tests/fixtures/names.json compiles without a warning. (`dead_code` is
-// allowed because this is a binary: the generated items are `pub` in a library.)
+//! The generated code of `tests/fixtures/names.json` (in `tests/snapshots/names`) compiles
+//! without a warning, and its names work: reserved words, names that start with a digit, kebab
+//! case.
 #![deny(warnings)]
-#![allow(dead_code)]
 
-#[path = "../snapshots/names/mod.rs"]
+// `dead_code` and `unreachable_pub`: the generated items are `pub` for a library; here they sit in
+// a test crate.
+#[allow(dead_code, unreachable_pub)]
+#[path = "snapshots/names/mod.rs"]
 mod generated;
 
 use generated::{ToolCall, ToolName};
 
-fn main() {
+#[test]
+fn the_generated_code_works() {
     let call = ToolCall::GetPage(generated::get_page::GetPageArgs {
         url: "https://example.com".to_owned(),
     });
@@ -18,7 +22,10 @@ fn main() {
         self_: None,
     };
     assert_eq!(ToolName::ALL.len(), 5);
-    assert_eq!("3d-render".parse::<ToolName>().ok(), Some(ToolName::X3dRender));
+    assert_eq!(
+        "3d-render".parse::<ToolName>().ok(),
+        Some(ToolName::X3dRender)
+    );
     assert_eq!(generated::BINDINGS[0].name, "get-page");
     let parsed = ToolCall::parse("self", serde_json::json!({})).unwrap();
     assert_eq!(parsed.name(), ToolName::SelfTool);

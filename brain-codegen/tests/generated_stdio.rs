@@ -1,0 +1,26 @@
+//! The generated code of `tests/fixtures/stdio.json` (in `tests/snapshots/stdio`) compiles
+//! without a warning, and its compiled-in binding is the config's, stdio fields included.
+#![deny(warnings)]
+
+// `dead_code` and `unreachable_pub`: the generated items are `pub` for a library; here they sit in
+// a test crate.
+#[allow(dead_code, unreachable_pub)]
+#[path = "snapshots/stdio/mod.rs"]
+mod generated;
+
+#[test]
+fn the_compiled_in_binding_is_the_configs() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stdio.json");
+    let config = brain_config::load_file(&path).unwrap();
+    assert_eq!(generated::host_config().tools, config.tools);
+    let binding = &generated::BINDINGS[0];
+    assert_eq!(
+        binding.command,
+        Some(&["node", "/opt/mcp/server-memory/dist/index.js"][..])
+    );
+    assert_eq!(
+        binding.env_from,
+        Some(&[("GITHUB_PERSONAL_ACCESS_TOKEN", "GH_TOKEN")][..])
+    );
+    assert_eq!(binding.prewarm, Some(1));
+}
