@@ -18,8 +18,8 @@ use crate::server::{Faults, Stats, TestTools};
 /// Faults a stdio server can inject, chosen on its command line.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StdioFaults {
-    /// Append one line per event here: `initialize`, `tools/call`, `cancelled`, `answer`,
-    /// `child PID`, `exit`.
+    /// Append one line per event here: `initialize` (and `offered REVISION`), `tools/call`,
+    /// `cancelled`, `answer`, `child PID`, `exit`.
     #[arg(long)]
     pub stats_file: Option<PathBuf>,
     /// Exit (status 3) when initialize arrives, without answering it.
@@ -140,6 +140,10 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
         match method {
             Some("initialize") => {
                 stdio.record("initialize");
+                let offered = message["params"]["protocolVersion"]
+                    .as_str()
+                    .unwrap_or("none");
+                stdio.record(&format!("offered {offered}"));
                 if stdio.exit_on_initialize {
                     eprintln!("test server: exiting on initialize (fault)");
                     std::process::exit(3);

@@ -4,7 +4,8 @@
 //! written → `false`; exit, garbage, an overlong line, a timeout or a request for user input after
 //! it → `true`; `tools/call` is written at most once. Also: the clean environment, `env_from`
 //! redacted from stderr tails, progress, cancellation, the process group killed (the server's
-//! own child too, and a server that ignores SIGTERM), a flood on stderr, and `prewarm` spares
+//! own child too, and a server that ignores SIGTERM), a flood on stderr, 5,000 progress
+//! notifications in order, revisions (pinned exactly, or any when unpinned), and `prewarm` spares
 //! used once each and reaped with the runtime.
 
 use std::path::{Path, PathBuf};
@@ -358,4 +359,60 @@ async fn prewarmed_spares_serve_one_call_each_and_die_with_the_runtime() {
             "a process group survived the runtime ({child})"
         );
     }
+}
+
+#[tokio::test]
+async fn revisions_pinned_exactly_or_any_and_a_progress_flood() {
+    for (pinned, offered) in [
+        (Some("2024-11-05"), "2024-11-05"),
+        (Some("2025-06-18"), "2025-06-18"),
+        (None, "2025-11-25"),
+    ] {
+        let stats = stats();
+        let runtime = runtime(&stats.path, &[], |binding| match pinned {
+            Some(revision) => {
+                binding["protocol_version"] = json!(revision);
+                // No structured content before 2025-06-18 (a config rule).
+                binding.as_object_mut().unwrap().remove("output_schema");
+            }
+            None => {
+                binding.as_object_mut().unwrap().remove("protocol_version");
+            }
+        });
+        let (is_error, unknown, calls, text) =
+            outcome(&runtime, &stats.path, "echo", json!({"message": "rev"})).await;
+        assert_eq!(
+            (is_error, unknown, calls),
+            (false, false, 1),
+            "{pinned:?}: {text}"
+        );
+        assert_eq!(
+            count(&stats.path, &format!("offered {offered}")),
+            1,
+            "{pinned:?}"
+        );
+    }
+
+    // 5,000 progress notifications as fast as the server writes them: all delivered, in order.
+    let stats = stats();
+    let runtime = runtime(&stats.path, &[], |_| {});
+    let mut call = runtime.call(request("progress", json!({"steps": 5000})));
+    let (mut steps, mut last) = (0, 0.0);
+    let mut result = None;
+    while let Some(event) = call.next().await {
+        match event {
+            Event::Progress(progress) => {
+                assert!(
+                    progress.progress > last,
+                    "{} after {last}",
+                    progress.progress
+                );
+                last = progress.progress;
+                steps += 1;
+            }
+            Event::Result(done) => result = Some(done),
+        }
+    }
+    assert_eq!(text(&result.unwrap()), "done 5000 steps");
+    assert_eq!(steps, 5000);
 }

@@ -3,7 +3,8 @@
 //! turned into bindings with `binding_from_tool` (every config rule checked), then called through
 //! the runtime, one fresh process per call: `@modelcontextprotocol/server-filesystem@2026.8.31`
 //! on a temporary directory, `@modelcontextprotocol/server-everything@2026.8.31` in its stdio
-//! mode (progress, a timeout, cancellation) and `mcp-server-time==2026.10.19` from PyPI.
+//! mode (progress, a timeout, cancellation, and a binding pinned to 2026-07-28: no initialize) and
+//! `mcp-server-time==2026.10.19` from PyPI.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -134,6 +135,20 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
     .await;
     let echoed = call(&runtime, "echo", json!({"message": "hello, everything"})).await;
     assert!(text(&echoed).contains("hello, everything"), "{echoed:?}");
+
+    // The same server pinned to 2026-07-28: no initialize, the revision in `_meta`.
+    let (stateless, _) = discovered(
+        node(
+            "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+            &["stdio"],
+        ),
+        &["echo"],
+        |binding| binding["protocol_version"] = json!("2026-07-28"),
+    )
+    .await;
+    let echoed = call(&stateless, "echo", json!({"message": "no session"})).await;
+    assert!(!echoed.is_error, "{echoed:?}");
+    assert!(text(&echoed).contains("no session"), "{echoed:?}");
 
     let mut long = runtime.call(request(
         "trigger-long-running-operation",
