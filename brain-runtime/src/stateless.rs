@@ -17,7 +17,7 @@ use crate::routing::headers;
 /// The revision without sessions.
 pub(crate) const REVISION: &str = crate::revision::STATELESS;
 /// At most this many `input_required` rounds after the call.
-pub(crate) const MAX_ROUNDS: u64 = 8;
+const MAX_ROUNDS: u64 = 8;
 
 /// The stateless transport.
 pub(crate) struct Stateless;
@@ -34,18 +34,15 @@ impl Transport for Stateless {
     async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
         call.state().revision = Some(REVISION);
         let name = call.tool.binding.mcp_tool.as_deref().unwrap_or_default();
-        let policy = call.tool.binding.on_input_request();
-        let mut round = Round::first();
+        let mut rounds = Rounds::new(call);
         loop {
             let headers = headers(name, call.arguments, &call.tool.param_headers);
-            let asked = match call.call(headers, meta(), &round, &NoWayBack).await? {
-                Reply::Complete(result) => return Ok(result),
-                Reply::InputRequired(asked) => asked,
-            };
-            if round.number >= MAX_ROUNDS {
-                return Err(too_many_rounds());
+            let reply = call
+                .call(headers, meta(), rounds.current(), &NoWayBack)
+                .await?;
+            if let Some(result) = rounds.after(reply)? {
+                return Ok(result);
             }
-            round = Round::next(round.number + 1, &asked, policy)?;
         }
     }
 
@@ -54,12 +51,43 @@ impl Transport for Stateless {
     async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
 }
 
-/// The failure of a call whose server keeps asking for rounds.
-pub(crate) fn too_many_rounds() -> Failure {
-    Failure::sent(format!(
-        "the server still asked for another round (input_required) after {MAX_ROUNDS} rounds; \
-         brain stopped, and the tool may have run"
-    ))
+/// The rounds of a 2026-07-28 call: the call, then each round its server asks for
+/// (`input_required`), at most [`MAX_ROUNDS`] after the call, the binding's `on_input_request`
+/// deciding what an input request gets. The same on every transport that speaks 2026-07-28.
+pub(crate) struct Rounds {
+    round: Round,
+    policy: brain_config::OnInputRequest,
+}
+
+impl Rounds {
+    pub(crate) fn new(call: &Exchange<'_>) -> Self {
+        Rounds {
+            round: Round::first(),
+            policy: call.tool.binding.on_input_request(),
+        }
+    }
+
+    /// The round to send now.
+    pub(crate) fn current(&self) -> &Round {
+        &self.round
+    }
+
+    /// The server's reply to the current round: the call's result, or `None` when the next
+    /// round is ready to send, or the failure that ends the call.
+    pub(crate) fn after(&mut self, reply: Reply) -> Result<Option<ToolResult>, Failure> {
+        let asked = match reply {
+            Reply::Complete(result) => return Ok(Some(result)),
+            Reply::InputRequired(asked) => asked,
+        };
+        if self.round.number >= MAX_ROUNDS {
+            return Err(Failure::sent(format!(
+                "the server still asked for another round (input_required) after {MAX_ROUNDS} \
+                 rounds; brain stopped, and the tool may have run"
+            )));
+        }
+        self.round = Round::next(self.round.number + 1, &asked, self.policy)?;
+        Ok(None)
+    }
 }
 
 /// 2026-07-28 has no back-channel: server requests cannot be answered, streams not resumed.

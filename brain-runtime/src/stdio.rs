@@ -412,28 +412,26 @@ impl Transport for Stdio {
             process: &process,
             answers: revision.is_some(),
         };
-        let policy = call.tool.binding.on_input_request();
-        let mut round = Round::first();
+        if revision.is_some() {
+            return match self
+                .call(call, &process, Map::new(), &Round::first(), &back)
+                .await?
+            {
+                Reply::Complete(result) => Ok(result),
+                Reply::InputRequired(_) => Err(Failure::sent(
+                    "the server answered with an `input_required` result on a session revision, \
+                     where MCP does not allow it; the tool may have run",
+                )),
+            };
+        }
+        let mut rounds = stateless::Rounds::new(call);
         loop {
-            let meta = if revision.is_none() {
-                stateless::meta()
-            } else {
-                Map::new()
-            };
-            let asked = match self.call(call, &process, meta, &round, &back).await? {
-                Reply::Complete(result) => return Ok(result),
-                Reply::InputRequired(_) if revision.is_some() => {
-                    return Err(Failure::sent(
-                        "the server answered with an `input_required` result on a session \
-                         revision, where MCP does not allow it; the tool may have run",
-                    ));
-                }
-                Reply::InputRequired(asked) => asked,
-            };
-            if round.number >= stateless::MAX_ROUNDS {
-                return Err(stateless::too_many_rounds());
+            let reply = self
+                .call(call, &process, stateless::meta(), rounds.current(), &back)
+                .await?;
+            if let Some(result) = rounds.after(reply)? {
+                return Ok(result);
             }
-            round = Round::next(round.number + 1, &asked, policy)?;
         }
     }
 
