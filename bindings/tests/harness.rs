@@ -457,20 +457,9 @@ async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
     assert_eq!(count(&stats, "exit"), 1);
     assert_eq!(count(&stats, "tools/call"), 1);
     for child in children(&stats) {
-        let mut gone = false;
-        for _ in 0..100 {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            if stat.is_empty()
-                || stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|s| s.trim_start().starts_with('Z'))
-            {
-                gone = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        assert!(gone, "the server's child {child} survived the harness");
+        assert!(
+            tests::process::eventually_gone(child).await,
+            "the server's child {child} survived the harness"
+        );
     }
 }

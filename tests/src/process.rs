@@ -73,3 +73,45 @@ pub fn memory_mb(field: &str) -> f64 {
         .unwrap_or(0.0)
         / 1024.0
 }
+
+/// The state letter of process `pid` (`R`, `S`, `Z`, ...), or `None` when there is none.
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+    stat.rsplit(')').next()?.trim_start().chars().next()
+}
+
+/// Whether process `pid` no longer runs: gone, or a zombie waiting to be reaped.
+pub fn gone(pid: u32) -> bool {
+    matches!(state(pid), None | Some('Z' | 'X'))
+}
+
+/// Waits (bounded, 2 s) until process `pid` no longer runs; whether it stopped.
+pub async fn eventually_gone(pid: u32) -> bool {
+    for _ in 0..100 {
+        if gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    gone(pid)
+}
+
+/// The running (not zombie) processes whose parent is this process.
+pub fn children() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+            let state = fields.next().unwrap_or("");
+            fields.next() == Some(me.as_str()) && state != "Z"
+        })
+        .collect()
+}

@@ -15,7 +15,7 @@ use brain_runtime::{Event, Runtime};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tests::client::{call, config, request, text};
-use tests::process::test_server_binary;
+use tests::process::{eventually_gone, test_server_binary};
 use tests::stdio::{children, count};
 
 /// A runtime over every test-server tool, served by `brain-test-server --stdio FLAGS` with its
@@ -79,26 +79,6 @@ async fn outcome(
         count(stats, "tools/call"),
         text(&result),
     )
-}
-
-/// Whether process `pid` is gone (or at least no longer running: reaped, not a zombie).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| {
-            rest.trim_start().starts_with('Z') || rest.trim_start().starts_with('X')
-        }),
-    }
-}
-
-async fn eventually_gone(pid: u32) -> bool {
-    for _ in 0..100 {
-        if gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 #[tokio::test]

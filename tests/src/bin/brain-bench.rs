@@ -29,7 +29,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use tests::process::{ServerProcess, memory_mb};
+use tests::process::{ServerProcess, children, memory_mb};
 
 /// Measures DESIGN §7's targets; exits 1 when one is missed.
 #[derive(Parser)]
@@ -378,27 +378,6 @@ async fn stdio(plan: &Plan) -> anyhow::Result<(Vec<Target>, Vec<(String, usize, 
         1.0,
     ));
     Ok((targets, scenarios))
-}
-
-/// The live (not zombie) processes whose parent is this one.
-fn children() -> Vec<u32> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // pid (comm) state ppid ...
-            let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
-            let state = fields.next().unwrap_or("");
-            let ppid = fields.next().unwrap_or("");
-            ppid == me && state != "Z"
-        })
-        .collect()
 }
 
 /// `calls` calls one after another, `think` apart; the rate is calls per second of calling

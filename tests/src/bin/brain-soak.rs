@@ -22,7 +22,7 @@ use brain_runtime::{CallRequest, Event, Runtime, Scope};
 use clap::Parser;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tests::process::{ServerProcess, memory_mb};
+use tests::process::{ServerProcess, children, memory_mb};
 
 /// Soak the runtime with random faults.
 #[derive(Parser)]
@@ -193,25 +193,6 @@ impl Drop for StatsDir {
     }
 }
 
-/// The live (not zombie) processes whose parent is this one.
-fn children() -> usize {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let mut fields = stat.rsplit(')').next().unwrap_or("").split_whitespace();
-            let state = fields.next().unwrap_or("");
-            fields.next() == Some(me.as_str()) && state != "Z"
-        })
-        .count()
-}
-
 /// The timeout of every binding (the stalled server's calls end by it).
 const TIMEOUT_SECONDS: u64 = 2;
 
@@ -295,7 +276,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": "2025-11-25"
         }));
     }
-    let children_before = children();
+    let children_before = children().len();
     let text = json!({"tools": tools}).to_string();
     let config =
         brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -500,13 +481,13 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         fds_after = open_fds();
     }
     // Every stdio server process was shut down with its call.
-    let mut children_after = children();
+    let mut children_after = children().len();
     for _ in 0..50 {
         if children_after <= children_before {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        children_after = children();
+        children_after = children().len();
     }
     if children_after > children_before {
         violations.push(format!(
