@@ -463,3 +463,103 @@ async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
         );
     }
 }
+
+#[tokio::test]
+async fn http_and_sse_tools_through_the_harness() {
+    let key = "harness-session-token-key-0123456789abcdef";
+    let server = TestServer::start(Faults {
+        session_token_key: Some(key.as_bytes().to_vec()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let tools = server.url.replace("/mcp", "/tools");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    let binding = |name: &str, path: &str, extra: Value| {
+        let mut binding = json!({
+            "name": name, "description": "A tool endpoint of the test server.",
+            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}},
+            "url": format!("{tools}/{path}"), "tenants": ["local"]
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            binding[k] = v.clone();
+        }
+        binding
+    };
+    let config = json!({"tools": [
+        binding("hook", "text", json!({})),
+        binding("steps", "sse/progress", json!({"transport": "sse"})),
+        binding("claims", "sse/inspect", json!({"transport": "sse", "inspect_session": true})),
+    ]});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let config = path.display().to_string();
+    let call = |tool: &'static str, tenant: &'static str, args: &'static str| {
+        let config = config.clone();
+        async move {
+            harness(
+                &[
+                    "--config",
+                    &config,
+                    "call",
+                    "--tenant",
+                    tenant,
+                    "--call-id",
+                    "h1",
+                    tool,
+                    args,
+                ],
+                &[("BRAIN_SESSION_TOKEN_KEY", key)],
+            )
+            .await
+        }
+    };
+    let output = call("hook", "local", r#"{"message": "hi"}"#).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        lines(&output),
+        [
+            json!({"type": "tool.result", "call_id": "h1", "is_error": false,
+                "unknown_outcome": false, "content": [{"type": "text", "text": "you said: hi"}]})
+        ]
+    );
+    // Progress as JSON Lines when piped, then the result.
+    let output = call("steps", "local", "{}").await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let events = lines(&output);
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!(
+        events[0],
+        json!({"type": "tool.progress", "call_id": "h1", "progress": 1.0, "total": 3.0,
+               "message": "step 1 of 3"})
+    );
+    assert_eq!(events[3]["content"][0]["text"], "done after 3 steps");
+    let output = call("claims", "local", "{}").await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = lines(&output).pop().unwrap();
+    assert_eq!(result["structured_content"]["tool"], "claims");
+    assert_eq!(result["structured_content"]["call_id"], "h1");
+    // The gate: a tenant not allowed, and arguments that do not validate, send nothing.
+    let requests = server
+        .tools
+        .requests
+        .load(std::sync::atomic::Ordering::SeqCst);
+    let output = call("hook", "intruder", "{}").await;
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        lines(&output)[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("may not call")
+    );
+    let output = call("hook", "local", r#"{"message": 7}"#).await;
+    assert_ne!(output.status.code(), Some(0));
+    assert_eq!(
+        server
+            .tools
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        requests
+    );
+    assert!(!stderr(&output).contains(key));
+}

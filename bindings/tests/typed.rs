@@ -1,9 +1,36 @@
 //! Typed calls through the generated bindings: `runtime.call_typed(ToolCall::…(…Args { … }))`.
 
+use bindings::generated::session_claims::{SessionClaimsArgs, SessionClaimsOutput};
+use bindings::generated::webhook_echo::WebhookEchoArgs;
 use bindings::generated::{ToolCall, echo::EchoArgs, host_config, long_task::LongTaskArgs};
 use brain_runtime::{Event, Runtime, Scope};
 use futures_util::StreamExt;
 use tests::server::{Faults, TestServer};
+
+const KEY: &str = "typed-session-token-key-0123456789abcdef";
+
+/// The compiled-in bindings, pointed at `server`: MCP bindings at its MCP endpoint, HTTP and SSE
+/// tools at its tool endpoints, stdio bindings at the test server binary.
+fn runtime(server: &TestServer) -> Runtime {
+    let mut config = host_config();
+    let origin = server.url.trim_end_matches("/mcp");
+    for binding in &mut config.tools {
+        let kind = binding.kind();
+        if let Some(url) = &mut binding.url {
+            *url = match kind {
+                brain_config::BindingKind::Mcp => server.url.clone(),
+                _ => format!("{origin}{}", &url[url.find("/tools/").unwrap()..]),
+            };
+        }
+        if let Some(command) = &mut binding.command {
+            command[0] = tests::process::test_server_binary().display().to_string();
+        }
+    }
+    Runtime::builder(&config)
+        .env(|var| (var == brain_runtime::SESSION_TOKEN_KEY_ENV).then(|| KEY.to_owned()))
+        .build()
+        .unwrap()
+}
 
 fn scope() -> Scope {
     Scope {
@@ -14,17 +41,13 @@ fn scope() -> Scope {
 
 #[tokio::test]
 async fn typed_calls_reach_the_server() {
-    let server = TestServer::start(Faults::default()).await.unwrap();
-    let mut config = host_config();
-    for binding in &mut config.tools {
-        if binding.url.is_some() {
-            binding.url = Some(server.url.clone());
-        }
-        if let Some(command) = &mut binding.command {
-            command[0] = tests::process::test_server_binary().display().to_string();
-        }
-    }
-    let runtime = Runtime::new(&config).unwrap();
+    let server = TestServer::start(Faults {
+        session_token_key: Some(KEY.as_bytes().to_vec()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let runtime = runtime(&server);
 
     let call = ToolCall::Echo(EchoArgs {
         message: "typed hello".into(),
@@ -54,4 +77,55 @@ async fn typed_calls_reach_the_server() {
         [brain_runtime::ContentBlock::text("parsed")]
     );
     assert_eq!(tests::server::Stats::get(&server.stats.calls), 3);
+}
+
+#[tokio::test]
+async fn typed_calls_to_http_and_sse_tools() {
+    let server = TestServer::start(Faults {
+        session_token_key: Some(KEY.as_bytes().to_vec()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let runtime = runtime(&server);
+    let call = ToolCall::WebhookEcho(WebhookEchoArgs {
+        message: "typed webhook".into(),
+    });
+    let result = runtime
+        .call_typed(&call, scope(), Some("typed-h".into()))
+        .result()
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    let brain_runtime::ContentBlock::Text { text } = &result.content[0] else {
+        panic!("{result:?}")
+    };
+    let body: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(body["arguments"]["message"], "typed webhook");
+    assert_eq!(body["headers"]["idempotency-key"], "typed-h");
+
+    // The SSE tool's structured output, typed by the generated output type.
+    let call = ToolCall::SessionClaims(SessionClaimsArgs(serde_json::Map::new()));
+    let events: Vec<Event> = runtime
+        .call_typed(&call, scope(), Some("typed-s".into()))
+        .collect()
+        .await;
+    assert_eq!(
+        events.len(),
+        3,
+        "two progress events and the result: {events:?}"
+    );
+    let Some(Event::Result(result)) = events.last() else {
+        panic!("{events:?}")
+    };
+    let claims: SessionClaimsOutput =
+        serde_json::from_value(result.structured_content.clone().unwrap()).unwrap();
+    assert_eq!(
+        (claims.tenant_id.as_str(), claims.session_id.as_str()),
+        ("local", "typed")
+    );
+    assert_eq!(
+        (claims.call_id.as_str(), claims.tool.as_str()),
+        ("typed-s", "session_claims")
+    );
+    assert_eq!(tests::server::Stats::get(&server.tools.requests), 2);
 }

@@ -3,7 +3,7 @@
 //! in wire order (progress, server requests, the reply), what brain does when the server asks
 //! for user input, and the cleanup handed to the transport afterwards.
 //!
-//! A transport (`session.rs`, `stateless.rs`, `stdio.rs`) implements [`Transport`]: it owns how the call
+//! A transport (`session.rs`, `stateless.rs`, `stdio.rs`, `http_tool.rs`) implements [`Transport`]: it owns how the call
 //! travels, never the gate, the conversion or the `unknown_outcome` rules, which live here and in
 //! `convert.rs`/`outcome.rs`.
 
@@ -55,6 +55,12 @@ pub(crate) struct Tool {
     pub(crate) launch: Option<Arc<crate::stdio::Launch>>,
     /// A stdio binding with `prewarm`: its spare processes.
     pub(crate) spares: Option<Arc<crate::stdio::Spares>>,
+    /// An HTTP or SSE tool with `inspect_session`: the key its session inspection tokens are
+    /// signed with.
+    pub(crate) session_key: Option<Arc<crate::session_token::SessionTokenKey>>,
+    /// `inspect_session` is set but `BRAIN_SESSION_TOKEN_KEY` was not (only with
+    /// `RuntimeBuilder::allow_missing_tokens`).
+    pub(crate) missing_session_key: bool,
 }
 
 impl Tool {
@@ -462,8 +468,24 @@ impl Exchange<'_> {
             Some(Value::String(token)) => token == self.call_id,
             _ => false,
         };
+        if !token_matches {
+            return None;
+        }
+        self.progress_update(params, last)
+    }
+
+    /// Sends the `tool.progress` event `params` (`progress`, `total`, `message`) stand for, if
+    /// it moves forward; waits while the caller is behind (the event channel is bounded).
+    pub(crate) async fn report_progress(&self, params: &Value, last: &mut Option<f64>) {
+        if let Some(event) = self.progress_update(params, last) {
+            let _ = self.events.send(event).await;
+        }
+    }
+
+    /// The `tool.progress` event of `params`, if its `progress` moves forward.
+    fn progress_update(&self, params: &Value, last: &mut Option<f64>) -> Option<Event> {
         let progress = params.get("progress").and_then(Value::as_f64)?;
-        if !token_matches || last.is_some_and(|last| progress <= last) {
+        if last.is_some_and(|last| progress <= last) {
             return None;
         }
         *last = Some(progress);

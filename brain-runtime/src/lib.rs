@@ -43,11 +43,13 @@ mod convert;
 pub mod discover;
 mod event;
 mod http;
+mod http_tool;
 mod outcome;
 mod revision;
 mod routing;
 mod runtime;
 mod session;
+mod session_token;
 mod stateless;
 mod stdio;
 mod typed;
@@ -56,4 +58,8 @@ mod wire;
 pub use call::Scope;
 pub use event::{ContentBlock, Event, Progress, ToolResult};
 pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
+pub use session_token::{
+    MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,
+    SessionTokenError, verify_session_token,
+};
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};

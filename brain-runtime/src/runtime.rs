@@ -16,9 +16,11 @@ use tokio_util::task::TaskTracker;
 use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
+use crate::http_tool::HttpTool;
 use crate::outcome::Failure;
 use crate::routing::param_headers;
 use crate::session::Session;
+use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::stateless::Stateless;
 use crate::stdio::{Launch, Spares, Stdio};
 use crate::wire::Token;
@@ -28,7 +30,8 @@ use crate::wire::Token;
 #[non_exhaustive]
 pub enum RuntimeError {
     /// Environment variables named in `token_env` or `env_from` are not set: each variable with
-    /// where it is named (`token_env of NAME`, `env_from of NAME`); names only, never values.
+    /// where it is named (`token_env of NAME`, `env_from of NAME`, `inspect_session of NAME`);
+    /// names only, never values.
     #[error("{}", missing_tokens_message(.0))]
     MissingTokens(BTreeMap<String, Vec<String>>),
     /// A token variable's value cannot be sent in an HTTP header.
@@ -52,6 +55,18 @@ pub enum RuntimeError {
         /// Why.
         message: String,
     },
+    /// `BRAIN_SESSION_TOKEN_KEY`, needed by bindings with `inspect_session`, is unusable.
+    #[error(
+        "{} (needed by inspect_session of {}): {error}",
+        crate::session_token::SESSION_TOKEN_KEY_ENV,
+        .tools.join(", ")
+    )]
+    SessionTokenKey {
+        /// The bindings that send session inspection tokens.
+        tools: Vec<String>,
+        /// What is wrong with the key (never the key).
+        error: crate::session_token::SessionTokenError,
+    },
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
@@ -62,8 +77,15 @@ fn missing_tokens_message(missing: &BTreeMap<String, Vec<String>>) -> String {
         .iter()
         .map(|(var, uses)| format!("{var} ({})", uses.join(", ")))
         .collect();
+    let key_hint = if missing.contains_key(SESSION_TOKEN_KEY_ENV) {
+        format!(
+            " ({SESSION_TOKEN_KEY_ENV}: a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes              shared with the host's session inspection endpoint)"
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "environment variables not set: {}; set them to the servers' API keys and secrets",
+        "environment variables not set: {}; set them to the servers' API keys and secrets{key_hint}",
         list.join("; ")
     )
 }
@@ -96,6 +118,7 @@ impl<'a> RuntimeBuilder<'a> {
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let mut tools = HashMap::new();
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let session_key = self.session_key(&mut missing)?;
         for binding in &self.config.tools {
             let compile = |field, schema: &Value| {
                 compile_schema(schema).map_err(|error| RuntimeError::Schema {
@@ -177,6 +200,8 @@ impl<'a> RuntimeBuilder<'a> {
                 stateless_only: AtomicBool::new(false),
                 launch,
                 spares,
+                session_key: session_key.as_ref().filter(|_| inspects(binding)).cloned(),
+                missing_session_key: inspects(binding) && session_key.is_none(),
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -199,6 +224,45 @@ impl<'a> RuntimeBuilder<'a> {
             }),
         })
     }
+}
+
+impl RuntimeBuilder<'_> {
+    /// The session inspection token key, read once when a binding has `inspect_session`; a
+    /// missing key is recorded in `missing` with the bindings that need it.
+    fn session_key(
+        &self,
+        missing: &mut BTreeMap<String, Vec<String>>,
+    ) -> Result<Option<Arc<SessionTokenKey>>, RuntimeError> {
+        let tools: Vec<String> = self
+            .config
+            .tools
+            .iter()
+            .filter(|binding| inspects(binding))
+            .map(|binding| binding.name.clone())
+            .collect();
+        if tools.is_empty() {
+            return Ok(None);
+        }
+        let Some(value) = (self.env)(SESSION_TOKEN_KEY_ENV) else {
+            missing
+                .entry(SESSION_TOKEN_KEY_ENV.to_owned())
+                .or_default()
+                .extend(
+                    tools
+                        .iter()
+                        .map(|name| format!("inspect_session of {name}")),
+                );
+            return Ok(None);
+        };
+        SessionTokenKey::new(value.as_bytes())
+            .map(|key| Some(Arc::new(key)))
+            .map_err(|error| RuntimeError::SessionTokenKey { tools, error })
+    }
+}
+
+/// Whether calls to `binding` carry a session inspection token.
+fn inspects(binding: &ToolBinding) -> bool {
+    binding.inspect_session == Some(true) && binding.kind() != BindingKind::Mcp
 }
 
 /// One shared, pooled HTTP client (see `http.rs`): rustls (ring), redirects never followed (the
@@ -296,7 +360,12 @@ impl Runtime {
                 Some(revision) => revision == crate::revision::STATELESS,
                 None => tool.stateless_only.load(Ordering::Relaxed),
             };
-            let result = if tool.launch.is_some() {
+            let result = if tool.binding.kind() != BindingKind::Mcp {
+                run(
+                    HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                )
+                .await
+            } else if tool.launch.is_some() {
                 let stdio = Stdio::new();
                 run(
                     stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
@@ -330,7 +399,7 @@ impl Runtime {
     }
 
     /// Why calls to the binding `name` are refused before any I/O whatever their arguments, if
-    /// they are: its token or `env_from` variables were not set (with
+    /// they are: its token, `env_from` or session token key variables were not set (with
     /// [`RuntimeBuilder::allow_missing_tokens`]). `None` for a callable or unknown binding.
     pub fn unavailable(&self, name: &str) -> Option<String> {
         let tool = self.inner.tools.get(name)?;
@@ -338,6 +407,11 @@ impl Runtime {
             return Some(format!(
                 "the token variable {} is not set",
                 tool.binding.token_env.as_deref().unwrap_or_default()
+            ));
+        }
+        if tool.missing_session_key {
+            return Some(format!(
+                "the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"
             ));
         }
         (!tool.missing_env.is_empty()).then(|| {
@@ -376,16 +450,15 @@ impl Runtime {
                 scope.tenant_id
             )));
         }
-        if binding.kind() != BindingKind::Mcp {
-            return Err(Failure::not_sent(format!(
-                "refused: {name:?} is an {} tool; brain-runtime calls MCP tools only",
-                binding.kind().as_str().to_uppercase()
-            )));
-        }
         if let Some(why) = self.unavailable(name) {
-            return Err(Failure::not_sent(format!(
-                "refused: {why}; set it to the server's API key and restart"
-            )));
+            let fix = if tool.missing_session_key {
+                format!(
+                    "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared                      with the host's session inspection endpoint, and restart"
+                )
+            } else {
+                "set it to the server's API key and restart".to_owned()
+            };
+            return Err(Failure::not_sent(format!("refused: {why}; {fix}")));
         }
         let errors: Vec<String> = tool
             .input

@@ -59,11 +59,26 @@ impl Endpoint<'_> {
         headers: HeaderMap,
     ) -> Result<Response, HttpError> {
         let body = serde_json::to_vec(message).expect("a JSON value serializes");
+        self.post_json(
+            Bytes::from(body),
+            "application/json, text/event-stream",
+            headers,
+        )
+        .await
+    }
+
+    /// POSTs a JSON body that is already serialized, accepting `accept`.
+    pub(crate) async fn post_json(
+        &self,
+        body: Bytes,
+        accept: &'static str,
+        headers: HeaderMap,
+    ) -> Result<Response, HttpError> {
         let mut request = http::Request::post(self.url)
-            .header(ACCEPT, "application/json, text/event-stream")
+            .header(ACCEPT, accept)
             .header(CONTENT_TYPE, "application/json");
         self.add_headers(&mut request, headers);
-        self.request(request, Bytes::from(body)).await
+        self.request(request, body).await
     }
 
     /// GETs the session's SSE stream to resume a response stream after `last_event_id`
@@ -265,7 +280,7 @@ pub(crate) struct Bounded {
 }
 
 impl Bounded {
-    fn new(response: Response, limit: u64, read: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(response: Response, limit: u64, read: Arc<AtomicU64>) -> Self {
         Bounded {
             stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
             limit,
@@ -274,7 +289,7 @@ impl Bounded {
         }
     }
 
-    async fn collect_all(mut self) -> Result<Vec<u8>, ReadError> {
+    pub(crate) async fn collect_all(mut self) -> Result<Vec<u8>, ReadError> {
         let mut bytes = Vec::new();
         while let Some(chunk) = self.next().await {
             bytes.extend_from_slice(&chunk?);
@@ -295,6 +310,81 @@ impl Stream for Bounded {
                 let read =
                     self.read.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
                 if read > self.limit {
+                    self.failed = true;
+                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
+                }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(error))) => {
+                self.failed = true;
+                Poll::Ready(Some(Err(ReadError::Transport(error_chain(&error)))))
+            }
+            other => other.map(|_| None),
+        }
+    }
+}
+
+/// A response body read as an SSE stream, failing once one event (the bytes up to the blank line
+/// that ends it) exceeds `limit`: memory stays bounded per event, however long the stream runs.
+pub(crate) struct EventBounded {
+    stream: Pin<Box<dyn Stream<Item = Result<Bytes, hyper::Error>> + Send>>,
+    limit: u64,
+    /// Bytes of the event being read.
+    in_event: u64,
+    /// The line being read is empty so far.
+    line_empty: bool,
+    /// The last byte was a CR (a following LF belongs to it).
+    after_cr: bool,
+    failed: bool,
+}
+
+impl EventBounded {
+    pub(crate) fn new(response: Response, limit: u64) -> Self {
+        EventBounded {
+            stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
+            limit,
+            in_event: 0,
+            line_empty: true,
+            after_cr: false,
+            failed: false,
+        }
+    }
+
+    /// Counts `chunk`; `false` when an event went over the limit.
+    fn fits(&mut self, chunk: &[u8]) -> bool {
+        for &byte in chunk {
+            if std::mem::take(&mut self.after_cr) && byte == b'\n' {
+                continue;
+            }
+            self.in_event += 1;
+            if byte == b'\r' || byte == b'\n' {
+                if self.line_empty {
+                    // A blank line ends the event.
+                    self.in_event = 0;
+                }
+                self.line_empty = true;
+                self.after_cr = byte == b'\r';
+            } else {
+                self.line_empty = false;
+                if self.in_event > self.limit {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+impl Stream for EventBounded {
+    type Item = Result<Bytes, ReadError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        match self.stream.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if !self.fits(&chunk) {
                     self.failed = true;
                     return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
                 }

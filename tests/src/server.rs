@@ -1,6 +1,7 @@
 //! The fault-injecting MCP test server: rmcp's Streamable HTTP server with tools that exercise
 //! every conversion rule and every row of the `unknown_outcome` table, behind an axum layer that
-//! injects faults and counts what arrives.
+//! injects faults and counts what arrives; beside it, under `/tools`, the HTTP and SSE tool
+//! endpoints of [`crate::http_tools`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,6 +77,8 @@ pub struct Faults {
     pub refuse_sessions: bool,
     /// Served over stdio: also offer `environment` (the process's variables and directory).
     pub stdio: bool,
+    /// The key with which `/tools/sse/inspect` verifies session inspection tokens.
+    pub session_token_key: Option<Vec<u8>>,
 }
 
 /// What a GET that resumes a closed `tools/call` stream gets.
@@ -111,6 +114,8 @@ pub struct Stats {
     pub requests: AtomicUsize,
     /// Requests that carried an `Authorization` header.
     pub authorized_requests: AtomicUsize,
+    /// MCP requests that carried a `Brain-Session-Token` header (must stay 0).
+    pub session_token_requests: AtomicUsize,
     /// The `MCP-Protocol-Version` header of every POST after initialize (`None`: absent).
     pub protocol_headers: std::sync::Mutex<Vec<Option<String>>>,
     /// GETs of a session's own stream (not resuming one).
@@ -148,6 +153,8 @@ pub struct TestServer {
     pub url: String,
     /// What it saw.
     pub stats: Arc<Stats>,
+    /// What the HTTP and SSE tool endpoints (`/tools/...`) saw.
+    pub tools: Arc<crate::http_tools::ToolStats>,
     stop: CancellationToken,
 }
 
@@ -182,18 +189,32 @@ impl TestServer {
             closed: AtomicUsize::new(0),
         });
         let counters = Arc::clone(&stats);
-        // `/stats` is added after the fault layer, so that no fault reaches it.
+        let tools = Arc::new(crate::http_tools::ToolStats::default());
+        let tool_counters = Arc::clone(&tools);
+        // `/stats` and the tool endpoints are added after the fault layer, so that no MCP fault
+        // reaches them.
         let router = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(layer, inject))
+            .nest(
+                "/tools",
+                crate::http_tools::router(
+                    Arc::clone(&tools),
+                    faults.require_token.clone(),
+                    faults.session_token_key.clone(),
+                ),
+            )
             .route(
                 "/stats",
                 axum::routing::get(move || {
                     let stats = Arc::clone(&counters);
+                    let tools = Arc::clone(&tool_counters);
                     async move {
+                        let mut snapshot = stats.snapshot();
+                        snapshot["tool_requests"] = json!(Stats::get(&tools.requests));
                         (
                             [(header::CONTENT_TYPE, "application/json")],
-                            stats.snapshot().to_string(),
+                            snapshot.to_string(),
                         )
                     }
                 }),
@@ -211,6 +232,7 @@ impl TestServer {
         Ok(TestServer {
             url: format!("http://{addr}/mcp"),
             stats,
+            tools,
             stop,
         })
     }
@@ -233,6 +255,12 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     stats.requests.fetch_add(1, Ordering::SeqCst);
     if request.headers().contains_key(header::AUTHORIZATION) {
         stats.authorized_requests.fetch_add(1, Ordering::SeqCst);
+    }
+    if request
+        .headers()
+        .contains_key(brain_runtime::SESSION_TOKEN_HEADER)
+    {
+        stats.session_token_requests.fetch_add(1, Ordering::SeqCst);
     }
     if let Some(target) = &faults.redirect_to {
         return (

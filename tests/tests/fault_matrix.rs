@@ -1,7 +1,8 @@
 //! The fault matrix: every fault switch of the test server × both protocol revisions. Each case
 //! must end in exactly one `tool.result` with the `is_error`/`unknown_outcome` DESIGN §3 gives,
 //! within the binding's timeout plus one second, and the server must have counted at most one
-//! `tools/call` — exactly the number the case expects.
+//! `tools/call` — exactly the number the case expects. HTTP and SSE tools have their own matrix:
+//! every fault endpoint of the test server × both kinds of binding.
 
 use std::time::{Duration, Instant};
 
@@ -297,4 +298,119 @@ fn fault_detail(faults: &Faults) -> String {
         Some(code) => format!("HTTP {code}"),
         None => "switch".into(),
     }
+}
+
+/// HTTP and SSE tools: every fault endpoint of the test server × both kinds of binding. Each
+/// row ends in exactly one result with the wire contract's flags (README, "HTTP and SSE tools"),
+/// within the timeout plus one second, the endpoint having received exactly the requests
+/// expected (never more than one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_http_and_sse_tool_fault() {
+    // (endpoint under /tools, arguments, HTTP tool, SSE tool)
+    let rows: Vec<(&str, Value, Outcome, Outcome)> = vec![
+        ("echo", json!({}), OK, UNKNOWN),
+        ("text", json!({"message": "m"}), OK, UNKNOWN),
+        ("no-content", json!({}), OK, UNKNOWN),
+        ("sse/progress", json!({"steps": 3}), OK, OK),
+        ("sse/flood", json!({"count": 5000}), OK, OK),
+        ("sse/error", json!({}), REJECTED, REJECTED),
+        ("status/400", json!({}), REJECTED, REJECTED),
+        ("status/401", json!({}), REJECTED, REJECTED),
+        ("status/404", json!({}), REJECTED, REJECTED),
+        ("status/422", json!({}), REJECTED, REJECTED),
+        ("status/408", json!({}), UNKNOWN, UNKNOWN),
+        ("status/409", json!({}), UNKNOWN, UNKNOWN),
+        ("status/429", json!({}), UNKNOWN, UNKNOWN),
+        ("status/500", json!({}), UNKNOWN, UNKNOWN),
+        ("status/503", json!({}), UNKNOWN, UNKNOWN),
+        ("redirect", json!({}), UNKNOWN, UNKNOWN),
+        ("drop-before", json!({}), UNKNOWN, UNKNOWN),
+        ("drop-after", json!({}), UNKNOWN, UNKNOWN),
+        ("stall", json!({}), UNKNOWN, UNKNOWN),
+        ("slow-body", json!({"seconds": 30}), UNKNOWN, UNKNOWN),
+        ("wrong-type", json!({}), UNKNOWN, UNKNOWN),
+        ("invalid-json", json!({}), UNKNOWN, UNKNOWN),
+        ("huge", json!({"bytes": 4 << 20}), UNKNOWN, UNKNOWN),
+        ("sse/no-result", json!({}), UNKNOWN, UNKNOWN),
+        ("sse/drop", json!({}), UNKNOWN, UNKNOWN),
+        ("sse/stall", json!({}), UNKNOWN, UNKNOWN),
+        (
+            "sse/huge-event",
+            json!({"bytes": 4 << 20}),
+            UNKNOWN,
+            UNKNOWN,
+        ),
+        ("sse/wrong-type", json!({}), OK, UNKNOWN),
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (path, arguments, http, sse) in rows {
+        for (transport, expected) in [("http", http), ("sse", sse)] {
+            ran += 1;
+            let outcome = tokio::spawn(run_tool_case(path, transport, arguments.clone(), expected))
+                .await
+                .unwrap_or_else(|panic| Err(format!("panicked: {panic}")));
+            if let Err(why) = outcome {
+                failures.push(format!("/tools/{path} as an {transport} tool: {why}"));
+            }
+        }
+    }
+    assert!(ran >= 50, "{ran} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+async fn run_tool_case(
+    path: &str,
+    transport: &str,
+    arguments: Value,
+    expected: Outcome,
+) -> Result<(), String> {
+    let server = TestServer::start(Faults::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = format!("{}/tools/{path}", server.url.trim_end_matches("/mcp"));
+    let text = json!({"tools": [{
+        "name": "tool", "description": "A fault endpoint.", "input_schema": {"type": "object"},
+        "url": url, "tenants": ["local"], "transport": transport,
+        "timeout_seconds": TIMEOUT_SECONDS, "max_output_bytes": 4096
+    }]})
+    .to_string();
+    let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
+    let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut call = runtime.call(CallRequest {
+        tool: "tool".into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "matrix".into(),
+        },
+        call_id: Some("matrix-1".into()),
+        arguments,
+    });
+    let deadline = Duration::from_secs(TIMEOUT_SECONDS + 1);
+    let mut results = Vec::new();
+    let drained = tokio::time::timeout(deadline, async {
+        while let Some(event) = call.next().await {
+            if let Event::Result(result) = event {
+                results.push(result);
+            }
+        }
+    })
+    .await;
+    let elapsed = started.elapsed();
+    if drained.is_err() {
+        return Err(format!("no end within {deadline:?}"));
+    }
+    let [result] = results.as_slice() else {
+        return Err(format!("{} results: {results:?}", results.len()));
+    };
+    let requests = Stats::get(&server.tools.requests);
+    let seen = (result.is_error, result.unknown_outcome, requests);
+    if seen != expected {
+        return Err(format!(
+            "expected {expected:?}, got {seen:?} after {elapsed:?}: {:?}",
+            result.content
+        ));
+    }
+    Ok(())
 }

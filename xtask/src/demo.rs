@@ -3,14 +3,15 @@
 //! Validates the config and lists its bindings; shows what the compiler says about a copy with
 //! typical mistakes; then starts the test MCP server on a free loopback port, discovers two of its
 //! tools, points the bindings at it and calls tools through `brain-harness`: a plain call, one
-//! with live progress, a refused call and a failing one with its `unknown_outcome`; then stops the
-//! server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
+//! with live progress, a 2026-07-28 call, a stdio server, an HTTP tool, an SSE tool with progress
+//! and a session inspection token the server verifies, a refused call and a failing one with its
+//! `unknown_outcome`; then stops the server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
 
 use anyhow::{Context, bail};
-use brain_config::{ConfigError, HostConfig};
+use brain_config::{BindingKind, ConfigError, HostConfig};
 use serde_json::{Value, json};
 
 use crate::workspace_root;
@@ -44,7 +45,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
 
     println!("\n== 3. discover tools from a live MCP server (the test server, on loopback)");
     build_binaries()?;
-    let server = TestServer::start()?;
+    // The key session inspection tokens are signed with (brain-harness) and verified with (the
+    // test server's SSE tool): a fresh one per run, shared through BRAIN_SESSION_TOKEN_KEY.
+    let session_key = uuid::Uuid::new_v4().simple().to_string();
+    let server = TestServer::start(&session_key)?;
     println!(
         "   cargo xtask discover --url {} --tenant local --tools echo,weather\n",
         server.url
@@ -92,7 +96,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&dir)?;
     let demo_config = dir.join("host.json");
     std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
-    let calls: [(&str, &str, &str, &str); 6] = [
+    let calls: [(&str, &str, &str, &str); 8] = [
         (
             "a plain call",
             "local",
@@ -119,6 +123,20 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             r#"{"message": "hello over stdio"}"#,
         ),
         (
+            "an HTTP tool (no MCP): one POST of the arguments with the scope and an \
+             Idempotency-Key as headers, a JSON answer",
+            "local",
+            "webhook_echo",
+            r#"{"message": "hello over plain HTTP"}"#,
+        ),
+        (
+            "an SSE tool with progress and inspect_session: the server verified the signed \
+             session token brain sent and returns its claims",
+            "local",
+            "session_claims",
+            "{}",
+        ),
+        (
             "refused: tenant not allowed (no I/O)",
             "intruder",
             "echo",
@@ -134,6 +152,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     for (what, tenant, tool, args) in calls {
         println!("\n-- {what}: brain-harness call --tenant {tenant} {tool} '{args}'");
         let status = Command::new(harness())
+            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, &session_key)
             .arg("--config")
             .arg(&demo_config)
             .args(["call", "--tenant", tenant, tool, args])
@@ -183,8 +202,9 @@ struct TestServer {
 }
 
 impl TestServer {
-    fn start() -> anyhow::Result<TestServer> {
+    fn start(session_key: &str) -> anyhow::Result<TestServer> {
         let mut child = Command::new(target_dir().join("brain-test-server"))
+            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, session_key)
             .stdout(Stdio::piped())
             .spawn()
             .context("cannot start brain-test-server")?;
@@ -204,14 +224,24 @@ impl Drop for TestServer {
     }
 }
 
-/// The config with every remote binding pointed at `url`, and every stdio binding of the test
-/// server at the binary just built.
+/// The config with every MCP binding pointed at `url`, every HTTP and SSE tool at the same
+/// server's tool endpoints, and every stdio binding of the test server at the binary just built.
 fn retarget(config: &HostConfig, url: &str) -> anyhow::Result<String> {
     let mut config = config.clone();
     let test_server = target_dir().join("brain-test-server");
+    let origin = url.trim_end_matches("/mcp");
     for binding in &mut config.tools {
-        if binding.url.is_some() {
-            binding.url = Some(url.to_owned());
+        let kind = binding.kind();
+        if let Some(target) = binding.url.as_mut() {
+            // MCP bindings go to the server's MCP endpoint; HTTP and SSE tools keep their path
+            // on its origin.
+            *target = match kind {
+                BindingKind::Mcp => url.to_owned(),
+                _ => match target.find("/tools/") {
+                    Some(at) => format!("{origin}{}", &target[at..]),
+                    None => target.clone(),
+                },
+            };
         }
         if let Some(program) = binding.command.as_mut().and_then(|c| c.first_mut())
             && program == "brain-test-server"

@@ -39,6 +39,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Turn tools of a live MCP server into bindings, or check pinned bindings for drift.
+    ///
+    /// MCP only: HTTP and SSE tools have no listing protocol, so their bindings are written by
+    /// hand (README, "HTTP and SSE tools"); `--check` passes over them.
     Discover(discover::DiscoverArgs),
     /// Validate a host config and print every diagnostic, rustc-style.
     Check {

@@ -12,6 +12,9 @@
 //! `prewarm: 1` binding against `prewarm: 0` (calls spaced by an agent's think time, so that a
 //! spare can be ready); brain with `prewarm: 0` against the SDKs' stdio clients, a fresh process
 //! per call on every side; 100 concurrent stdio calls (RSS, and no process left afterwards).
+//!
+//! HTTP tools (H1): brain calling the test server's HTTP tool `/tools/echo` against the floor, a
+//! plain POST of the same arguments with the same headers to the same endpoint.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -87,6 +90,8 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         url: server.url.clone(),
     });
     let floor = Arc::new(Driver::floor(&server.url)?);
+    let http_tool = Arc::new(Driver::http_tool(&server.url)?);
+    let http_tool_floor = Arc::new(Driver::http_tool_floor(&server.url)?);
 
     let mut targets = Vec::new();
     let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
@@ -147,6 +152,26 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             rmcp.pooled(),
         ));
         scenarios.push(("floor: raw HTTP POST".into(), concurrency, raw.pooled()));
+        let (tool, tool_raw) = compare(
+            &http_tool,
+            &http_tool_floor,
+            calls,
+            concurrency,
+            plan.rounds,
+        )
+        .await?;
+        targets.push(Target::ratio(
+            "H1",
+            format!("HTTP tool call vs raw POST floor, c={concurrency}"),
+            tool.median_rate() / tool_raw.median_rate(),
+            0.85,
+        ));
+        scenarios.push(("brain, HTTP tool".into(), concurrency, tool.pooled()));
+        scenarios.push((
+            "floor: raw POST to the HTTP tool".into(),
+            concurrency,
+            tool_raw.pooled(),
+        ));
         for sdk in [Sdk::TypeScript, Sdk::Python] {
             match sdk.measure(&server.url, plan.sdk_calls, concurrency) {
                 Ok(Some(measure)) => scenarios.push((sdk.label().into(), concurrency, measure)),
@@ -412,6 +437,12 @@ struct Floor {
     http: reqwest::Client,
     url: String,
     body: Vec<u8>,
+    headers: Vec<(&'static str, &'static str)>,
+}
+
+/// The test server's HTTP tool `echo`, on the origin of its MCP endpoint `url`.
+fn tool_url(url: &str) -> String {
+    url.replace("/mcp", "/tools/echo")
 }
 
 fn scope() -> Scope {
@@ -468,6 +499,42 @@ impl Driver {
             http: reqwest::Client::builder().tcp_nodelay(true).build()?,
             url: url.to_owned(),
             body: serde_json::to_vec(&message)?,
+            headers: vec![
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ],
+        }))
+    }
+
+    /// brain calling the HTTP tool `echo` (the test server's `/tools/echo`).
+    fn http_tool(url: &str) -> anyhow::Result<Driver> {
+        let text = json!({"tools": [{
+            "name": "echo", "description": "Benchmark HTTP tool.",
+            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+            "url": tool_url(url), "tenants": ["local"], "timeout_seconds": 120
+        }]})
+        .to_string();
+        let config = brain_config::parse(text.as_bytes(), "bench.json")
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Driver::Brain(Runtime::new(&config)?))
+    }
+
+    /// The floor of an HTTP tool call: the same POST brain sends (arguments, scope headers,
+    /// idempotency key), with a pooled reqwest client.
+    fn http_tool_floor(url: &str) -> anyhow::Result<Driver> {
+        Ok(Driver::Floor(Floor {
+            http: reqwest::Client::builder().tcp_nodelay(true).build()?,
+            url: tool_url(url),
+            body: serde_json::to_vec(&json!({"message": "hello"}))?,
+            headers: vec![
+                ("accept", "application/json, text/event-stream"),
+                ("brain-tenant-id", "local"),
+                ("brain-session-id", "bench"),
+                ("brain-call-id", "bench"),
+                ("idempotency-key", "bench"),
+            ],
         }))
     }
 
@@ -500,17 +567,14 @@ impl Driver {
                 client.cancel().await?;
             }
             Driver::Floor(floor) => {
-                let response = floor
+                let mut request = floor
                     .http
                     .post(&floor.url)
-                    .header("accept", "application/json, text/event-stream")
-                    .header("content-type", "application/json")
-                    .header("mcp-protocol-version", "2026-07-28")
-                    .header("mcp-method", "tools/call")
-                    .header("mcp-name", "echo")
-                    .body(floor.body.clone())
-                    .send()
-                    .await?;
+                    .header("content-type", "application/json");
+                for (name, value) in &floor.headers {
+                    request = request.header(*name, *value);
+                }
+                let response = request.body(floor.body.clone()).send().await?;
                 if !response.status().is_success() {
                     bail!("floor: HTTP {}", response.status());
                 }

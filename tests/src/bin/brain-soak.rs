@@ -1,14 +1,15 @@
 //! brain-soak: many calls through one runtime against test servers (separate processes), a share
 //! of them with random faults, both protocol revisions over HTTP, and a share to stdio bindings
-//! (`brain-test-server --stdio`, a process per call, healthy or with a stdio fault). `cargo xtask
-//! soak` builds and runs it.
+//! (`brain-test-server --stdio`, a process per call, healthy or with a stdio fault) and a share to
+//! HTTP and SSE tools (the test server's `/tools` endpoints, healthy or faulty, one server each).
+//! `cargo xtask soak` builds and runs it.
 //!
 //! Asserts: no panic, no hang (every call ends within its timeout plus 5 s), every call answered
 //! with exactly one `tool.result`, RSS flat (after the last quarter of the calls within 10 % of
 //! after the second), this process's open file descriptors back to the starting count once the
 //! runtime is dropped, each server's `tools/call` count equal to the calls that reached it (stdio
-//! servers count in a stats file per kind), and no server process left once the runtime is
-//! dropped.
+//! servers count in a stats file per kind; tool endpoints count the requests that reached them),
+//! and no server process left once the runtime is dropped.
 //! Prints the figures; the last line is a one-line summary; exit 1 on any violation.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -39,6 +40,9 @@ struct Args {
     /// Share of calls made to stdio bindings (their own share of faults: `fault_rate`).
     #[arg(long, default_value_t = 0.2)]
     stdio_share: f64,
+    /// Share of calls made to HTTP and SSE tools (their own share of faults: `fault_rate`).
+    #[arg(long, default_value_t = 0.2)]
+    tool_share: f64,
     /// Seed of the fault choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -163,6 +167,67 @@ const STDIO_KINDS: &[Kind] = &[
     },
 ];
 
+/// An HTTP or SSE tool: its endpoint on a test server of its own (under `/tools`), its
+/// transport and arguments. Every call reaches the endpoint once: each adds 1 to its count.
+struct ToolKind {
+    name: &'static str,
+    path: &'static str,
+    transport: &'static str,
+    arguments: fn() -> Value,
+}
+
+/// The HTTP and SSE tools: healthy first, then one per fault.
+const TOOL_KINDS: &[ToolKind] = &[
+    ToolKind {
+        name: "http tool healthy",
+        path: "echo",
+        transport: "http",
+        arguments: || json!({"message": "soak"}),
+    },
+    ToolKind {
+        name: "sse tool healthy",
+        path: "sse/progress",
+        transport: "sse",
+        arguments: || json!({"steps": 3}),
+    },
+    ToolKind {
+        name: "http tool 500",
+        path: "status/500",
+        transport: "http",
+        arguments: || json!({}),
+    },
+    ToolKind {
+        name: "http tool 429",
+        path: "status/429",
+        transport: "http",
+        arguments: || json!({}),
+    },
+    ToolKind {
+        name: "http tool dropped",
+        path: "drop-after",
+        transport: "http",
+        arguments: || json!({}),
+    },
+    ToolKind {
+        name: "http tool stalled",
+        path: "stall",
+        transport: "http",
+        arguments: || json!({}),
+    },
+    ToolKind {
+        name: "sse tool without result",
+        path: "sse/no-result",
+        transport: "sse",
+        arguments: || json!({}),
+    },
+    ToolKind {
+        name: "sse tool stalled",
+        path: "sse/stall",
+        transport: "sse",
+        arguments: || json!({}),
+    },
+];
+
 /// Where one call goes.
 #[derive(Clone, Copy)]
 enum Route {
@@ -170,6 +235,8 @@ enum Route {
     Http { server: usize, stateless: bool },
     /// A stdio binding of [`STDIO_KINDS`].
     Stdio(usize),
+    /// An HTTP or SSE tool of [`TOOL_KINDS`].
+    Tool(usize),
 }
 
 /// A directory of its own for the stdio servers' stats files; removed when dropped.
@@ -238,8 +305,22 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         .map(|kind| ServerProcess::start_sibling(kind.flags))
         .collect::<std::io::Result<_>>()
         .context("cannot start brain-test-server")?;
+    let tool_servers: Vec<ServerProcess> = TOOL_KINDS
+        .iter()
+        .map(|_| ServerProcess::start_sibling(&[]))
+        .collect::<std::io::Result<_>>()
+        .context("cannot start brain-test-server")?;
     let fds_before = open_fds();
     let mut tools = Vec::new();
+    for (index, (kind, server)) in TOOL_KINDS.iter().zip(&tool_servers).enumerate() {
+        tools.push(json!({
+            "name": format!("tool{index}"),
+            "description": "An HTTP or SSE tool on a soak server.",
+            "input_schema": {"type": "object"},
+            "url": server.url.replace("/mcp", &format!("/tools/{}", kind.path)),
+            "transport": kind.transport, "tenants": ["soak"], "timeout_seconds": TIMEOUT_SECONDS
+        }));
+    }
     for (index, server) in servers.iter().enumerate() {
         for revision in ["2025-11-25", "2026-07-28"] {
             tools.push(json!({
@@ -286,19 +367,24 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     let mut rng = Rng(args.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let plan: Vec<Route> = (0..args.calls)
         .map(|_| {
-            let stdio = rng.next() < args.stdio_share;
-            let kinds = if stdio {
-                STDIO_KINDS.len()
-            } else {
-                KINDS.len()
+            let pick = rng.next();
+            let stdio = pick < args.stdio_share;
+            let tool = !stdio && pick < args.stdio_share + args.tool_share;
+            // The tools have two healthy kinds (HTTP and SSE).
+            let (healthy, kinds) = match (stdio, tool) {
+                (true, _) => (1, STDIO_KINDS.len()),
+                (false, true) => (2, TOOL_KINDS.len()),
+                (false, false) => (1, KINDS.len()),
             };
             let server = if rng.next() < args.fault_rate {
-                1 + (rng.next() * (kinds - 1) as f64) as usize % (kinds - 1)
+                healthy + (rng.next() * (kinds - healthy) as f64) as usize % (kinds - healthy)
             } else {
-                0
+                (rng.next() * healthy as f64) as usize % healthy
             };
             if stdio {
                 Route::Stdio(server)
+            } else if tool {
+                Route::Tool(server)
             } else {
                 Route::Http {
                     server,
@@ -313,10 +399,12 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(Mutex::new(Vec::<String>::new()));
-    // One row per HTTP kind, then one per stdio kind.
+    // One row per HTTP kind, then one per stdio kind, then one per tool kind.
     let outcomes = Arc::new(Mutex::new(vec![
         [0usize; 3];
-        KINDS.len() + STDIO_KINDS.len()
+        KINDS.len()
+            + STDIO_KINDS.len()
+            + TOOL_KINDS.len()
     ]));
     let rss = Arc::new(Mutex::new(vec![0.0f64; 4]));
     let mut workers = Vec::new();
@@ -339,16 +427,25 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 if index >= total {
                     break;
                 }
-                let (tool, row, kind) = match plan[index] {
+                let message = || json!({"message": "soak"});
+                let (tool, row, name, arguments) = match plan[index] {
                     Route::Http { server, stateless } => (
                         format!("s{server}_{}", if stateless { "2026" } else { "2025" }),
                         server,
-                        &KINDS[server],
+                        KINDS[server].name,
+                        message(),
                     ),
                     Route::Stdio(server) => (
                         format!("stdio{server}"),
                         KINDS.len() + server,
-                        &STDIO_KINDS[server],
+                        STDIO_KINDS[server].name,
+                        message(),
+                    ),
+                    Route::Tool(server) => (
+                        format!("tool{server}"),
+                        KINDS.len() + STDIO_KINDS.len() + server,
+                        TOOL_KINDS[server].name,
+                        (TOOL_KINDS[server].arguments)(),
                     ),
                 };
                 let mut call = runtime.call(CallRequest {
@@ -358,7 +455,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                         session_id: "soak".into(),
                     },
                     call_id: Some(format!("soak-{index}")),
-                    arguments: json!({"message": "soak"}),
+                    arguments,
                 });
                 let bound = Duration::from_secs(TIMEOUT_SECONDS + 5);
                 let mut results = Vec::new();
@@ -373,8 +470,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 let mut violations = violations.lock().unwrap_or_else(|p| p.into_inner());
                 if ended.is_err() {
                     violations.push(format!(
-                        "call {index} ({}) did not end within {bound:?}",
-                        kind.name
+                        "call {index} ({name}) did not end within {bound:?}"
                     ));
                 } else if results.len() != 1 {
                     violations.push(format!("call {index} ended with {} results", results.len()));
@@ -462,6 +558,32 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         table.push((kind.name, sent, counted, outcome));
     }
 
+    for (index, (kind, server)) in TOOL_KINDS.iter().zip(&tool_servers).enumerate() {
+        let sent = plan
+            .iter()
+            .filter(|route| matches!(route, Route::Tool(server) if *server == index))
+            .count();
+        let stats_url = server.url.replace("/mcp", "/stats");
+        let mut counted = 0;
+        for _ in 0..50 {
+            let stats: Value = http.get(&stats_url).send().await?.json().await?;
+            counted = stats["tool_requests"].as_u64().unwrap_or_default() as usize;
+            if counted == sent {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if counted != sent {
+            violations.push(format!(
+                "{}: the endpoint counted {counted} requests, {sent} were sent",
+                kind.name
+            ));
+        }
+        let row = KINDS.len() + STDIO_KINDS.len() + index;
+        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[row];
+        table.push((kind.name, sent, counted, outcome));
+    }
+
     let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if rss[3] > rss[1] * 1.10 {
         violations.push(format!(
@@ -517,9 +639,10 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         rss[0], rss[1], rss[2], rss[3]
     );
     println!(
-        "soak: {} calls ({:.0} % stdio), concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
+        "soak: {} calls ({:.0} % stdio, {:.0} % HTTP and SSE tools), concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
         args.calls,
         args.stdio_share * 100.0,
+        args.tool_share * 100.0,
         args.concurrency,
         args.fault_rate,
         elapsed.as_secs_f64(),

@@ -1,5 +1,6 @@
-//! The fault-injecting MCP test server as a process: prints its URL on the first line of stdout,
-//! then serves until killed; or, with `--stdio`, serves on stdin and stdout until stdin closes.
+//! The fault-injecting MCP test server as a process (with the HTTP and SSE tool endpoints under
+//! `/tools`): prints its MCP URL on the first line of stdout, then serves until killed; or, with
+//! `--stdio`, serves on stdin and stdout until stdin closes.
 
 #![allow(clippy::print_stdout)]
 
@@ -94,6 +95,11 @@ async fn main() -> std::io::Result<()> {
         } else {
             Resume::Answer
         },
+        // The key `/tools/sse/inspect` verifies session inspection tokens with: the same
+        // variable brain-runtime signs them with.
+        session_token_key: std::env::var(brain_runtime::SESSION_TOKEN_KEY_ENV)
+            .ok()
+            .map(String::into_bytes),
         ..Faults::default()
     };
     if stdio {
