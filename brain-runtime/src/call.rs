@@ -116,6 +116,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
         call: &Exchange<'_>,
     ) -> impl Future<Output = Result<ToolResult, Failure>> + Send;
 
+    /// Whether the call left anything for [`Transport::clean_up`] to do (when not, no cleanup
+    /// task is spawned).
+    fn leaves_work(&self, _state: &CallState) -> bool {
+        true
+    }
+
     /// After the call (answered, failed, timed out or interrupted): cancels what is still
     /// running on the server and closes what the call opened, bounded by [`CONTROL_TIMEOUT`].
     fn clean_up(
@@ -185,7 +191,9 @@ pub(crate) async fn run<T: Transport>(
     };
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     let revision = state.revision.unwrap_or("none");
-    cleanups.spawn(async move { transport.clean_up(http, tool, state).await });
+    if transport.leaves_work(&state) {
+        cleanups.spawn(async move { transport.clean_up(http, tool, state).await });
+    }
     let result = outcome.unwrap_or_else(|failure| {
         ToolResult::failure(call_id, failure.unknown_outcome, failure.message)
     });

@@ -1,13 +1,17 @@
 //! brain's HTTP client: hyper's pooled client over rustls (ring, the platform's roots) and a TCP
 //! connector of our own — `localhost` always loopback ([`Resolver`]), TCP_NODELAY, a 10 s connect
-//! bound, and on Linux `TCP_QUICKACK` before every read.
+//! bound, and on Linux `TCP_QUICKACK` before every read (for streams).
 //!
 //! Why quick ACKs: a server that leaves Nagle's algorithm on (axum's default, so most rmcp
 //! servers) sends an SSE response's first event only once the client has ACKed the headers, and
 //! on a reused connection Linux delays that ACK by 40 ms: every call stalled 44 ms (measured,
 //! `cargo xtask bench`, P2). Asking for a quick ACK before each read removes the stall without
-//! giving up pooled connections. Redirects are never followed (hyper's client does not), so a
-//! token only goes to the configured origin.
+//! giving up pooled connections. It costs a syscall per read and an ACK packet per segment, which
+//! a one-body answer does not need: plain HTTP tools (`http_tool.rs`, JSON or text bodies) use a
+//! second client without quick ACKs — at 32 concurrent calls, 0.73–0.80× of the raw POST floor
+//! with them, 0.90–0.97× without (`cargo xtask bench`, H1; an HTTP tool that answers with an
+//! event stream from a server with Nagle on may then see its events delayed). Redirects are never followed (hyper's client
+//! does not), so a token only goes to the configured origin.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -54,8 +58,9 @@ impl HttpError {
     }
 }
 
-/// Builds the client.
-pub(crate) fn client() -> Result<HttpClient, String> {
+/// Builds a client; `quick_ack`: its connections ask for a quick ACK before each read (for
+/// streamed responses; see the module's doc).
+pub(crate) fn client(quick_ack: bool) -> Result<HttpClient, String> {
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
@@ -71,7 +76,7 @@ pub(crate) fn client() -> Result<HttpClient, String> {
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(Connector(tcp));
+        .wrap_connector(Connector { tcp, quick_ack });
     Ok(
         hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
@@ -80,9 +85,12 @@ pub(crate) fn client() -> Result<HttpClient, String> {
     )
 }
 
-/// TCP connections that ask for quick ACKs (see the module's doc).
+/// TCP connections that ask for quick ACKs (see the module's doc), or not.
 #[derive(Clone)]
-pub(crate) struct Connector(HttpConnector<Resolver>);
+pub(crate) struct Connector {
+    tcp: HttpConnector<Resolver>,
+    quick_ack: bool,
+}
 
 impl tower_service::Service<Uri> for Connector {
     type Response = QuickAck;
@@ -90,18 +98,27 @@ impl tower_service::Service<Uri> for Connector {
     type Future = Pin<Box<dyn Future<Output = Result<QuickAck, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.0.poll_ready(cx).map_err(Into::into)
+        self.tcp.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = self.0.call(uri);
-        Box::pin(async move { Ok(QuickAck(connecting.await?)) })
+        let connecting = self.tcp.call(uri);
+        let quick_ack = self.quick_ack;
+        Box::pin(async move {
+            Ok(QuickAck {
+                io: connecting.await?,
+                quick_ack,
+            })
+        })
     }
 }
 
-/// A TCP connection that requests a quick ACK before each read, so that the ACK of what arrives
-/// next is not delayed.
-pub(crate) struct QuickAck(TokioIo<tokio::net::TcpStream>);
+/// A TCP connection that, when `quick_ack`, requests a quick ACK before each read, so that the
+/// ACK of what arrives next is not delayed.
+pub(crate) struct QuickAck {
+    io: TokioIo<tokio::net::TcpStream>,
+    quick_ack: bool,
+}
 
 impl Read for QuickAck {
     fn poll_read(
@@ -111,11 +128,11 @@ impl Read for QuickAck {
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
+        if this.quick_ack {
             // Best effort: a failure only means the ACK may be delayed.
-            let _ = socket2::SockRef::from(this.0.inner()).set_tcp_quickack(true);
+            let _ = socket2::SockRef::from(this.io.inner()).set_tcp_quickack(true);
         }
-        Pin::new(&mut this.0).poll_read(cx, buf)
+        Pin::new(&mut this.io).poll_read(cx, buf)
     }
 }
 
@@ -125,19 +142,19 @@ impl Write for QuickAck {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_write_vectored(
@@ -145,13 +162,13 @@ impl Write for QuickAck {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
 }
 
 impl Connection for QuickAck {
     fn connected(&self) -> Connected {
-        self.0.connected()
+        self.io.connected()
     }
 }
 

@@ -94,6 +94,10 @@ impl Transport for HttpTool {
     }
 
     /// Nothing stays open: the exchange's response was dropped with it.
+    fn leaves_work(&self, _: &CallState) -> bool {
+        false
+    }
+
     async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
 }
 

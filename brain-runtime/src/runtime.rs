@@ -220,6 +220,7 @@ impl<'a> RuntimeBuilder<'a> {
             inner: Arc::new(Inner {
                 tools,
                 http: http_client()?,
+                http_plain: crate::http::client(false).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
             }),
         })
@@ -269,12 +270,14 @@ fn inspects(binding: &ToolBinding) -> bool {
 /// token only goes to the configured origin), no proxies, TCP_NODELAY and quick ACKs,
 /// `localhost` always loopback.
 pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
-    crate::http::client().map_err(RuntimeError::Http)
+    crate::http::client(true).map_err(RuntimeError::Http)
 }
 
 struct Inner {
     tools: HashMap<String, Arc<Tool>>,
     http: HttpClient,
+    /// For plain HTTP tools: no quick ACKs (their answers are one body, see `http.rs`).
+    http_plain: HttpClient,
     /// The calls in flight, and the cleanups of ended calls (cancellation, session close, a
     /// stdio process's shutdown), run off the callers' path.
     cleanups: TaskTracker,
@@ -353,7 +356,10 @@ impl Runtime {
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
         self.inner.cleanups.spawn(async move {
-            let http = inner.http.clone();
+            let http = match tool.binding.kind() {
+                BindingKind::Http => inner.http_plain.clone(),
+                _ => inner.http.clone(),
+            };
             let (scope, arguments) = (&request.scope, &request.arguments);
             let cleanups = &inner.cleanups;
             let stateless = match tool.binding.pinned_revision() {

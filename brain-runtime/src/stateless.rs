@@ -48,6 +48,10 @@ impl Transport for Stateless {
 
     /// Nothing to close: dropping the response closed its stream, which is how 2026-07-28
     /// cancels.
+    fn leaves_work(&self, _: &CallState) -> bool {
+        false
+    }
+
     async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
 }
 

@@ -256,10 +256,13 @@ async fn tool(
         "sse/no-result" => {
             event_stream(stream::iter([sse_event("progress", &json!({"progress": 1}))]).map(Ok))
         }
-        "sse/drop" => event_stream(failing(stream::iter([sse_event(
-            "progress",
-            &json!({"progress": 1}),
-        )]))),
+        // The progress event first (a pause lets it leave), then the cut: mid-stream.
+        "sse/drop" => event_stream(failing(
+            stream::iter([sse_event("progress", &json!({"progress": 1}))]).chain(
+                stream::once(tokio::time::sleep(Duration::from_millis(50)))
+                    .filter_map(|()| async { None }),
+            ),
+        )),
         "sse/huge-event" => {
             let head = stream::once(async {
                 Bytes::from_static(b"event: progress\ndata: {\"progress\": 1, \"message\": \"")

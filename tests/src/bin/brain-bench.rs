@@ -40,6 +40,9 @@ struct Args {
     /// Fewer rounds and calls (under 3 minutes).
     #[arg(long)]
     quick: bool,
+    /// Measure only the HTTP tool target (H1).
+    #[arg(long)]
+    only_http_tools: bool,
 }
 
 /// How much to measure.
@@ -82,6 +85,20 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         }
     };
     let server = start_server(&[])?;
+    if args.only_http_tools {
+        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
+        for concurrency in [1, 32] {
+            http_tools(
+                &server.url,
+                &plan,
+                concurrency,
+                &mut targets,
+                &mut scenarios,
+            )
+            .await?;
+        }
+        return Ok(report(&targets, &scenarios));
+    }
     let nagle = start_server(&["--nagle"])?;
     let brain_2025 = Arc::new(Driver::brain(&server.url, "2025-11-25")?);
     let brain_2025_nagle = Arc::new(Driver::brain(&nagle.url, "2025-11-25")?);
@@ -90,8 +107,6 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         url: server.url.clone(),
     });
     let floor = Arc::new(Driver::floor(&server.url)?);
-    let http_tool = Arc::new(Driver::http_tool(&server.url)?);
-    let http_tool_floor = Arc::new(Driver::http_tool_floor(&server.url)?);
 
     let mut targets = Vec::new();
     let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
@@ -152,26 +167,14 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             rmcp.pooled(),
         ));
         scenarios.push(("floor: raw HTTP POST".into(), concurrency, raw.pooled()));
-        let (tool, tool_raw) = compare(
-            &http_tool,
-            &http_tool_floor,
-            calls,
+        http_tools(
+            &server.url,
+            &plan,
             concurrency,
-            plan.rounds,
+            &mut targets,
+            &mut scenarios,
         )
         .await?;
-        targets.push(Target::ratio(
-            "H1",
-            format!("HTTP tool call vs raw POST floor, c={concurrency}"),
-            tool.median_rate() / tool_raw.median_rate(),
-            0.85,
-        ));
-        scenarios.push(("brain, HTTP tool".into(), concurrency, tool.pooled()));
-        scenarios.push((
-            "floor: raw POST to the HTTP tool".into(),
-            concurrency,
-            tool_raw.pooled(),
-        ));
         for sdk in [Sdk::TypeScript, Sdk::Python] {
             match sdk.measure(&server.url, plan.sdk_calls, concurrency) {
                 Ok(Some(measure)) => scenarios.push((sdk.label().into(), concurrency, measure)),
@@ -188,11 +191,47 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     targets.extend(memory(&server.url).await?);
     targets.extend(discovery_and_codegen(plan.rounds).await?);
 
+    Ok(report(&targets, &scenarios))
+}
+
+/// H1: brain calling an HTTP tool against the raw POST floor, at `concurrency`.
+async fn http_tools(
+    url: &str,
+    plan: &Plan,
+    concurrency: usize,
+    targets: &mut Vec<Target>,
+    scenarios: &mut Vec<(String, usize, Measure)>,
+) -> anyhow::Result<()> {
+    let calls = if concurrency == 1 {
+        plan.calls_c1
+    } else {
+        plan.calls_c32
+    };
+    let brain = Arc::new(Driver::http_tool(url)?);
+    let floor = Arc::new(Driver::http_tool_floor(url)?);
+    let (tool, raw) = compare(&brain, &floor, calls, concurrency, plan.rounds).await?;
+    targets.push(Target::ratio(
+        "H1",
+        format!("HTTP tool call vs raw POST floor, c={concurrency}"),
+        tool.median_rate() / raw.median_rate(),
+        0.85,
+    ));
+    scenarios.push(("brain, HTTP tool".into(), concurrency, tool.pooled()));
+    scenarios.push((
+        "floor: raw POST to the HTTP tool".into(),
+        concurrency,
+        raw.pooled(),
+    ));
+    Ok(())
+}
+
+/// Prints the targets and scenarios; whether every target was met.
+fn report(targets: &[Target], scenarios: &[(String, usize, Measure)]) -> bool {
     println!(
         "\n{:<4} {:<68} {:>12} {:>10}  status",
         "id", "what", "measured", "target"
     );
-    for target in &targets {
+    for target in targets {
         println!(
             "{:<4} {:<68} {:>12} {:>10}  {}",
             target.id,
@@ -206,7 +245,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         "\n{:<40} {:>3} {:>10} {:>10} {:>10}",
         "scenario", "c", "calls/s", "p50 ms", "p99 ms"
     );
-    for (name, concurrency, measure) in &scenarios {
+    for (name, concurrency, measure) in scenarios {
         println!(
             "{:<40} {:>3} {:>10.0} {:>10.3} {:>10.3}",
             name,
@@ -218,7 +257,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     }
     let met = targets.iter().filter(|t| t.met).count();
     println!("\ntargets met: {met}/{}", targets.len());
-    Ok(met == targets.len())
+    met == targets.len()
 }
 
 /// One row of the targets table.
