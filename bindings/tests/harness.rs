@@ -469,6 +469,7 @@ async fn http_and_sse_tools_through_the_harness() {
     let key = "harness-session-token-key-0123456789abcdef";
     let server = TestServer::start(Faults {
         session_token_key: Some(key.as_bytes().to_vec()),
+        require_token: Some("hook-secret-token".into()),
         ..Faults::default()
     })
     .await
@@ -480,7 +481,7 @@ async fn http_and_sse_tools_through_the_harness() {
         let mut binding = json!({
             "name": name, "description": "A tool endpoint of the test server.",
             "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}},
-            "url": format!("{tools}/{path}"), "tenants": ["local"]
+            "url": format!("{tools}/{path}"), "tenants": ["local"], "token_env": "HOOK_TOKEN"
         });
         for (k, v) in extra.as_object().unwrap() {
             binding[k] = v.clone();
@@ -509,7 +510,10 @@ async fn http_and_sse_tools_through_the_harness() {
                     tool,
                     args,
                 ],
-                &[("BRAIN_SESSION_TOKEN_KEY", key)],
+                &[
+                    ("BRAIN_SESSION_TOKEN_KEY", key),
+                    ("HOOK_TOKEN", "hook-secret-token"),
+                ],
             )
             .await
         }
@@ -561,5 +565,29 @@ async fn http_and_sse_tools_through_the_harness() {
             .load(std::sync::atomic::Ordering::SeqCst),
         requests
     );
-    assert!(!stderr(&output).contains(key));
+    // Without the token variable: refused before any I/O, the variable named.
+    let output = harness(
+        &[
+            "--config", &config, "call", "--tenant", "local", "hook", "{}",
+        ],
+        &[("BRAIN_SESSION_TOKEN_KEY", key)],
+    )
+    .await;
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        lines(&output)[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("HOOK_TOKEN is not set"),
+        "{output:?}"
+    );
+    assert_eq!(
+        server
+            .tools
+            .requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        requests
+    );
+    let all = format!("{output:?}");
+    assert!(!all.contains(key) && !all.contains("hook-secret-token"));
 }
