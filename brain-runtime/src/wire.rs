@@ -328,13 +328,7 @@ impl Stream for Bounded {
 /// that ends it) exceeds `limit`: memory stays bounded per event, however long the stream runs.
 pub(crate) struct EventBounded {
     stream: Pin<Box<dyn Stream<Item = Result<Bytes, hyper::Error>> + Send>>,
-    limit: u64,
-    /// Bytes of the event being read.
-    in_event: u64,
-    /// The line being read is empty so far.
-    line_empty: bool,
-    /// The last byte was a CR (a following LF belongs to it).
-    after_cr: bool,
+    size: EventSize,
     failed: bool,
 }
 
@@ -342,11 +336,31 @@ impl EventBounded {
     pub(crate) fn new(response: Response, limit: u64) -> Self {
         EventBounded {
             stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
+            size: EventSize::new(limit),
+            failed: false,
+        }
+    }
+}
+
+/// The size of the SSE event being read, across chunks: lines end with CR, LF or CRLF, and a
+/// blank line ends an event.
+struct EventSize {
+    limit: u64,
+    /// Bytes of the event being read.
+    in_event: u64,
+    /// The line being read is empty so far.
+    line_empty: bool,
+    /// The last byte was a CR (a following LF belongs to it).
+    after_cr: bool,
+}
+
+impl EventSize {
+    fn new(limit: u64) -> Self {
+        EventSize {
             limit,
             in_event: 0,
             line_empty: true,
             after_cr: false,
-            failed: false,
         }
     }
 
@@ -384,9 +398,9 @@ impl Stream for EventBounded {
         }
         match self.stream.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
-                if !self.fits(&chunk) {
+                if !self.size.fits(&chunk) {
                     self.failed = true;
-                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
+                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.size.limit))));
                 }
                 Poll::Ready(Some(Ok(chunk)))
             }
@@ -411,4 +425,32 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventSize;
+
+    #[test]
+    fn the_bound_is_per_event_whatever_the_line_endings_and_chunks() {
+        // Many events of 20 bytes each, under a 32-byte bound: fine, in one chunk or byte by byte.
+        for ending in ["\n", "\r", "\r\n"] {
+            let event = format!("event: p{ending}data: 1{ending}{ending}");
+            let stream = event.repeat(1000);
+            assert!(EventSize::new(32).fits(stream.as_bytes()), "{ending:?}");
+            let mut size = EventSize::new(32);
+            assert!(
+                stream.as_bytes().iter().all(|b| size.fits(&[*b])),
+                "{ending:?}"
+            );
+        }
+        // One event of 40 bytes: over, even split across chunks and lines.
+        let mut size = EventSize::new(32);
+        assert!(size.fits(b"data: 0123456789\r\n"));
+        assert!(!size.fits(b"data: 0123456789abcdef\r\n\r\n"));
+        // A CR then an LF in the next chunk is one line end, not a blank line.
+        let mut size = EventSize::new(16);
+        assert!(size.fits(b"data: 01234\r"));
+        assert!(!size.fits(b"\ndata: 56789"));
+    }
 }
