@@ -111,9 +111,7 @@ pub struct ToolBinding {
     #[serde(default = "default_max_output_bytes")]
     #[schemars(range(min = 1, max = 67_108_864))]
     pub max_output_bytes: u64,
-    /// HTTP and SSE tools only: send a session inspection token (`Brain-Session-Token`, an HS256
-    /// JWS of the call's tenant, session, call id, tool and deadline, signed with the host's
-    /// `BRAIN_SESSION_TOKEN_KEY`). Rejected on MCP bindings.
+    /// HTTP and SSE tools only: send the session inspection token. Rejected on MCP bindings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inspect_session: Option<bool>,
     /// HTTP and SSE tools only: `"http"` (the default: one POST, a JSON or text answer) or
