@@ -42,6 +42,14 @@ fn lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The text of the first content block of the first event printed.
+fn first_text(output: &Output) -> String {
+    lines(output)[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -550,12 +558,7 @@ async fn http_and_sse_tools_through_the_harness() {
         .load(std::sync::atomic::Ordering::SeqCst);
     let output = call("hook", "intruder", "{}").await;
     assert_ne!(output.status.code(), Some(0));
-    assert!(
-        lines(&output)[0]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("may not call")
-    );
+    assert!(first_text(&output).contains("may not call"));
     let output = call("hook", "local", r#"{"message": 7}"#).await;
     assert_ne!(output.status.code(), Some(0));
     assert_eq!(
@@ -575,10 +578,7 @@ async fn http_and_sse_tools_through_the_harness() {
     .await;
     assert_ne!(output.status.code(), Some(0));
     assert!(
-        lines(&output)[0]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("HOOK_TOKEN is not set"),
+        first_text(&output).contains("HOOK_TOKEN is not set"),
         "{output:?}"
     );
     assert_eq!(

@@ -9,6 +9,16 @@ use tests::server::{Faults, TestServer};
 
 const KEY: &str = "typed-session-token-key-0123456789abcdef";
 
+/// The test server, with the session token key the runtime signs with.
+async fn server() -> TestServer {
+    TestServer::start(Faults {
+        session_token_key: Some(KEY.as_bytes().to_vec()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// The compiled-in bindings, pointed at `server`: MCP bindings at its MCP endpoint, HTTP and SSE
 /// tools at its tool endpoints, stdio bindings at the test server binary.
 fn runtime(server: &TestServer) -> Runtime {
@@ -41,12 +51,7 @@ fn scope() -> Scope {
 
 #[tokio::test]
 async fn typed_calls_reach_the_server() {
-    let server = TestServer::start(Faults {
-        session_token_key: Some(KEY.as_bytes().to_vec()),
-        ..Faults::default()
-    })
-    .await
-    .unwrap();
+    let server = server().await;
     let runtime = runtime(&server);
 
     let call = ToolCall::Echo(EchoArgs {
@@ -81,12 +86,7 @@ async fn typed_calls_reach_the_server() {
 
 #[tokio::test]
 async fn typed_calls_to_http_and_sse_tools() {
-    let server = TestServer::start(Faults {
-        session_token_key: Some(KEY.as_bytes().to_vec()),
-        ..Faults::default()
-    })
-    .await
-    .unwrap();
+    let server = server().await;
     let runtime = runtime(&server);
     let call = ToolCall::WebhookEcho(WebhookEchoArgs {
         message: "typed webhook".into(),

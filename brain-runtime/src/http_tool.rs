@@ -12,7 +12,8 @@
 //!   call with `unknown_outcome: true`;
 //! - an event stream: `event: progress` → `tool.progress`, `event: result` → the `tool.result`
 //!   (converted and checked by `convert.rs`, like an MCP result), other events and comments
-//!   ignored; each event read under the raw result bound; ending without `result` → unknown;
+//!   ignored; each event read under the raw result bound (`wire::Bounded::per_event`); ending
+//!   without `result` → unknown;
 //! - a non-2xx status fails the call: 4xx with `unknown_outcome: false`, except 408, 409 and
 //!   429 (the server may have started), and 1xx, 3xx (redirects are never followed), 5xx with
 //!   `true`; the status and up to 4 KiB of the body go into the message.
@@ -37,7 +38,7 @@ use crate::event::ToolResult;
 use crate::http::{HttpClient, Response};
 use crate::outcome::Failure;
 use crate::session_token::SESSION_TOKEN_HEADER;
-use crate::wire::{Bounded, EventBounded, ReadError, error_chain};
+use crate::wire::{Bounded, ReadError, error_chain};
 
 /// How much of an error response's body goes into the failure message.
 const ERROR_BODY_BYTES: usize = 4096;
@@ -284,7 +285,7 @@ async fn read_body(
 /// become `tool.progress`, the `result` event the call's result.
 async fn read_events(call: &Exchange<'_>, response: Response) -> Result<ToolResult, Failure> {
     let mut events =
-        SseStream::from_bytes_stream(EventBounded::new(response, call.tool.raw_limit()));
+        SseStream::from_bytes_stream(Bounded::per_event(response, call.tool.raw_limit()));
     let mut last_progress = None;
     loop {
         let event = match events.next().await {

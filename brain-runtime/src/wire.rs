@@ -270,21 +270,60 @@ impl Messages {
     }
 }
 
-/// A response body that fails once more than `limit` bytes have arrived, so that a huge
-/// response is never buffered.
-pub(crate) struct Bounded {
+/// A response body that fails as soon as its [`Budget`] is exceeded, so that a huge response is
+/// never buffered: by default ([`Total`]) more than `limit` bytes in all; per SSE event
+/// ([`EventSize`], [`Bounded::per_event`]) one event over `limit` bytes.
+pub(crate) struct Bounded<B: Budget = Total> {
     stream: Pin<Box<dyn Stream<Item = Result<Bytes, hyper::Error>> + Send>>,
+    budget: B,
+    failed: bool,
+}
+
+/// How a [`Bounded`] body counts what arrives.
+pub(crate) trait Budget: Unpin {
+    /// Counts `chunk`; `false` once the bound is passed.
+    fn fits(&mut self, chunk: &[u8]) -> bool;
+    /// The bound, for the error.
+    fn limit(&self) -> u64;
+}
+
+/// Every byte of a body (and of the bodies it resumes, which share `read`), against `limit`.
+pub(crate) struct Total {
     limit: u64,
     read: Arc<AtomicU64>,
-    failed: bool,
+}
+
+impl Budget for Total {
+    fn fits(&mut self, chunk: &[u8]) -> bool {
+        let size = chunk.len() as u64;
+        self.read.fetch_add(size, Ordering::Relaxed) + size <= self.limit
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
 }
 
 impl Bounded {
     pub(crate) fn new(response: Response, limit: u64, read: Arc<AtomicU64>) -> Self {
+        Bounded::with(response, Total { limit, read })
+    }
+}
+
+impl Bounded<EventSize> {
+    /// A body read as an SSE stream, failing once one event (the bytes up to the blank line
+    /// that ends it) exceeds `limit`: memory stays bounded per event, however long the stream
+    /// runs.
+    pub(crate) fn per_event(response: Response, limit: u64) -> Self {
+        Bounded::with(response, EventSize::new(limit))
+    }
+}
+
+impl<B: Budget> Bounded<B> {
+    fn with(response: Response, budget: B) -> Self {
         Bounded {
             stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
-            limit,
-            read,
+            budget,
             failed: false,
         }
     }
@@ -298,7 +337,7 @@ impl Bounded {
     }
 }
 
-impl Stream for Bounded {
+impl<B: Budget> Stream for Bounded<B> {
     type Item = Result<Bytes, ReadError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -307,11 +346,9 @@ impl Stream for Bounded {
         }
         match self.stream.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
-                let read =
-                    self.read.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
-                if read > self.limit {
+                if !self.budget.fits(&chunk) {
                     self.failed = true;
-                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.limit))));
+                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.budget.limit()))));
                 }
                 Poll::Ready(Some(Ok(chunk)))
             }
@@ -324,27 +361,9 @@ impl Stream for Bounded {
     }
 }
 
-/// A response body read as an SSE stream, failing once one event (the bytes up to the blank line
-/// that ends it) exceeds `limit`: memory stays bounded per event, however long the stream runs.
-pub(crate) struct EventBounded {
-    stream: Pin<Box<dyn Stream<Item = Result<Bytes, hyper::Error>> + Send>>,
-    size: EventSize,
-    failed: bool,
-}
-
-impl EventBounded {
-    pub(crate) fn new(response: Response, limit: u64) -> Self {
-        EventBounded {
-            stream: Box::pin(http_body_util::BodyDataStream::new(response.into_body())),
-            size: EventSize::new(limit),
-            failed: false,
-        }
-    }
-}
-
 /// The size of the SSE event being read, across chunks: lines end with CR, LF or CRLF, and a
 /// blank line ends an event.
-struct EventSize {
+pub(crate) struct EventSize {
     limit: u64,
     /// Bytes of the event being read.
     in_event: u64,
@@ -363,8 +382,9 @@ impl EventSize {
             after_cr: false,
         }
     }
+}
 
-    /// Counts `chunk`; `false` when an event went over the limit.
+impl Budget for EventSize {
     fn fits(&mut self, chunk: &[u8]) -> bool {
         for &byte in chunk {
             if std::mem::take(&mut self.after_cr) && byte == b'\n' {
@@ -387,29 +407,9 @@ impl EventSize {
         }
         true
     }
-}
 
-impl Stream for EventBounded {
-    type Item = Result<Bytes, ReadError>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.failed {
-            return Poll::Ready(None);
-        }
-        match self.stream.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(chunk))) => {
-                if !self.size.fits(&chunk) {
-                    self.failed = true;
-                    return Poll::Ready(Some(Err(ReadError::TooLarge(self.size.limit))));
-                }
-                Poll::Ready(Some(Ok(chunk)))
-            }
-            Poll::Ready(Some(Err(error))) => {
-                self.failed = true;
-                Poll::Ready(Some(Err(ReadError::Transport(error_chain(&error)))))
-            }
-            other => other.map(|_| None),
-        }
+    fn limit(&self) -> u64 {
+        self.limit
     }
 }
 
@@ -429,7 +429,7 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::EventSize;
+    use super::{Budget, EventSize};
 
     #[test]
     fn the_bound_is_per_event_whatever_the_line_endings_and_chunks() {

@@ -63,18 +63,7 @@ async fn accept(endpoints: &Endpoints, request: Request) -> Result<(HeaderMap, V
         return Err(StatusCode::BAD_REQUEST.into_response());
     };
     endpoints.stats.requests.fetch_add(1, Ordering::SeqCst);
-    let headers: Map<String, Value> = parts
-        .headers
-        .iter()
-        .map(|(name, value)| {
-            let value = if name == header::AUTHORIZATION {
-                "<present>".to_owned()
-            } else {
-                String::from_utf8_lossy(value.as_bytes()).into_owned()
-            };
-            (name.as_str().to_owned(), Value::String(value))
-        })
-        .collect();
+    let headers = headers_json(&parts.headers, |_| true);
     *endpoints
         .stats
         .last_headers
@@ -123,25 +112,13 @@ async fn tool(
     let number = |name: &str, default: u64| arguments[name].as_u64().unwrap_or(default);
     match path.as_str() {
         "echo" => {
-            let shown: Map<String, Value> = headers
-                .iter()
-                .filter(|(name, _)| {
-                    let name = name.as_str();
-                    name.starts_with("brain-")
-                        || matches!(
-                            name,
-                            "idempotency-key" | "content-type" | "accept" | "authorization"
-                        )
-                })
-                .map(|(name, value)| {
-                    let value = if name == header::AUTHORIZATION {
-                        "<present>".to_owned()
-                    } else {
-                        String::from_utf8_lossy(value.as_bytes()).into_owned()
-                    };
-                    (name.as_str().to_owned(), Value::String(value))
-                })
-                .collect();
+            let shown = headers_json(&headers, |name| {
+                name.starts_with("brain-")
+                    || matches!(
+                        name,
+                        "idempotency-key" | "content-type" | "accept" | "authorization"
+                    )
+            });
             json_response(&json!({"arguments": arguments, "headers": shown}))
         }
         "weather" => json_response(&json!({
@@ -332,6 +309,22 @@ fn inspect(endpoints: &Endpoints, headers: &HeaderMap) -> Response {
         ])
         .map(Ok),
     )
+}
+
+/// The headers `keep` keeps, as JSON (lowercase names; `authorization` only as `<present>`).
+fn headers_json(headers: &HeaderMap, keep: impl Fn(&str) -> bool) -> Map<String, Value> {
+    headers
+        .iter()
+        .filter(|(name, _)| keep(name.as_str()))
+        .map(|(name, value)| {
+            let value = if name == header::AUTHORIZATION {
+                "<present>".to_owned()
+            } else {
+                String::from_utf8_lossy(value.as_bytes()).into_owned()
+            };
+            (name.as_str().to_owned(), Value::String(value))
+        })
+        .collect()
 }
 
 fn sse_event(name: &str, data: &Value) -> Bytes {

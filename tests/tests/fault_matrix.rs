@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use brain_runtime::{CallRequest, Event, Runtime, Scope};
+use brain_runtime::{Call, CallRequest, Event, Runtime, Scope, ToolResult};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tests::server::{Faults, Resume, Stats, TestServer, bindings_json};
@@ -229,7 +229,7 @@ async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(
     let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
     let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let mut call = runtime.call(CallRequest {
+    let call = runtime.call(CallRequest {
         tool: "echo".into(),
         scope: Scope {
             tenant_id: "local".into(),
@@ -238,23 +238,8 @@ async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(
         call_id: Some("matrix-1".into()),
         arguments: json!({"message": "matrix"}),
     });
-    let deadline = Duration::from_secs(TIMEOUT_SECONDS + 1);
-    let mut results = Vec::new();
-    let drained = tokio::time::timeout(deadline, async {
-        while let Some(event) = call.next().await {
-            if let Event::Result(result) = event {
-                results.push(result);
-            }
-        }
-    })
-    .await;
+    let result = one_result(call).await?;
     let elapsed = started.elapsed();
-    if drained.is_err() {
-        return Err(format!("no end within {deadline:?}"));
-    }
-    let [result] = results.as_slice() else {
-        return Err(format!("{} results: {results:?}", results.len()));
-    };
     // Give a dropped connection's server side a moment to count what it read.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let calls = Stats::get(&server.stats.calls);
@@ -378,7 +363,7 @@ async fn run_tool_case(
     let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
     let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let mut call = runtime.call(CallRequest {
+    let call = runtime.call(CallRequest {
         tool: "tool".into(),
         scope: Scope {
             tenant_id: "local".into(),
@@ -387,6 +372,21 @@ async fn run_tool_case(
         call_id: Some("matrix-1".into()),
         arguments,
     });
+    let result = one_result(call).await?;
+    let elapsed = started.elapsed();
+    let requests = Stats::get(&server.tools.requests);
+    let seen = (result.is_error, result.unknown_outcome, requests);
+    if seen != expected {
+        return Err(format!(
+            "expected {expected:?}, got {seen:?} after {elapsed:?}: {:?}",
+            result.content
+        ));
+    }
+    Ok(())
+}
+
+/// Reads `call` to its end within the timeout plus one second: its one result, or why not.
+async fn one_result(mut call: Call) -> Result<ToolResult, String> {
     let deadline = Duration::from_secs(TIMEOUT_SECONDS + 1);
     let mut results = Vec::new();
     let drained = tokio::time::timeout(deadline, async {
@@ -397,20 +397,11 @@ async fn run_tool_case(
         }
     })
     .await;
-    let elapsed = started.elapsed();
     if drained.is_err() {
         return Err(format!("no end within {deadline:?}"));
     }
-    let [result] = results.as_slice() else {
-        return Err(format!("{} results: {results:?}", results.len()));
-    };
-    let requests = Stats::get(&server.tools.requests);
-    let seen = (result.is_error, result.unknown_outcome, requests);
-    if seen != expected {
-        return Err(format!(
-            "expected {expected:?}, got {seen:?} after {elapsed:?}: {:?}",
-            result.content
-        ));
+    match <[ToolResult; 1]>::try_from(results) {
+        Ok([result]) => Ok(result),
+        Err(results) => Err(format!("{} results: {results:?}", results.len())),
     }
-    Ok(())
 }

@@ -78,7 +78,7 @@ fn text(result: &ToolResult) -> String {
 }
 
 #[track_caller]
-fn assert_row(got: (ToolResult, usize), want: (bool, bool, usize), needle: &str) -> ToolResult {
+fn assert_row(got: (ToolResult, usize), want: Row, needle: &str) -> ToolResult {
     let (result, requests) = got;
     assert_eq!(
         (result.is_error, result.unknown_outcome, requests),
@@ -90,6 +90,38 @@ fn assert_row(got: (ToolResult, usize), want: (bool, bool, usize), needle: &str)
         "expected {needle:?} in {result:?}"
     );
     result
+}
+
+/// `(is_error, unknown_outcome, requests the endpoint received)`.
+type Row = (bool, bool, usize);
+
+/// Calls each row's endpoint `(path, binding patch, arguments)` as the one binding of a fresh
+/// server and checks `(is_error, unknown_outcome, requests received)` and a needle in the result.
+async fn check_rows(rows: Vec<(&str, Value, Value, Row, &str)>) {
+    for (path, patch, arguments, want, needle) in rows {
+        let (result, requests) = call_one(path, patch, arguments).await;
+        assert_eq!(
+            (result.is_error, result.unknown_outcome, requests),
+            want,
+            "/tools/{path}: {result:?}"
+        );
+        assert!(
+            text(&result).contains(needle),
+            "/tools/{path}: {needle:?} in {result:?}"
+        );
+    }
+}
+
+/// Runs `call` to its end: its progress events and its result.
+async fn events(mut call: brain_runtime::Call) -> (Vec<brain_runtime::Progress>, ToolResult) {
+    let (mut progress, mut result) = (Vec::new(), None);
+    while let Some(event) = call.next().await {
+        match event {
+            Event::Progress(p) => progress.push(p),
+            Event::Result(r) => result = Some(r),
+        }
+    }
+    (progress, result.expect("a call ends with a result"))
 }
 
 const HTTP: fn() -> Value = || json!({});
@@ -255,21 +287,30 @@ async fn redirects_are_not_followed() {
 
 #[tokio::test]
 async fn a_dropped_connection_after_the_request_has_an_unknown_outcome() {
-    assert_row(
-        call_one("drop-before", HTTP(), json!({})).await,
-        (true, true, 1),
-        "the tool may have run",
-    );
-    assert_row(
-        call_one("drop-after", HTTP(), json!({})).await,
-        (true, true, 1),
-        "the tool may have run",
-    );
-    assert_row(
-        call_one("sse/drop", SSE(), json!({})).await,
-        (true, true, 1),
-        "the tool may have run",
-    );
+    check_rows(vec![
+        (
+            "drop-before",
+            HTTP(),
+            json!({}),
+            (true, true, 1),
+            "the tool may have run",
+        ),
+        (
+            "drop-after",
+            HTTP(),
+            json!({}),
+            (true, true, 1),
+            "the tool may have run",
+        ),
+        (
+            "sse/drop",
+            SSE(),
+            json!({}),
+            (true, true, 1),
+            "the tool may have run",
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -289,21 +330,30 @@ async fn connection_refused_has_a_known_outcome() {
 
 #[tokio::test]
 async fn wrong_content_types_and_invalid_json_have_an_unknown_outcome() {
-    assert_row(
-        call_one("wrong-type", HTTP(), json!({})).await,
-        (true, true, 1),
-        "text/html",
-    );
-    assert_row(
-        call_one("invalid-json", HTTP(), json!({})).await,
-        (true, true, 1),
-        "not valid JSON",
-    );
-    assert_row(
-        call_one("sse/wrong-type", SSE(), json!({})).await,
-        (true, true, 1),
-        "not an event stream",
-    );
+    check_rows(vec![
+        (
+            "wrong-type",
+            HTTP(),
+            json!({}),
+            (true, true, 1),
+            "text/html",
+        ),
+        (
+            "invalid-json",
+            HTTP(),
+            json!({}),
+            (true, true, 1),
+            "not valid JSON",
+        ),
+        (
+            "sse/wrong-type",
+            SSE(),
+            json!({}),
+            (true, true, 1),
+            "not an event stream",
+        ),
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -336,16 +386,23 @@ async fn bodies_and_events_over_the_byte_bound_fail_the_call() {
         }
         patch
     };
-    assert_row(
-        call_one("huge", small(false), json!({"bytes": 8 << 20})).await,
-        (true, true, 1),
-        "exceeded 71680 bytes",
-    );
-    assert_row(
-        call_one("sse/huge-event", small(true), json!({"bytes": 8 << 20})).await,
-        (true, true, 1),
-        "exceeded 71680 bytes",
-    );
+    check_rows(vec![
+        (
+            "huge",
+            small(false),
+            json!({"bytes": 8 << 20}),
+            (true, true, 1),
+            "exceeded 71680 bytes",
+        ),
+        (
+            "sse/huge-event",
+            small(true),
+            json!({"bytes": 8 << 20}),
+            (true, true, 1),
+            "exceeded 71680 bytes",
+        ),
+    ])
+    .await;
     // Under the raw bound but over max_output_bytes once converted.
     assert_row(
         call_one("huge", small(false), json!({"bytes": 4000})).await,
@@ -364,27 +421,18 @@ async fn sse_progress_arrives_live_and_in_order_then_the_result() {
         SSE(),
     )]))
     .unwrap();
-    let mut call = runtime.call(request(
+    let (progress, result) = events(runtime.call(request(
         "steps",
         "call-p",
         json!({"steps": 4, "delay_ms": 20}),
-    ));
-    let mut progress = Vec::new();
-    let mut result = None;
-    while let Some(event) = call.next().await {
-        match event {
-            Event::Progress(p) => {
-                assert_eq!(p.call_id, "call-p");
-                assert_eq!(p.total, Some(4.0));
-                progress.push((p.progress, p.message.unwrap_or_default()));
-            }
-            Event::Result(r) => result = Some(r),
-        }
+    )))
+    .await;
+    for p in &progress {
+        assert_eq!((p.call_id.as_str(), p.total), ("call-p", Some(4.0)));
     }
-    let steps: Vec<f64> = progress.iter().map(|(p, _)| *p).collect();
+    let steps: Vec<f64> = progress.iter().map(|p| p.progress).collect();
     assert_eq!(steps, [1.0, 2.0, 3.0, 4.0]);
-    assert_eq!(progress[0].1, "step 1 of 4");
-    let result = result.expect("a result");
+    assert_eq!(progress[0].message.as_deref(), Some("step 1 of 4"));
     assert_row(
         (result, Stats::get(&server.tools.requests)),
         (false, false, 1),
@@ -433,22 +481,15 @@ async fn a_progress_flood_is_delivered_in_order_without_failing_the_call() {
         json!({"transport": "sse", "max_output_bytes": 1024, "timeout_seconds": 120}),
     )]))
     .unwrap();
-    let mut call = runtime.call(request("flood", "call-f", json!({"count": 100_000})));
-    let (mut delivered, mut last) = (0u64, 0.0);
-    let mut result = None;
-    while let Some(event) = call.next().await {
-        match event {
-            Event::Progress(p) => {
-                assert!(p.progress > last, "in order");
-                last = p.progress;
-                delivered += 1;
-            }
-            Event::Result(r) => result = Some(r),
-        }
-    }
-    assert_eq!(delivered, 100_000);
+    let (progress, result) =
+        events(runtime.call(request("flood", "call-f", json!({"count": 100_000})))).await;
+    assert_eq!(progress.len(), 100_000);
+    assert!(
+        progress.windows(2).all(|w| w[0].progress < w[1].progress),
+        "in order"
+    );
     assert_row(
-        (result.unwrap(), Stats::get(&server.tools.requests)),
+        (result, Stats::get(&server.tools.requests)),
         (false, false, 1),
         "flooded 100000",
     );
@@ -517,18 +558,10 @@ async fn inspect_session_sends_a_token_the_host_can_verify() {
         .build()
         .unwrap();
     let before = SystemTime::now();
-    let mut call = runtime.call(request("inspect", "call-i", json!({})));
-    let mut progress = 0;
-    let mut result = None;
-    while let Some(event) = call.next().await {
-        match event {
-            Event::Progress(_) => progress += 1,
-            Event::Result(r) => result = Some(r),
-        }
-    }
-    assert_eq!(progress, 2);
+    let (progress, result) = events(runtime.call(request("inspect", "call-i", json!({})))).await;
+    assert_eq!(progress.len(), 2);
     let result = assert_row(
-        (result.unwrap(), Stats::get(&server.tools.requests)),
+        (result, Stats::get(&server.tools.requests)),
         (false, false, 1),
         "verified session token of tenant local",
     );
@@ -628,4 +661,30 @@ async fn no_mcp_request_ever_carries_a_session_token() {
     );
     assert_eq!(Stats::get(&server.stats.session_token_requests), 0);
     assert_eq!(Stats::get(&server.tools.requests), 1);
+}
+
+#[tokio::test]
+async fn a_cancelled_call_ends_at_once_with_an_unknown_outcome() {
+    let server = server().await;
+    let runtime = Runtime::new(&config(vec![binding(
+        &server,
+        "stalled",
+        "sse/stall",
+        json!({"transport": "sse", "timeout_seconds": 60}),
+    )]))
+    .unwrap();
+    let mut call = runtime.call(request("stalled", "call-c", json!({})));
+    // The first progress event: the request has reached the tool.
+    assert!(matches!(call.next().await, Some(Event::Progress(_))));
+    let started = Instant::now();
+    call.cancel();
+    let result = call.result().await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_row(
+        (result, Stats::get(&server.tools.requests)),
+        (true, true, 1),
+        "interrupted",
+    );
+    // Nothing is left to clean up: the connection closed with the call.
+    runtime.wait_for_cleanup().await;
 }

@@ -53,6 +53,17 @@ struct Plan {
     sdk_calls: usize,
 }
 
+impl Plan {
+    /// Calls a round at `concurrency` (1 or 32).
+    fn calls(&self, concurrency: usize) -> usize {
+        if concurrency == 1 {
+            self.calls_c1
+        } else {
+            self.calls_c32
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
@@ -111,11 +122,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     let mut targets = Vec::new();
     let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
     for concurrency in [1, 32] {
-        let calls = if concurrency == 1 {
-            plan.calls_c1
-        } else {
-            plan.calls_c32
-        };
+        let calls = plan.calls(concurrency);
         eprintln!("measuring at concurrency {concurrency} ({calls} calls a round)...");
         let (brain, rmcp) = compare(&brain_2025, &naive, calls, concurrency, plan.rounds).await?;
         targets.push(Target::ratio(
@@ -202,11 +209,7 @@ async fn http_tools(
     targets: &mut Vec<Target>,
     scenarios: &mut Vec<(String, usize, Measure)>,
 ) -> anyhow::Result<()> {
-    let calls = if concurrency == 1 {
-        plan.calls_c1
-    } else {
-        plan.calls_c32
-    };
+    let calls = plan.calls(concurrency);
     let brain = Arc::new(Driver::http_tool(url)?);
     let floor = Arc::new(Driver::http_tool_floor(url)?);
     let (tool, raw) = compare(&brain, &floor, calls, concurrency, plan.rounds).await?;
