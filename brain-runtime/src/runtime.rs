@@ -79,7 +79,8 @@ fn missing_tokens_message(missing: &BTreeMap<String, Vec<String>>) -> String {
         .collect();
     let key_hint = if missing.contains_key(SESSION_TOKEN_KEY_ENV) {
         format!(
-            " ({SESSION_TOKEN_KEY_ENV}: a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes              shared with the host's session inspection endpoint)"
+            " ({SESSION_TOKEN_KEY_ENV}: a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes \
+             shared with the host's session inspection endpoint)"
         )
     } else {
         String::new()
@@ -459,7 +460,8 @@ impl Runtime {
         if let Some(why) = self.unavailable(name) {
             let fix = if tool.missing_session_key {
                 format!(
-                    "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared                      with the host's session inspection endpoint, and restart"
+                    "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
+                     with the host's session inspection endpoint, and restart"
                 )
             } else {
                 "set it to the server's API key and restart".to_owned()
