@@ -19,12 +19,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Token;
 use crate::convert::convert;
 use crate::event::{Event, Progress, ToolResult};
 use crate::http::HttpClient;
 use crate::outcome::Failure;
 use crate::routing::ParamHeader;
-use crate::wire::{Endpoint, Messages, ReadError, Token, error_chain};
+use crate::wire::{Endpoint, Messages, ReadError, error_chain};
 
 /// Bound on the requests that clean up after a call (cancel, DELETE) and on answers to server
 /// requests.

@@ -12,9 +12,10 @@ use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use crate::auth::Token;
 use crate::runtime::http_client;
 use crate::stateless;
-use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, Token, error_chain};
+use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, error_chain};
 
 /// Bound on one discovery response body (128 tools with large schemas fit many times over).
 const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;

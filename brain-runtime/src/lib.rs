@@ -38,6 +38,7 @@
 //! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
 //! the shutdown of stdio server processes run off the caller's path.
 
+mod auth;
 mod call;
 mod convert;
 pub mod discover;

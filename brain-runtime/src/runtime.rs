@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Token;
 use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
@@ -23,7 +24,6 @@ use crate::session::Session;
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::stateless::Stateless;
 use crate::stdio::{Launch, Spares, Stdio};
-use crate::wire::Token;
 
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]

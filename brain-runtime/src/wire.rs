@@ -16,6 +16,7 @@ use futures_util::{Stream, StreamExt};
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http_body_util::Full;
 
+use crate::auth::Token;
 use crate::http::{HttpClient, HttpError, Response};
 use serde_json::Value;
 use sse_stream::SseStream;
@@ -24,25 +25,6 @@ use sse_stream::SseStream;
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 /// The negotiated revision, sent on every request after initialize.
 pub(crate) const PROTOCOL_HEADER: &str = "mcp-protocol-version";
-
-/// A bearer token. Its value never appears in Debug output, errors or events.
-#[derive(Clone)]
-pub(crate) struct Token(HeaderValue);
-
-impl Token {
-    /// `None` when the value cannot be an HTTP header value.
-    pub(crate) fn new(token: &str) -> Option<Token> {
-        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
-        value.set_sensitive(true);
-        Some(Token(value))
-    }
-}
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Token(<redacted>)")
-    }
-}
 
 /// Where a call's messages go.
 pub(crate) struct Endpoint<'a> {
@@ -116,7 +98,7 @@ impl Endpoint<'_> {
         if let Some(map) = request.headers_mut() {
             map.extend(headers);
             if let Some(token) = self.token {
-                map.insert(AUTHORIZATION, token.0.clone());
+                map.insert(AUTHORIZATION, token.header());
             }
         }
     }
