@@ -28,7 +28,7 @@ use brain_config::BindingKind;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::StatusCode;
-use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
+use http::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use serde_json::{Map, Value, json};
 use sse_stream::SseStream;
 
@@ -38,7 +38,7 @@ use crate::event::ToolResult;
 use crate::http::{HttpClient, Response};
 use crate::outcome::Failure;
 use crate::session_token::SESSION_TOKEN_HEADER;
-use crate::wire::{Bounded, ReadError, error_chain};
+use crate::wire::{Bounded, ReadError, content_type, error_chain};
 
 /// How much of an error response's body goes into the failure message.
 const ERROR_BODY_BYTES: usize = 4096;
@@ -136,16 +136,6 @@ fn request_headers(call: &Exchange<'_>) -> Result<HeaderMap, Failure> {
         headers.insert(HeaderName::from_static(SESSION_TOKEN_HEADER), value);
     }
     Ok(headers)
-}
-
-fn content_type(response: &Response) -> String {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
 }
 
 fn describe_type(content_type: &str) -> String {
@@ -251,7 +241,7 @@ async fn read_body(
     let bytes = Bounded::new(response, limit, Default::default())
         .collect_all()
         .await
-        .map_err(|error| read_failure(call, error))?;
+        .map_err(|error| call.read_failure(error))?;
     let result = if status == StatusCode::NO_CONTENT || (bytes.is_empty() && !json) {
         json!({"content": []})
     } else {
@@ -295,18 +285,7 @@ async fn read_events(call: &Exchange<'_>, response: Response) -> Result<ToolResu
                 ));
             }
             Some(Ok(event)) => event,
-            Some(Err(sse_stream::Error::Body(error))) => {
-                let error = match error.downcast::<ReadError>() {
-                    Ok(error) => *error,
-                    Err(error) => ReadError::Transport(error.to_string()),
-                };
-                return Err(read_failure(call, error));
-            }
-            Some(Err(error)) => {
-                return Err(Failure::sent(format!(
-                    "the server sent an invalid event stream ({error}); the tool may have run"
-                )));
-            }
+            Some(Err(error)) => return Err(call.read_failure(ReadError::from(error))),
         };
         let data = event.data.as_deref().unwrap_or_default();
         match event.event.as_deref() {
@@ -346,17 +325,6 @@ fn event_result(call: &Exchange<'_>, data: &str) -> Result<ToolResult, Failure> 
         call.tool.output.as_ref(),
         call.tool.binding.max_output_bytes,
     )
-}
-
-fn read_failure(call: &Exchange<'_>, error: ReadError) -> Failure {
-    match error {
-        ReadError::TooLarge(limit) => Failure::sent(format!(
-            "the response (or one of its events) exceeded {limit} bytes, more than \
-             max_output_bytes ({}) allows; brain stopped reading it, and the tool may have run",
-            call.tool.binding.max_output_bytes
-        )),
-        other => Failure::sent(format!("{other}; the tool may have run")),
-    }
 }
 
 #[cfg(test)]

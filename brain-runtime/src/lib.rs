@@ -1,9 +1,10 @@
-//! brain-runtime: calls MCP tools through the gate the spec describes.
+//! brain-runtime: calls MCP tools, and the host's HTTP and SSE tools, through the gate the spec
+//! describes.
 //!
 //! Every call: the tool exists and the tenant may call it, the arguments validate against the
 //! binding's `input_schema` (a refusal does no I/O), then a fresh MCP session over one shared,
-//! pooled HTTP client — or, for a stdio binding (`command`), a fresh server process; `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress
-//! streamed in wire order; the result converted and bounded; every failure classified with an
+//! pooled HTTP client — or, for a stdio binding (`command`), a fresh server process;
+//! `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress streamed in wire order; the result converted and bounded; every failure classified with an
 //! honest `unknown_outcome`. A call is never retried: `tools/call` goes out once, and again only
 //! when a 2026-07-28 server answers `input_required`, saying the tool has not completed and
 //! asking to be called again (bounded rounds). A server that asks for user input fails the call
@@ -31,6 +32,11 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! An HTTP or SSE tool (a binding without `mcp_tool`) is one POST of the arguments, with the
+//! scope, an `Idempotency-Key` and, with `inspect_session`, a session inspection token
+//! ([`verify_session_token`]) as headers; its answer is converted and classified by the same
+//! rules (README, "HTTP and SSE tools").
 //!
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.

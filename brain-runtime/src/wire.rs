@@ -139,6 +139,31 @@ pub(crate) enum ReadError {
     Malformed(String),
 }
 
+impl From<sse_stream::Error> for ReadError {
+    /// A failed SSE stream: the bound or the connection failing under it (from [`Bounded`]), or
+    /// text that is not SSE.
+    fn from(error: sse_stream::Error) -> Self {
+        match error {
+            sse_stream::Error::Body(error) => match error.downcast::<ReadError>() {
+                Ok(error) => *error,
+                Err(error) => ReadError::Transport(error.to_string()),
+            },
+            other => ReadError::Malformed(format!("invalid SSE: {other}")),
+        }
+    }
+}
+
+/// A response's media type, lowercase (empty when it has none).
+pub(crate) fn content_type(response: &Response) -> String {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// The JSON-RPC messages of one response, in wire order.
 pub(crate) struct Messages {
     kind: Kind,
@@ -170,12 +195,7 @@ impl Messages {
         already: u64,
     ) -> Result<Self, ReadError> {
         let read = Arc::new(AtomicU64::new(already));
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        let content_type = content_type(&response);
         let body = Bounded::new(response, limit, read.clone());
         if content_type.starts_with("text/event-stream") {
             return Ok(Messages {
@@ -221,16 +241,9 @@ impl Messages {
             Kind::Sse(events) => loop {
                 let event = match events.next().await? {
                     Ok(event) => event,
-                    Err(sse_stream::Error::Body(error)) => {
-                        self.kind = Kind::Done;
-                        return Some(Err(match error.downcast::<ReadError>() {
-                            Ok(error) => *error,
-                            Err(error) => ReadError::Transport(error.to_string()),
-                        }));
-                    }
                     Err(error) => {
                         self.kind = Kind::Done;
-                        return Some(Err(ReadError::Malformed(format!("invalid SSE: {error}"))));
+                        return Some(Err(error.into()));
                     }
                 };
                 if let Some(id) = event.id.as_ref() {
