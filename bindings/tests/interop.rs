@@ -391,6 +391,7 @@ fn older_python(release: &str, revision: &str) {
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
+        auth: None,
     };
     let bindings: Vec<Value> = discovery
         .tools

@@ -285,6 +285,13 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     }));
     let protocol_version = option_str(binding.protocol_version.as_deref());
     let on_input_request = option_str(binding.on_input_request.map(|choice| choice.as_str()));
+    let auth = option_str(
+        binding
+            .auth
+            .as_ref()
+            .map(|auth| serde_json::to_string(auth).expect("JSON"))
+            .as_deref(),
+    );
     let annotations = option_str(
         binding
             .annotations
@@ -314,6 +321,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             protocol_version: #protocol_version,
             annotations: #annotations,
             on_input_request: #on_input_request,
+            auth: #auth,
             input_validator: ::std::sync::OnceLock::new(),
         }
     }

@@ -113,6 +113,16 @@ rules! {
     EnvInvalid = "env-invalid",
     /// `prewarm` is outside 0..=8.
     PrewarmRange = "prewarm-range",
+    /// `auth` is set on a binding that is not an MCP binding at a `url`.
+    AuthNotRemoteMcp = "auth-not-remote-mcp",
+    /// A binding has both `auth` and `token_env`.
+    AuthAndTokenEnv = "auth-and-token-env",
+    /// `auth` lacks a field its grant needs.
+    AuthFieldMissing = "auth-field-missing",
+    /// `auth` has a field its grant does not use.
+    AuthFieldUnused = "auth-field-unused",
+    /// An `auth` value is unusable: a variable name, a URL, a scope or an id.
+    AuthInvalid = "auth-invalid",
 }
 
 impl fmt::Display for Rule {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::check::is_valid_name;
-use crate::model::{HostConfig, OnInputRequest, ToolBinding};
+use crate::model::{Auth, HostConfig, OnInputRequest, ToolBinding};
 use crate::schema::remote_ref;
 
 /// Where the tools' server is: at a URL, or started from a command (stdio).
@@ -54,6 +54,8 @@ pub struct BindingSettings {
     pub protocol_version: String,
     /// `on_input_request` of each binding (`None`: the default, fail).
     pub on_input_request: Option<OnInputRequest>,
+    /// How brain obtains OAuth tokens for the server, if it requires authorization.
+    pub auth: Option<Auth>,
 }
 
 impl Server {
@@ -110,6 +112,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         protocol_version: Some(settings.protocol_version.clone()),
         annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
         on_input_request: settings.on_input_request,
+        auth: settings.auth.clone(),
     }
 }
 
@@ -207,15 +210,18 @@ pub struct Merged {
 }
 
 /// Merges `bindings` into `config`: a binding with the same name is replaced where it stands
-/// (keeping its `on_input_request`, `cwd` and `prewarm` unless the new binding sets them: those
-/// are a reviewer's choices, not something the server says), others are appended; every other
-/// binding is kept.
+/// (keeping its `on_input_request`, `auth`, `cwd` and `prewarm` unless the new binding sets them:
+/// those are a reviewer's choices, not something the server says), others are appended; every
+/// other binding is kept.
 pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
     let mut merged = Merged::default();
     for mut binding in bindings {
         match config.tools.iter_mut().find(|b| b.name == binding.name) {
             Some(existing) => {
                 binding.on_input_request = binding.on_input_request.or(existing.on_input_request);
+                if binding.auth.is_none() && binding.token_env.is_none() {
+                    binding.auth = existing.auth.take();
+                }
                 if binding.is_stdio() && existing.is_stdio() {
                     binding.cwd = binding.cwd.take().or(existing.cwd.take());
                     binding.prewarm = binding.prewarm.or(existing.prewarm);
@@ -324,6 +330,7 @@ mod tests {
             max_output_bytes: 1_048_576,
             protocol_version: "2025-11-25".into(),
             on_input_request: None,
+            auth: None,
         }
     }
 

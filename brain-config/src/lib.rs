@@ -37,9 +37,9 @@ pub use check::{is_valid_name, validate};
 pub use diagnostic::{Diagnostic, Diagnostics, Rule};
 pub use load::{ConfigError, MAX_CONFIG_BYTES, load_file, parse};
 pub use model::{
-    BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
-    HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, OnInputRequest,
-    PROTOCOL_VERSIONS, STRUCTURED_REVISION, ToolBinding, Transport,
+    Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
+    Grant, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, OnInputRequest,
+    PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, ToolBinding, Transport,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use source::Location;

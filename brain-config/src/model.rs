@@ -131,6 +131,118 @@ pub struct ToolBinding {
     /// fail it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_input_request: Option<OnInputRequest>,
+    /// MCP bindings at a `url` only: how brain obtains OAuth access tokens for the server (the
+    /// MCP authorization spec). Secrets are named by environment variable. Not with `token_env`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
+}
+
+/// How brain obtains access tokens for an MCP server that requires OAuth authorization.
+///
+/// brain finds the authorization server from the server's `401` (protected resource metadata,
+/// RFC 9728, then the authorization server's metadata, RFC 8414), asks it for a token for the
+/// server (the `resource` parameter, RFC 8707), caches it and refreshes it before it expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// The grant: `client_credentials`, `authorization_code`, `jwt_bearer` or `enterprise_managed`.
+    #[serde(rename = "type")]
+    pub grant: Grant,
+    /// The client's id at the authorization server. Optional for `authorization_code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub client_id: Option<String>,
+    /// Environment variable holding the client secret (`client_secret_basic` or `_post`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub client_secret_env: Option<String>,
+    /// Environment variable holding a PEM private key: the client signs assertions (`private_key_jwt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub private_key_env: Option<String>,
+    /// With `private_key_env`: the signing algorithm, `ES256` (the default and only one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<SigningAlgorithm>,
+    /// Scopes to request, besides those the server asks for in its challenge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// `jwt_bearer`: environment variable holding the workload's JWT (RFC 7523 assertion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub assertion_env: Option<String>,
+    /// `enterprise_managed`: environment variable holding the user's ID token from the IdP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub id_token_env: Option<String>,
+    /// `enterprise_managed`: the IdP's token endpoint, where the ID token is exchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(url)]
+    pub idp_token_endpoint: Option<String>,
+    /// `enterprise_managed`: the client's id at the IdP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub idp_client_id: Option<String>,
+    /// `authorization_code`: an `https` client ID metadata document URL, used as the client id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(url)]
+    pub client_metadata_url: Option<String>,
+    /// Bind tokens to a key brain holds (DPoP, RFC 9449); default `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop: Option<bool>,
+}
+
+/// How brain obtains a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// Machine to machine: the client's own credentials (secret or signed assertion).
+    ClientCredentials,
+    /// User-delegated: tokens from `brain-harness login` (authorization code with PKCE).
+    AuthorizationCode,
+    /// Workload identity federation: a JWT from the workload's identity provider (RFC 7523).
+    JwtBearer,
+    /// Enterprise-managed: the user's ID token exchanged at the IdP for an ID-JAG, then a JWT bearer grant.
+    EnterpriseManaged,
+}
+
+impl Grant {
+    /// The grant as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grant::ClientCredentials => "client_credentials",
+            Grant::AuthorizationCode => "authorization_code",
+            Grant::JwtBearer => "jwt_bearer",
+            Grant::EnterpriseManaged => "enterprise_managed",
+        }
+    }
+}
+
+/// The algorithm of a signed client assertion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SigningAlgorithm {
+    /// ECDSA with P-256 and SHA-256.
+    #[default]
+    ES256,
+}
+
+impl Auth {
+    /// Every environment variable the auth config names, with its field.
+    pub fn env_vars(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("client_secret_env", &self.client_secret_env),
+            ("private_key_env", &self.private_key_env),
+            ("assertion_env", &self.assertion_env),
+            ("id_token_env", &self.id_token_env),
+        ]
+        .into_iter()
+        .filter_map(|(field, var)| Some((field, var.as_deref()?)))
+        .collect()
+    }
+
+    /// Whether tokens are bound to a key (DPoP).
+    pub fn uses_dpop(&self) -> bool {
+        self.dpop.unwrap_or(false)
+    }
 }
 
 /// What brain does when an MCP server asks for user input (elicitation, sampling, roots) during

@@ -94,6 +94,8 @@ pub struct StaticBinding {
     pub annotations: Option<&'static str>,
     /// `on_input_request`: `"fail"` or `"decline"`.
     pub on_input_request: Option<&'static str>,
+    /// `auth`, as JSON.
+    pub auth: Option<&'static str>,
     /// The compiled `input_schema`, built on first use.
     #[doc(hidden)]
     pub input_validator: OnceLock<jsonschema::Validator>,
@@ -142,6 +144,9 @@ impl StaticBinding {
                 "decline" => OnInputRequest::Decline,
                 _ => OnInputRequest::Fail,
             }),
+            auth: self
+                .auth
+                .map(|text| serde_json::from_str(text).expect("codegen embeds valid auth JSON")),
         }
     }
 

@@ -54,6 +54,7 @@ async fn discovered(
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
+        auth: None,
     };
     let bindings: Vec<Value> = tools
         .iter()

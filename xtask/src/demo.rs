@@ -71,6 +71,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
+        auth: None,
     };
     let discovered: Vec<_> = ["echo", "weather"]
         .iter()

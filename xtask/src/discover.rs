@@ -165,6 +165,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         on_input_request: args
             .on_input_request
             .filter(|choice| *choice != OnInputRequest::Fail),
+        auth: None,
     };
     eprintln!(
         "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",

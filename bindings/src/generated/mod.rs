@@ -255,6 +255,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -278,6 +279,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -301,6 +303,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::Some("{\"readOnlyHint\":true}"),
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -326,6 +329,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::Some("2026-07-28"),
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -351,6 +355,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -374,6 +379,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -399,6 +405,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];

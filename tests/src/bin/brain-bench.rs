@@ -914,6 +914,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
         max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
+        auth: None,
     };
     let tools: Vec<_> = discovery
         .tools

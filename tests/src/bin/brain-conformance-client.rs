@@ -52,6 +52,7 @@ async fn main() -> ExitCode {
         // elicitation: there the binding opts in, as a deployment would.
         on_input_request: (scenario == "sep-2322-client-request-state")
             .then_some(brain_config::OnInputRequest::Decline),
+        auth: None,
     };
     let mut bindings = Vec::new();
     for tool in &discovery.tools {

@@ -204,6 +204,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::Some("2025-06-18"),
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::Some("decline"),
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -227,6 +228,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -250,6 +252,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -273,6 +276,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -296,6 +300,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];

@@ -206,6 +206,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -229,6 +230,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -252,6 +254,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -275,6 +278,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -300,6 +304,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         protocol_version: ::std::option::Option::Some("2026-07-28"),
         annotations: ::std::option::Option::Some("{\"readOnlyHint\":true}"),
         on_input_request: ::std::option::Option::None,
+        auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
