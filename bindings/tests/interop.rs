@@ -378,6 +378,7 @@ fn older_python(release: &str, revision: &str) {
             &brain_runtime::discover::DiscoverOptions {
                 url: url.clone(),
                 token: None,
+                auth: None,
                 timeout: Duration::from_secs(20),
             },
         ))

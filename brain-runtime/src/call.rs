@@ -19,10 +19,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::Token;
+use crate::auth::{Authorizing, Credentials};
 use crate::convert::convert;
 use crate::event::{Event, Progress, ToolResult};
-use crate::http::HttpClient;
+use crate::http::{HttpClient, HttpError};
 use crate::outcome::Failure;
 use crate::routing::ParamHeader;
 use crate::wire::{Endpoint, Messages, ReadError, error_chain};
@@ -40,12 +40,16 @@ pub(crate) struct Tool {
     pub(crate) binding: ToolBinding,
     pub(crate) input: jsonschema::Validator,
     pub(crate) output: Option<jsonschema::Validator>,
-    pub(crate) token: Option<Token>,
+    /// How its requests are authorized (`token_env` or `auth`).
+    pub(crate) credentials: Credentials,
     /// Arguments promoted to `Mcp-Param-*` headers (2026-07-28).
     pub(crate) param_headers: Vec<ParamHeader>,
     /// `token_env` is set but the variable was not (only with
     /// `RuntimeBuilder::allow_missing_tokens`).
     pub(crate) missing_token: bool,
+    /// Variables an `auth` names that were not set (only with
+    /// `RuntimeBuilder::allow_missing_tokens`).
+    pub(crate) missing_auth: Vec<String>,
     /// `env_from` host variables that were not set (only with
     /// `RuntimeBuilder::allow_missing_tokens`).
     pub(crate) missing_env: Vec<String>,
@@ -86,6 +90,8 @@ pub struct Scope {
 pub(crate) struct CallState {
     /// The session the server assigned, to DELETE afterwards.
     pub(crate) session_id: Option<String>,
+    /// The calling tenant (the cleanup's requests are authorized for it).
+    pub(crate) tenant: String,
     /// The revision the call is made at, once known.
     pub(crate) revision: Option<&'static str>,
     /// `tools/call` was written: from here on, a failure has an unknown outcome.
@@ -147,14 +153,20 @@ pub(crate) async fn run<T: Transport>(
     cancel: CancellationToken,
     cleanups: &TaskTracker,
 ) -> ToolResult {
-    let state = Mutex::new(CallState::default());
+    let state = Mutex::new(CallState {
+        tenant: scope.tenant_id.clone(),
+        ..CallState::default()
+    });
     let timeout = Duration::from_secs(tool.binding.timeout_seconds);
     let deadline = tokio::time::Instant::now() + timeout;
     let exchange = Exchange {
         endpoint: Endpoint {
             http: &http,
             url: tool.binding.url.as_deref().unwrap_or_default(),
-            token: tool.token.as_ref(),
+            auth: Authorizing {
+                credentials: &tool.credentials,
+                tenant: &scope.tenant_id,
+            },
         },
         tool: &tool,
         call_id,
@@ -289,13 +301,19 @@ impl Exchange<'_> {
             Ok(response) => response,
             Err(error) if error.is_connect() => {
                 self.state().call_sent = round.number > 0;
-                return Err(Failure {
-                    unknown_outcome: round.number > 0,
-                    message: format!(
+                let message = match &error {
+                    HttpError::Auth(why) => {
+                        format!("tools/call was not sent: no usable token: {why}")
+                    }
+                    _ => format!(
                         "could not connect to {} to send tools/call: {}",
                         self.url(),
                         error_chain(&error)
                     ),
+                };
+                return Err(Failure {
+                    unknown_outcome: round.number > 0,
+                    message,
                 });
             }
             Err(error) => {
@@ -596,6 +614,15 @@ impl Exchange<'_> {
     }
 
     pub(crate) fn auth_hint(&self, status: StatusCode) -> String {
+        if let (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, Some(auth)) =
+            (status, &self.tool.binding.auth)
+        {
+            return format!(
+                " (the server refused the token brain obtained with auth type {}, after \
+                 obtaining a new one)",
+                auth.grant.as_str()
+            );
+        }
         match (status, &self.tool.binding.token_env) {
             (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, Some(var)) => {
                 format!(" (the token in {var} was refused)")

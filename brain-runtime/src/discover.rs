@@ -12,7 +12,8 @@ use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::auth::Token;
+use crate::auth::{Authorizing, Credentials, OAuth, Token};
+use crate::http::HttpError;
 use crate::runtime::http_client;
 use crate::stateless;
 use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, error_chain};
@@ -49,8 +50,36 @@ pub struct DiscoverOptions {
     pub url: String,
     /// The token variable's name and value, when the server needs one.
     pub token: Option<(String, String)>,
+    /// OAuth, when the server requires it (instead of `token`).
+    pub auth: Option<DiscoverAuth>,
     /// Bound on the whole discovery.
     pub timeout: Duration,
+}
+
+/// How discovery obtains OAuth tokens: a binding's `auth`, the values of the variables it
+/// names, and for user-delegated tokens the tenant, the store and the user agent.
+#[derive(Clone)]
+pub struct DiscoverAuth {
+    /// The `auth` the bindings will carry.
+    pub config: brain_config::Auth,
+    /// Values of the variables `config` names (by name).
+    pub secrets: std::collections::BTreeMap<String, String>,
+    /// Whose tokens (`authorization_code`).
+    pub tenant: String,
+    /// Where stored user tokens are read and written (`authorization_code`).
+    pub store: Option<std::sync::Arc<dyn crate::auth::TokenStore>>,
+    /// Takes the user to the authorization server when no stored token works.
+    pub agent: Option<std::sync::Arc<dyn crate::auth::UserAgent>>,
+}
+
+impl std::fmt::Debug for DiscoverAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscoverAuth")
+            .field("config", &self.config)
+            .field("secrets", &"<redacted>")
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why discovery failed.
@@ -81,6 +110,9 @@ pub enum DiscoverError {
         /// 401 or 403.
         status: u16,
     },
+    /// No OAuth token could be obtained.
+    #[error("authorization failed: {0}")]
+    Auth(String),
     /// The token's value cannot be sent in a header.
     #[error("the value of {0} cannot be sent as an HTTP header (it holds a control character)")]
     InvalidToken(String),
@@ -110,19 +142,40 @@ pub enum DiscoverError {
 /// Lists every tool of the server at `options.url`.
 pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverError> {
     let http = http_client().map_err(|error| DiscoverError::Protocol(error.to_string()))?;
-    let token = match &options.token {
-        Some((var, value)) => {
-            Some(Token::new(value).ok_or_else(|| DiscoverError::InvalidToken(var.clone()))?)
+    let credentials = match (&options.token, &options.auth) {
+        (Some((var, value)), _) => Credentials::Static(
+            Token::new(value).ok_or_else(|| DiscoverError::InvalidToken(var.clone()))?,
+        ),
+        (None, Some(auth)) => {
+            let env = |var: &str| auth.secrets.get(var).cloned();
+            let oauth = OAuth::new(
+                "discovery",
+                &options.url,
+                auth.config.clone(),
+                http.clone(),
+                &env,
+                auth.store.clone(),
+                auth.agent.clone(),
+            )
+            .map_err(DiscoverError::Auth)?;
+            Credentials::OAuth(std::sync::Arc::new(oauth))
         }
-        None => None,
+        (None, None) => Credentials::None,
     };
     let client = Client {
         endpoint: Endpoint {
             http: &http,
             url: &options.url,
-            token: token.as_ref(),
+            auth: Authorizing {
+                credentials: &credentials,
+                tenant: options
+                    .auth
+                    .as_ref()
+                    .map_or("", |auth| auth.tenant.as_str()),
+            },
         },
         token_var: options.token.as_ref().map(|(var, _)| var.as_str()),
+        oauth: options.auth.is_some(),
     };
     let work = async {
         match client.stateless().await? {
@@ -187,6 +240,8 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
 struct Client<'a> {
     endpoint: Endpoint<'a>,
     token_var: Option<&'a str>,
+    /// Tokens come from OAuth.
+    oauth: bool,
 }
 
 impl Client<'_> {
@@ -219,6 +274,7 @@ impl Client<'_> {
                 Err(
                     error @ (DiscoverError::TokenRefused { .. }
                     | DiscoverError::TokenRequired { .. }
+                    | DiscoverError::Auth(_)
                     | DiscoverError::Connect { .. }
                     | DiscoverError::UnsupportedVersion { .. }),
                 ) => return Err(error),
@@ -351,9 +407,12 @@ impl Client<'_> {
         self.endpoint
             .post(message, headers)
             .await
-            .map_err(|error| DiscoverError::Connect {
-                url: self.endpoint.url.to_owned(),
-                message: error_chain(&error),
+            .map_err(|error| match error {
+                HttpError::Auth(why) => DiscoverError::Auth(why),
+                error => DiscoverError::Connect {
+                    url: self.endpoint.url.to_owned(),
+                    message: error_chain(&error),
+                },
             })
     }
 
@@ -409,6 +468,9 @@ impl Client<'_> {
 
     fn status_error(&self, status: StatusCode) -> DiscoverError {
         match (status.as_u16(), self.token_var) {
+            (code @ (401 | 403), _) if self.oauth => DiscoverError::Auth(format!(
+                "the server refused the token brain obtained (HTTP {code})"
+            )),
             (code @ (401 | 403), Some(var)) => DiscoverError::TokenRefused {
                 var: var.to_owned(),
                 status: code,

@@ -46,13 +46,18 @@ pub(crate) enum HttpError {
     /// Connecting, TLS, or the exchange failed.
     #[error(transparent)]
     Send(#[from] hyper_util::client::legacy::Error),
+    /// No token could be obtained for the request, which was therefore not sent (or was
+    /// refused and not sent again).
+    #[error("authorization failed: {0}")]
+    Auth(String),
 }
 
 impl HttpError {
-    /// Nothing reached the server: the connection (or its TLS handshake) failed.
+    /// Nothing reached the server (the connection or its TLS handshake failed), or what did
+    /// was refused for its authorization and not processed.
     pub(crate) fn is_connect(&self) -> bool {
         match self {
-            HttpError::Url(_) => true,
+            HttpError::Url(_) | HttpError::Auth(_) => true,
             HttpError::Send(error) => error.is_connect(),
         }
     }

@@ -44,7 +44,7 @@
 //! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
 //! the shutdown of stdio server processes run off the caller's path.
 
-mod auth;
+pub mod auth;
 mod call;
 mod convert;
 pub mod discover;

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
-use crate::auth::Token;
+use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
@@ -67,6 +67,15 @@ pub enum RuntimeError {
         /// What is wrong with the key (never the key).
         error: crate::session_token::SessionTokenError,
     },
+    /// A binding's `auth` cannot be used: a private key that does not parse, a DPoP key that
+    /// cannot be made (the message names the variable, never its value).
+    #[error("auth of {tool:?}: {message}")]
+    Auth {
+        /// The binding.
+        tool: String,
+        /// Why.
+        message: String,
+    },
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
@@ -99,6 +108,8 @@ pub struct RuntimeBuilder<'a> {
     config: &'a HostConfig,
     env: EnvLookup<'a>,
     allow_missing_tokens: bool,
+    token_store: Option<Arc<dyn TokenStore>>,
+    user_agent: Option<Arc<dyn UserAgent>>,
 }
 
 impl<'a> RuntimeBuilder<'a> {
@@ -115,11 +126,28 @@ impl<'a> RuntimeBuilder<'a> {
         self
     }
 
+    /// Where user-delegated tokens (`auth.type` `authorization_code`) are read, refreshed and
+    /// stored; without one, such bindings have only the tokens a [`UserAgent`] obtains.
+    pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.token_store = Some(store);
+        self
+    }
+
+    /// Takes the user to the authorization server when a user-delegated binding has no usable
+    /// token; without one, such a call fails asking for `brain-harness login`.
+    pub fn user_agent(mut self, agent: Arc<dyn UserAgent>) -> Self {
+        self.user_agent = Some(agent);
+        self
+    }
+
     /// Compiles every schema, reads every token, builds the shared HTTP client.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         let mut tools = HashMap::new();
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let session_key = self.session_key(&mut missing)?;
+        let http = http_client()?;
+        // Bindings of one server with the same `auth` share its tokens.
+        let mut oauths: HashMap<(String, String), Arc<OAuth>> = HashMap::new();
         for binding in &self.config.tools {
             let compile = |field, schema: &Value| {
                 compile_schema(schema).map_err(|error| RuntimeError::Schema {
@@ -133,23 +161,64 @@ impl<'a> RuntimeBuilder<'a> {
                 Some(schema) => Some(compile("output_schema", schema)?),
                 None => None,
             };
-            let (token, missing_token) = match &binding.token_env {
-                None => (None, false),
-                Some(var) => match (self.env)(var) {
+            let mut missing_auth = Vec::new();
+            let (credentials, missing_token) = match (&binding.token_env, &binding.auth) {
+                (None, Some(auth)) => {
+                    for (field, var) in auth.env_vars() {
+                        if (self.env)(var).is_none() {
+                            missing
+                                .entry(var.to_owned())
+                                .or_default()
+                                .push(format!("auth.{field} of {}", binding.name));
+                            missing_auth.push(var.to_owned());
+                        }
+                    }
+                    if missing_auth.is_empty() {
+                        let url = binding.url.clone().unwrap_or_default();
+                        let key = (url.clone(), serde_json::to_string(auth).unwrap_or_default());
+                        let oauth =
+                            match oauths.get(&key) {
+                                Some(oauth) => oauth.clone(),
+                                None => {
+                                    let oauth = OAuth::new(
+                                        &binding.name,
+                                        &url,
+                                        auth.clone(),
+                                        http.clone(),
+                                        &*self.env,
+                                        self.token_store.clone(),
+                                        self.user_agent.clone(),
+                                    )
+                                    .map_err(|message| RuntimeError::Auth {
+                                        tool: binding.name.clone(),
+                                        message,
+                                    })?;
+                                    let oauth = Arc::new(oauth);
+                                    oauths.insert(key, oauth.clone());
+                                    oauth
+                                }
+                            };
+                        (Credentials::OAuth(oauth), false)
+                    } else {
+                        (Credentials::None, false)
+                    }
+                }
+                (None, None) => (Credentials::None, false),
+                (Some(var), _) => match (self.env)(var) {
                     Some(value) => {
                         let token =
                             Token::new(&value).ok_or_else(|| RuntimeError::InvalidToken {
                                 var: var.clone(),
                                 tool: binding.name.clone(),
                             })?;
-                        (Some(token), false)
+                        (Credentials::Static(token), false)
                     }
                     None => {
                         missing
                             .entry(var.clone())
                             .or_default()
                             .push(format!("token_env of {}", binding.name));
-                        (None, true)
+                        (Credentials::None, true)
                     }
                 },
             };
@@ -195,8 +264,9 @@ impl<'a> RuntimeBuilder<'a> {
                 binding: binding.clone(),
                 input,
                 output,
-                token,
+                credentials,
                 missing_token,
+                missing_auth,
                 missing_env,
                 stateless_only: AtomicBool::new(false),
                 launch,
@@ -220,7 +290,7 @@ impl<'a> RuntimeBuilder<'a> {
         Ok(Runtime {
             inner: Arc::new(Inner {
                 tools,
-                http: http_client()?,
+                http,
                 http_plain: crate::http::client(false).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
             }),
@@ -324,6 +394,8 @@ impl Runtime {
             config,
             env: Box::new(|var| std::env::var(var).ok()),
             allow_missing_tokens: false,
+            token_store: None,
+            user_agent: None,
         }
     }
 
@@ -419,6 +491,12 @@ impl Runtime {
         if tool.missing_session_key {
             return Some(format!(
                 "the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"
+            ));
+        }
+        if !tool.missing_auth.is_empty() {
+            return Some(format!(
+                "the auth variable {} is not set",
+                tool.missing_auth.join(", ")
             ));
         }
         (!tool.missing_env.is_empty()).then(|| {

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
+use crate::auth::Authorizing;
 use crate::call::{
     BackChannel, CALL_ID, CONTROL_TIMEOUT, CallState, Exchange, Reply, Resume, Round, Tool,
     Transport, rpc_error_text,
@@ -99,7 +100,10 @@ impl Transport for Session {
         let endpoint = Endpoint {
             http: &http,
             url: tool.binding.url.as_deref().unwrap_or_default(),
-            token: tool.token.as_ref(),
+            auth: Authorizing {
+                credentials: &tool.credentials,
+                tenant: &state.tenant,
+            },
         };
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static(SESSION_HEADER), session);
@@ -134,12 +138,15 @@ async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
         .endpoint
         .post(&request, HeaderMap::new())
         .await
-        .map_err(|error| {
-            Failure::not_sent(format!(
+        .map_err(|error| match error {
+            crate::http::HttpError::Auth(why) => {
+                Failure::not_sent(format!("session setup failed: no usable token: {why}"))
+            }
+            error => Failure::not_sent(format!(
                 "could not connect to {}: {}",
                 call.url(),
                 error_chain(&error)
-            ))
+            )),
         })?;
     let session = response
         .headers()

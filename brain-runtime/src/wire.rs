@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
 use http_body_util::Full;
 
-use crate::auth::Token;
+use crate::auth::{Authorizing, Credentials, Retry};
 use crate::http::{HttpClient, HttpError, Response};
 use serde_json::Value;
 use sse_stream::SseStream;
@@ -26,11 +27,11 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 /// The negotiated revision, sent on every request after initialize.
 pub(crate) const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 
-/// Where a call's messages go.
+/// Where a call's messages go, and how they are authorized.
 pub(crate) struct Endpoint<'a> {
     pub(crate) http: &'a HttpClient,
     pub(crate) url: &'a str,
-    pub(crate) token: Option<&'a Token>,
+    pub(crate) auth: Authorizing<'a>,
 }
 
 impl Endpoint<'_> {
@@ -54,64 +55,95 @@ impl Endpoint<'_> {
         &self,
         body: Bytes,
         accept: &'static str,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
     ) -> Result<Response, HttpError> {
-        let mut request = http::Request::post(self.url)
-            .header(ACCEPT, accept)
-            .header(CONTENT_TYPE, "application/json");
-        self.add_headers(&mut request, headers);
-        self.request(request, body).await
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        self.request(Method::POST, headers, body).await
     }
 
     /// GETs the session's SSE stream to resume a response stream after `last_event_id`
     /// (Streamable HTTP resumability). Nothing is re-sent: the server replays what followed.
     pub(crate) async fn resume(
         &self,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         last_event_id: &str,
     ) -> Result<Response, HttpError> {
-        let mut request = http::Request::get(self.url).header(ACCEPT, "text/event-stream");
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Ok(id) = HeaderValue::from_str(last_event_id) {
-            request = request.header("last-event-id", id);
+            headers.insert("last-event-id", id);
         }
-        self.add_headers(&mut request, headers);
-        self.request(request, Bytes::new()).await
+        self.request(Method::GET, headers, Bytes::new()).await
     }
 
     /// GETs the session's own SSE stream, where a server may send messages outside any
     /// request's response.
-    pub(crate) async fn listen(&self, headers: HeaderMap) -> Result<Response, HttpError> {
-        let mut request = http::Request::get(self.url).header(ACCEPT, "text/event-stream");
-        self.add_headers(&mut request, headers);
-        self.request(request, Bytes::new()).await
+    pub(crate) async fn listen(&self, mut headers: HeaderMap) -> Result<Response, HttpError> {
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        self.request(Method::GET, headers, Bytes::new()).await
     }
 
     /// DELETEs a session; errors are of no interest to anyone.
     pub(crate) async fn delete(&self, headers: HeaderMap) {
-        let mut request = http::Request::delete(self.url);
-        self.add_headers(&mut request, headers);
-        let _ = self.request(request, Bytes::new()).await;
+        let _ = self.request(Method::DELETE, headers, Bytes::new()).await;
     }
 
-    /// Adds `headers` and the token.
-    fn add_headers(&self, request: &mut http::request::Builder, headers: HeaderMap) {
-        if let Some(map) = request.headers_mut() {
-            map.extend(headers);
-            if let Some(token) = self.token {
-                map.insert(AUTHORIZATION, token.header());
+    /// Sends one request with its authorization. With OAuth, a request the server refuses for
+    /// its token (`401`, or `403 insufficient_scope`) is sent once more after a new token was
+    /// obtained, and once more after the server asked for a DPoP nonce: a refused request was
+    /// not processed, so sending it again cannot run anything twice (ARCHITECTURE.md,
+    /// at-most-once).
+    async fn request(
+        &self,
+        method: Method,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
+        let (Credentials::OAuth(oauth), tenant) = (self.auth.credentials, self.auth.tenant) else {
+            crate::auth::add_static(self.auth.credentials, &mut headers);
+            return self.send(method, headers, body).await;
+        };
+        let (mut reauthorized, mut nonce_sent) = (false, false);
+        loop {
+            let mut attempt = headers.clone();
+            let generation = oauth
+                .authorize(tenant, &method, self.url, &mut attempt)
+                .await
+                .map_err(HttpError::Auth)?;
+            let response = self.send(method.clone(), attempt, body.clone()).await?;
+            oauth.observe(self.url, response.headers());
+            let status = response.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(response);
             }
+            let retry = oauth
+                .challenged(tenant, status, response.headers(), generation)
+                .await
+                .map_err(HttpError::Auth)?;
+            match retry {
+                Retry::Reauthorized if !reauthorized => reauthorized = true,
+                Retry::Nonce if !nonce_sent => nonce_sent = true,
+                _ => return Ok(response),
+            }
+            tracing::debug!(%method, url = self.url, %status, ?retry, "sending again after the refusal");
         }
     }
 
-    async fn request(
+    async fn send(
         &self,
-        request: http::request::Builder,
+        method: Method,
+        headers: HeaderMap,
         body: Bytes,
     ) -> Result<Response, HttpError> {
+        let mut request = http::Request::builder()
+            .method(method.clone())
+            .uri(self.url);
+        if let Some(map) = request.headers_mut() {
+            *map = headers;
+        }
         let request = request
             .body(Full::new(body))
             .map_err(|error| HttpError::Url(error.to_string()))?;
-        let method = request.method().clone();
         let response = self.http.request(request).await;
         match &response {
             Ok(response) => {

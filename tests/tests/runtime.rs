@@ -703,6 +703,7 @@ async fn discover_rejected_once(
     let options = brain_runtime::discover::DiscoverOptions {
         url: server.url.clone(),
         token: None,
+        auth: None,
         timeout: Duration::from_secs(10),
     };
     let discovery = brain_runtime::discover::discover(&options)

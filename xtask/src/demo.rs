@@ -60,6 +60,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             &brain_runtime::discover::DiscoverOptions {
                 url: server.url.clone(),
                 token: None,
+                auth: None,
                 timeout: std::time::Duration::from_secs(30),
             },
         ))?;

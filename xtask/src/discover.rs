@@ -267,6 +267,7 @@ async fn list(server: &Server, token_env: Option<&str>) -> anyhow::Result<Discov
         Server::Url(url) => Ok(discover(&DiscoverOptions {
             url: url.clone(),
             token: token(token_env)?,
+            auth: None,
             timeout: timeout(),
         })
         .await?),

@@ -48,7 +48,7 @@ fn a_failure_missing_from_the_baseline_fails_the_run() {
     let empty = baseline(&[]);
     let output = conformance(&[
         "--scenario",
-        "auth/basic-cimd",
+        "elicitation-sep1034-client-defaults",
         "--expected-failures",
         empty.path().to_str().unwrap(),
     ]);
@@ -70,4 +70,19 @@ fn a_baseline_entry_that_passes_fails_the_run() {
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("Stale baseline entries"), "{text}");
     assert!(text.contains("at 2026-07-28"), "{text}");
+}
+
+#[test]
+fn extension_scenarios_run_by_name_at_every_revision() {
+    let output = conformance(&["--scenario", "auth/client-credentials-jwt"]);
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    for run in [
+        "conformance 0.1.16, extension scenario auth/client-credentials-jwt at its own revision",
+        "conformance 0.2.0-alpha.12, extension scenario auth/client-credentials-jwt at 2025-11-25",
+        "conformance 0.2.0-alpha.12, extension scenario auth/client-credentials-jwt at 2026-07-28",
+    ] {
+        assert!(text.contains(run), "{run}:\n{text}");
+    }
+    assert!(!text.contains("FAILED"), "{text}");
 }

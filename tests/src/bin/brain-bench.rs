@@ -896,6 +896,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
     let options = brain_runtime::discover::DiscoverOptions {
         url: server.url.clone(),
         token: None,
+        auth: None,
         timeout: Duration::from_secs(30),
     };
     let mut discovery_times = Vec::new();

@@ -3,6 +3,11 @@
 //! `MCP_CONFORMANCE_SCENARIO`. It discovers the server's tools and calls each through
 //! brain-runtime as the harness would, with arguments sampled from its input schema; events go
 //! to stdout as JSON Lines.
+//!
+//! Authorization scenarios (`auth/*`): the context's credentials (client id and secret, private
+//! key, IdP tokens, workload JWT) become the binding's `auth`, as a deployment would write it, and
+//! the authorization code flow runs headlessly against the suite's auto-approving server (the
+//! authorization URL is requested and its redirect read, not followed).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -11,7 +16,14 @@ use std::time::Duration;
 
 use brain_config::HostConfig;
 use brain_config::discovery::{BindingSettings, binding_from_tool};
-use brain_runtime::discover::{DiscoverOptions, discover};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use brain_config::{Auth, Grant};
+use brain_runtime::auth::{MemoryTokenStore, TokenStore, UserAgent};
+use brain_runtime::discover::{DiscoverAuth, DiscoverOptions, discover};
 use brain_runtime::{CallRequest, Runtime, Scope};
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
@@ -24,9 +36,25 @@ async fn main() -> ExitCode {
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     eprintln!("scenario {scenario:?} at {url}");
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|context| serde_json::from_str(&context).ok())
+        .unwrap_or_default();
+    let auth = scenario
+        .starts_with("auth/")
+        .then(|| auth_for(&scenario, &context));
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryTokenStore::default());
+    let agent: Arc<dyn UserAgent> = Arc::new(Headless);
     let options = DiscoverOptions {
         url: url.clone(),
         token: None,
+        auth: auth.clone().map(|(config, secrets)| DiscoverAuth {
+            config,
+            secrets,
+            tenant: "conformance".into(),
+            store: Some(store.clone()),
+            agent: Some(agent.clone()),
+        }),
         timeout: Duration::from_secs(20),
     };
     let discovery = match discover(&options).await {
@@ -52,7 +80,7 @@ async fn main() -> ExitCode {
         // elicitation: there the binding opts in, as a deployment would.
         on_input_request: (scenario == "sep-2322-client-request-state")
             .then_some(brain_config::OnInputRequest::Decline),
-        auth: None,
+        auth: auth.as_ref().map(|(config, _)| config.clone()),
     };
     let mut bindings = Vec::new();
     for tool in &discovery.tools {
@@ -90,7 +118,13 @@ async fn main() -> ExitCode {
             .map(|(_, binding)| binding)
             .collect(),
     };
-    let runtime = match Runtime::new(&config) {
+    let secrets = auth.map(|(_, secrets)| secrets).unwrap_or_default();
+    let runtime = match Runtime::builder(&config)
+        .env(|var| secrets.get(var).cloned())
+        .token_store(store)
+        .user_agent(agent)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: {error}");
@@ -240,5 +274,106 @@ fn sample(schema: &Value) -> Value {
             }
             Value::Object(object)
         }
+    }
+}
+
+/// The client ID metadata document URL the suite expects a client to use where the
+/// authorization server supports them (the suite never fetches it from the client).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The binding's `auth` for an authorization scenario, from its context, and the values of the
+/// variables it names: the grant the context's credentials are for, as a deployment would
+/// configure it.
+fn auth_for(scenario: &str, context: &Value) -> (Auth, BTreeMap<String, String>) {
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut secrets = BTreeMap::new();
+    let mut secret = |var: &str, key: &str| {
+        let value = text(key)?;
+        secrets.insert(var.to_owned(), value);
+        Some(var.to_owned())
+    };
+    let mut auth = Auth {
+        grant: Grant::AuthorizationCode,
+        client_id: None,
+        client_secret_env: None,
+        private_key_env: None,
+        signing_algorithm: None,
+        scopes: None,
+        assertion_env: None,
+        id_token_env: None,
+        idp_token_endpoint: None,
+        idp_client_id: None,
+        client_metadata_url: None,
+        dpop: None,
+    };
+    if context.get("idp_id_token").is_some() {
+        auth.grant = Grant::EnterpriseManaged;
+        auth.client_id = text("client_id");
+        auth.client_secret_env = secret("CONFORMANCE_CLIENT_SECRET", "client_secret");
+        auth.id_token_env = secret("CONFORMANCE_ID_TOKEN", "idp_id_token");
+        auth.idp_token_endpoint = text("idp_token_endpoint");
+        auth.idp_client_id = text("idp_client_id");
+    } else if context.get("valid_jwt").is_some() {
+        auth.grant = Grant::JwtBearer;
+        auth.client_id = text("client_id");
+        auth.assertion_env = secret("CONFORMANCE_WORKLOAD_JWT", "valid_jwt");
+    } else if context.get("private_key_pem").is_some() {
+        auth.grant = Grant::ClientCredentials;
+        auth.client_id = text("client_id");
+        auth.private_key_env = secret("CONFORMANCE_PRIVATE_KEY", "private_key_pem");
+        auth.signing_algorithm = Some(brain_config::SigningAlgorithm::ES256);
+    } else if scenario.contains("client-credentials") {
+        auth.grant = Grant::ClientCredentials;
+        auth.client_id = text("client_id");
+        auth.client_secret_env = secret("CONFORMANCE_CLIENT_SECRET", "client_secret");
+    } else if context.get("client_id").is_some() {
+        // A client registered in advance.
+        auth.client_id = text("client_id");
+        auth.client_secret_env = secret("CONFORMANCE_CLIENT_SECRET", "client_secret");
+    } else {
+        auth.client_metadata_url = Some(CLIENT_METADATA_URL.to_owned());
+    }
+    if scenario.starts_with("auth/dpop") {
+        auth.dpop = Some(true);
+    }
+    (auth, secrets)
+}
+
+/// The user agent of a headless test: requests the authorization URL (the suite's server
+/// approves at once) and returns where it redirects, without following it.
+struct Headless;
+
+impl UserAgent for Headless {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|error| error.to_string())?;
+            let response = http
+                .get(url)
+                .send()
+                .await
+                .map_err(|error| format!("the authorization request failed: {error}"))?;
+            response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|location| location.to_str().ok())
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    format!(
+                        "the authorization server answered HTTP {} without a redirect",
+                        response.status()
+                    )
+                })
+        })
     }
 }
