@@ -5,7 +5,8 @@
 # .venv-mcp1.12; with the libraries of their time pinned beside them: with today's anyio, 1.9.4's
 # session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
 # (node_modules); for stdio bindings, @modelcontextprotocol/server-filesystem@2026.8.31
-# (node_modules) and mcp-server-time==2026.10.19 (in .venv-time). Idempotent and quick once done;
+# (node_modules) and mcp-server-time==2026.10.19 (in .venv-time); for the OAuth tests, the
+# authorization server oidc-provider@9.13.3 (node_modules, run by oauth_server.mjs). Idempotent and quick once done;
 # `cargo xtask ci` runs it.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,9 +36,10 @@ if ! .venv-time/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.v
 fi
 
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
-  || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ]; then
+  || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ] \
+  || [ ! -f node_modules/oidc-provider/package.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 version() { "$1/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'; }
 npm_version() { node -p "require('./node_modules/@modelcontextprotocol/$1/package.json').version"; }
-echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"
+echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), oidc-provider $(node -p "require('./node_modules/oidc-provider/package.json').version"), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"

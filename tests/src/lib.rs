@@ -18,6 +18,7 @@ pub fn workspace_root() -> PathBuf {
 pub mod client;
 pub mod http_tools;
 pub mod nested;
+pub mod oauth;
 pub mod peers;
 pub mod process;
 pub mod server;

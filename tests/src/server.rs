@@ -79,6 +79,25 @@ pub struct Faults {
     pub stdio: bool,
     /// The key with which `/tools/sse/inspect` verifies session inspection tokens.
     pub session_token_key: Option<Vec<u8>>,
+    /// Protect `/mcp` with OAuth: tokens of a real authorization server, checked by
+    /// introspection on every request, before anything else happens to it.
+    pub oauth: Option<OAuthGuard>,
+}
+
+/// How the test server checks OAuth access tokens (the MCP authorization spec, resource side).
+#[derive(Debug, Clone)]
+pub struct OAuthGuard {
+    /// The authorization server's issuer (its introspection endpoint is
+    /// `{issuer}/token/introspection`).
+    pub issuer: String,
+    /// The server's client at the authorization server, for introspection.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: String,
+    /// The scope every request needs; named in the `401` challenge.
+    pub scope: String,
+    /// Tools whose calls also need `mcp:admin` (else `403 insufficient_scope`).
+    pub admin_tools: Vec<String>,
 }
 
 /// What a GET that resumes a closed `tools/call` stream gets.
@@ -116,6 +135,10 @@ pub struct Stats {
     pub authorized_requests: AtomicUsize,
     /// MCP requests that carried a `Brain-Session-Token` header (must stay 0).
     pub session_token_requests: AtomicUsize,
+    /// Requests refused for their token (`401` or `403`), before anything else happened.
+    pub refused: AtomicUsize,
+    /// `tools/call` requests among them (never counted in `calls`: they did not run).
+    pub refused_calls: AtomicUsize,
     /// The `MCP-Protocol-Version` header of every POST after initialize (`None`: absent).
     pub protocol_headers: std::sync::Mutex<Vec<Option<String>>>,
     /// GETs of a session's own stream (not resuming one).
@@ -142,6 +165,8 @@ impl Stats {
             "cancellations": Self::get(&self.cancellations),
             "deletes": Self::get(&self.deletes),
             "requests": Self::get(&self.requests),
+            "refused": Self::get(&self.refused),
+            "refused_calls": Self::get(&self.refused_calls),
         })
     }
 }
@@ -182,11 +207,17 @@ impl TestServer {
             .with_cancellation_token(stop.child_token());
         let service: StreamableHttpService<TestTools, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(tools.clone()), Default::default(), config);
+        let resource_metadata = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
         let layer = Arc::new(FaultLayer {
             faults: faults.clone(),
             stats: Arc::clone(&stats),
             pending_calls: std::sync::Mutex::default(),
             closed: AtomicUsize::new(0),
+            resource_metadata,
+            introspection: faults.oauth.as_ref().map(|_| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::new()
+            }),
         });
         let counters = Arc::clone(&stats);
         let tools = Arc::new(crate::http_tools::ToolStats::default());
@@ -219,6 +250,23 @@ impl TestServer {
                     }
                 }),
             );
+        let router = match &faults.oauth {
+            Some(guard) => {
+                let metadata = json!({
+                    "resource": format!("http://{addr}/mcp"),
+                    "authorization_servers": [guard.issuer],
+                    "scopes_supported": ["mcp:basic", "mcp:admin"],
+                })
+                .to_string();
+                router.route(
+                    "/.well-known/oauth-protected-resource/mcp",
+                    axum::routing::get(move || async move {
+                        ([(header::CONTENT_TYPE, "application/json")], metadata)
+                    }),
+                )
+            }
+            None => router,
+        };
         let nodelay = !faults.nagle;
         let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
             let _ = tcp.set_nodelay(nodelay);
@@ -246,6 +294,67 @@ struct FaultLayer {
     pending_calls: std::sync::Mutex<std::collections::HashMap<String, Value>>,
     /// Numbers the closed streams' event ids.
     closed: AtomicUsize,
+    /// Where this server's protected resource metadata is (named in its challenges).
+    resource_metadata: String,
+    /// With `oauth`: the client that introspects tokens.
+    introspection: Option<reqwest::Client>,
+}
+
+impl FaultLayer {
+    /// With `oauth`: the refusal of a request whose token is missing, inactive, or lacks the
+    /// scope its tool needs — decided before the request goes anywhere; `None` to let it pass.
+    async fn refusal(&self, headers: &HeaderMap, message: &Value) -> Option<Response> {
+        let (Some(guard), Some(http)) = (&self.faults.oauth, &self.introspection) else {
+            return None;
+        };
+        let challenge = |status: StatusCode, error: &str, scope: &str| {
+            self.stats.refused.fetch_add(1, Ordering::SeqCst);
+            if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+                self.stats.refused_calls.fetch_add(1, Ordering::SeqCst);
+            }
+            let value = format!(
+                "Bearer error=\"{error}\", scope=\"{scope}\", resource_metadata=\"{}\"",
+                self.resource_metadata
+            );
+            Some((status, [(header::WWW_AUTHENTICATE, value)]).into_response())
+        };
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let Some(token) = token else {
+            return challenge(StatusCode::UNAUTHORIZED, "invalid_token", &guard.scope);
+        };
+        let form: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .finish();
+        let introspected: Value = match http
+            .post(format!("{}/token/introspection", guard.issuer))
+            .basic_auth(&guard.client_id, Some(&guard.client_secret))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+            .await
+        {
+            Ok(response) => response.json().await.unwrap_or_default(),
+            Err(_) => Value::Null,
+        };
+        if introspected["active"] != json!(true) {
+            return challenge(StatusCode::UNAUTHORIZED, "invalid_token", &guard.scope);
+        }
+        let scopes: Vec<&str> = introspected["scope"]
+            .as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        let tool = message["params"]["name"].as_str().unwrap_or_default();
+        let needs_admin = message.get("method").and_then(Value::as_str) == Some("tools/call")
+            && guard.admin_tools.iter().any(|admin| admin == tool);
+        if needs_admin && !scopes.contains(&"mcp:admin") {
+            return challenge(StatusCode::FORBIDDEN, "insufficient_scope", "mcp:admin");
+        }
+        None
+    }
 }
 
 /// The axum layer in front of rmcp: counts, and injects the configured faults.
@@ -276,6 +385,12 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
             return StatusCode::UNAUTHORIZED.into_response();
         }
     }
+    if request.method() != Method::POST && faults.oauth.is_some() {
+        let headers = request.headers().clone();
+        if let Some(refused) = layer.refusal(&headers, &Value::Null).await {
+            return refused;
+        }
+    }
     if request.method() == Method::DELETE {
         stats.deletes.fetch_add(1, Ordering::SeqCst);
         return next.run(request).await;
@@ -294,6 +409,9 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         return StatusCode::BAD_REQUEST.into_response();
     };
     let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    if let Some(refused) = layer.refusal(&parts.headers, &message).await {
+        return refused;
+    }
     let method = message.get("method").and_then(Value::as_str);
     if faults.drop_before_call && method == Some("tools/call") {
         // Dropped before the server takes it in: not counted.

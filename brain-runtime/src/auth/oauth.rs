@@ -614,9 +614,8 @@ impl OAuth {
             ("refresh_token", refresh.expose().to_owned()),
             ("resource", tokens.resource.clone()),
         ];
-        if !tokens.scopes.is_empty() {
-            form.push(("scope", tokens.scopes.join(" ")));
-        }
+        // No `scope`: a refresh keeps the granted scope (RFC 6749 §6), and a server may not
+        // count `offline_access` among a refresh token's scopes.
         let authn = Authn {
             client: &tokens.client,
             key: self.key.as_ref(),

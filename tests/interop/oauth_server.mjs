@@ -1,0 +1,101 @@
+// A real OAuth 2.1 authorization server for brain's tests: oidc-provider (panva, OpenID
+// certified) on 127.0.0.1, offline, with interactions approved at once (a logged-in user who
+// consents to what is asked). Usage: node oauth_server.mjs RESOURCE ACCESS_TOKEN_TTL_SECONDS
+//
+// Prints {"issuer": ...} on stdout when it listens. Besides the provider's own endpoints it
+// serves GET /stats: token requests by grant type, their failures, and revocations.
+import http from 'node:http';
+import Provider from 'oidc-provider';
+
+const [resource, ttlText] = process.argv.slice(2);
+const accessTtl = Number(ttlText || 300);
+const server = http.createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
+const stats = { token: {}, token_errors: {}, revocations: 0, authorizations: 0 };
+
+const provider = new Provider(issuer, {
+  clients: [
+    // Machine to machine.
+    {
+      client_id: 'brain-service', client_secret: 'service-secret-0123456789',
+      grant_types: ['client_credentials'], response_types: [], redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    // A user's native client (any loopback port, PKCE, refresh tokens).
+    {
+      client_id: 'brain-user', application_type: 'native', token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/callback'],
+    },
+    // The MCP server, introspecting the tokens it is shown.
+    {
+      client_id: 'mcp-server', client_secret: 'mcp-server-secret-0123456789',
+      grant_types: [], response_types: [], redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+  ],
+  scopes: ['mcp:basic', 'mcp:admin', 'offline_access'],
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true, allowedPolicy: () => true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({
+        scope: 'mcp:basic mcp:admin',
+        audience: resource,
+        accessTokenFormat: 'opaque',
+        accessTokenTTL: accessTtl,
+      }),
+    },
+  },
+  findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+  issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  rotateRefreshToken: true,
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  ttl: { ClientCredentials: accessTtl, AccessToken: accessTtl },
+});
+provider.proxy = false;
+
+provider.use(async (ctx, next) => {
+  if (ctx.path === '/stats') {
+    ctx.body = stats;
+    return;
+  }
+  if (!ctx.path.startsWith('/interaction/')) return next();
+  // Approve at once: log "user1" in, then grant what the client asked for.
+  const details = await provider.interactionDetails(ctx.req, ctx.res);
+  let result;
+  if (details.prompt.name === 'login') {
+    result = { login: { accountId: 'user1' } };
+  } else {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+    if (details.params.scope) grant.addOIDCScope(details.params.scope);
+    for (const [res, scopes] of Object.entries(details.prompt.details.missingResourceScopes || {})) {
+      grant.addResourceScope(res, scopes.join(' '));
+    }
+    result = { consent: { grantId: await grant.save() } };
+    stats.authorizations += 1;
+  }
+  await provider.interactionFinished(ctx.req, ctx.res, result, { mergeWithLastSubmission: true });
+});
+
+const count = (table, key) => { table[key] = (table[key] || 0) + 1; };
+provider.on('grant.success', (ctx) => count(stats.token, ctx.oidc.params.grant_type));
+provider.on('grant.error', (ctx, error) => {
+  count(stats.token_errors, `${ctx.oidc.params?.grant_type}:${error.error}`);
+  console.error('grant.error', error.error, error.error_description);
+});
+provider.on('revocation.success', () => { stats.revocations += 1; });
+provider.on('server_error', (ctx, error) => console.error('server_error', error));
+
+server.on('request', provider.callback());
+console.log(JSON.stringify({ issuer }));
+// The reader may stop reading stdout once it knows the issuer: later notices go to stderr.
+console.log = console.info = (...args) => console.error(...args);

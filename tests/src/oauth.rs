@@ -1,0 +1,193 @@
+//! A real OAuth 2.1 authorization server for the OAuth tests — `oidc-provider@9.13.3` (npm, an
+//! OpenID-certified server) run by `tests/interop/oauth_server.mjs` on a free loopback port,
+//! approving every authorization at once — and a [`Browser`] that follows its login and consent
+//! redirects with cookies, as a user's browser would, until it reaches brain's redirect URI.
+
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+
+use brain_runtime::auth::UserAgent;
+use serde_json::Value;
+
+/// The clients the authorization server knows (see `oauth_server.mjs`).
+pub const SERVICE_CLIENT: &str = "brain-service";
+/// The secret of [`SERVICE_CLIENT`].
+pub const SERVICE_SECRET: &str = "service-secret-0123456789";
+/// A public native client for users (PKCE, refresh tokens).
+pub const USER_CLIENT: &str = "brain-user";
+/// The MCP server's client, for introspection.
+pub const RESOURCE_CLIENT: &str = "mcp-server";
+/// The secret of [`RESOURCE_CLIENT`].
+pub const RESOURCE_SECRET: &str = "mcp-server-secret-0123456789";
+
+/// The authorization server process; killed when dropped.
+#[derive(Debug)]
+pub struct AuthorizationServer {
+    child: Child,
+    /// Its issuer, `http://127.0.0.1:PORT`.
+    pub issuer: String,
+}
+
+impl Drop for AuthorizationServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl AuthorizationServer {
+    /// Starts one issuing tokens for `resource` that live `access_ttl` seconds.
+    pub fn start(resource: &str, access_ttl: u64) -> AuthorizationServer {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
+        assert!(
+            dir.join("node_modules/oidc-provider/package.json").exists(),
+            "oidc-provider is missing: run tests/interop/setup.sh (cargo xtask ci does)"
+        );
+        let mut child = Command::new("node")
+            .arg(dir.join("oauth_server.mjs"))
+            .arg(resource)
+            .arg(access_ttl.to_string())
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(match std::env::var_os("BRAIN_TEST_AS_LOG") {
+                Some(path) => Stdio::from(std::fs::File::create(path).expect("the log file")),
+                None => Stdio::null(),
+            })
+            .spawn()
+            .expect("node starts the authorization server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("the authorization server says where it listens");
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("the authorization server printed {line:?}: {error}"));
+        AuthorizationServer {
+            child,
+            issuer: started["issuer"].as_str().expect("an issuer").to_owned(),
+        }
+    }
+
+    /// What it saw: `{"token": {grant_type: n}, "token_errors": {...}, "revocations": n,
+    /// "authorizations": n}`.
+    pub async fn stats(&self) -> Value {
+        client()
+            .get(format!("{}/stats", self.issuer))
+            .send()
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("JSON stats")
+    }
+
+    /// Successful token requests of `grant_type`.
+    pub async fn tokens(&self, grant_type: &str) -> u64 {
+        self.stats().await["token"][grant_type]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Revokes `token` (RFC 7009) as the public user client: an access token alone, or a refresh
+    /// token with its whole grant.
+    pub async fn revoke(&self, token: &str) {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("client_id", USER_CLIENT)
+            .finish();
+        let response = client()
+            .post(format!("{}/token/revocation", self.issuer))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .expect("revocation");
+        assert!(response.status().is_success(), "revocation: {response:?}");
+    }
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client")
+}
+
+/// Follows the authorization server's redirects from `url` with a cookie jar, until one leads to
+/// `redirect_uri`; returns that URL (not requested).
+pub async fn follow(url: &str, redirect_uri: &str) -> Result<String, String> {
+    let http = client();
+    let mut cookies: Vec<(String, String)> = Vec::new();
+    let mut next = url.to_owned();
+    for _ in 0..20 {
+        if next.starts_with(redirect_uri) {
+            return Ok(next);
+        }
+        let cookie = cookies
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let response = http
+            .get(&next)
+            .header("cookie", cookie)
+            .send()
+            .await
+            .map_err(|error| {
+                let mut text = format!("GET {next}: {error}");
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    text += &format!(": {cause}");
+                    source = cause.source();
+                }
+                text
+            })?;
+        for set in response.headers().get_all("set-cookie") {
+            let Some((name, value)) = set
+                .to_str()
+                .ok()
+                .and_then(|set| set.split(';').next())
+                .and_then(|pair| pair.split_once('='))
+            else {
+                continue;
+            };
+            cookies.retain(|(known, _)| known != name);
+            cookies.push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .ok_or_else(|| format!("GET {next}: HTTP {} without a redirect", response.status()))?;
+        next = match url::Url::parse(location) {
+            Ok(absolute) => absolute.to_string(),
+            Err(_) => url::Url::parse(&next)
+                .and_then(|base| base.join(location))
+                .map_err(|error| error.to_string())?
+                .to_string(),
+        };
+    }
+    Err("too many redirects".into())
+}
+
+/// A user at a browser who approves whatever is asked (the server approves at once); brain's
+/// redirect URI is never requested: its URL is handed back as a loopback listener would.
+#[derive(Debug, Default)]
+pub struct Browser;
+
+impl UserAgent for Browser {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
+        Box::pin(async move { follow(url, &self.redirect_uri()).await })
+    }
+}

@@ -1,0 +1,279 @@
+//! OAuth against a real authorization server (`oidc-provider`, `tests::oauth`) and the test
+//! server guarding `/mcp` with its tokens (introspected on every request): tokens from a
+//! server's `401`, cached; step-up; refresh before expiry under 64 concurrent calls, one refresh
+//! request; a `401` on `tools/call` itself re-authorizes once and the tool runs once; a revoked
+//! authorization fails clearly, without a loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use brain_config::HostConfig;
+use brain_runtime::auth::{MemoryTokenStore, StoreKey, TokenStore};
+use brain_runtime::{Runtime, RuntimeBuilder};
+use serde_json::{Value, json};
+use tests::client::{call, config, text};
+use tests::oauth::{
+    AuthorizationServer, Browser, RESOURCE_CLIENT, RESOURCE_SECRET, SERVICE_CLIENT, SERVICE_SECRET,
+    USER_CLIENT,
+};
+use tests::server::{Faults, OAuthGuard, Stats, TestServer};
+
+const SECRET_VAR: &str = "BRAIN_OAUTH_TEST_CLIENT_SECRET";
+
+/// An authorization server issuing tokens that live `ttl` seconds for a test server whose
+/// `admin_tools` need `mcp:admin`.
+async fn servers(ttl: u64, admin_tools: &[&str]) -> (AuthorizationServer, TestServer) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let authorization =
+        tokio::task::spawn_blocking(move || AuthorizationServer::start(&resource, ttl))
+            .await
+            .unwrap();
+    let faults = Faults {
+        oauth: Some(OAuthGuard {
+            issuer: authorization.issuer.clone(),
+            client_id: RESOURCE_CLIENT.into(),
+            client_secret: RESOURCE_SECRET.into(),
+            scope: "mcp:basic".into(),
+            admin_tools: admin_tools.iter().map(|t| (*t).to_owned()).collect(),
+        }),
+        ..Faults::default()
+    };
+    let server = TestServer::serve(listener, faults).unwrap();
+    (authorization, server)
+}
+
+/// Every test-server tool with `auth`, pinned to `revision`.
+fn oauth_config(server: &TestServer, auth: Value, revision: &str) -> HostConfig {
+    config(&server.url, |_, binding| {
+        binding["auth"] = auth.clone();
+        binding["protocol_version"] = json!(revision);
+    })
+}
+
+fn service_auth() -> Value {
+    json!({"type": "client_credentials", "client_id": SERVICE_CLIENT, "client_secret_env": SECRET_VAR})
+}
+
+fn user_auth() -> Value {
+    json!({"type": "authorization_code", "client_id": USER_CLIENT})
+}
+
+fn builder(config: &HostConfig) -> RuntimeBuilder<'_> {
+    Runtime::builder(config).env(|var| (var == SECRET_VAR).then(|| SERVICE_SECRET.to_owned()))
+}
+
+fn stored(store: &MemoryTokenStore, server: &TestServer) -> brain_runtime::auth::StoredTokens {
+    store
+        .load(&StoreKey {
+            resource: server.url.clone(),
+            tenant: "local".into(),
+        })
+        .unwrap()
+        .expect("stored tokens")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_from_the_servers_challenge_then_cached() {
+    let (authorization, server) = servers(300, &[]).await;
+    let config = oauth_config(&server, service_auth(), "2025-11-25");
+    let runtime = builder(&config).build().unwrap();
+    for round in 0..3 {
+        let result = call(
+            &runtime,
+            "echo",
+            json!({"message": format!("hello {round}")}),
+        )
+        .await;
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(text(&result), format!("hello {round}"));
+    }
+    assert_eq!(
+        authorization.tokens("client_credentials").await,
+        1,
+        "one token, cached"
+    );
+    // Only the first request went without a token.
+    assert_eq!(Stats::get(&server.stats.refused), 1);
+    assert_eq!(Stats::get(&server.stats.refused_calls), 0);
+    assert_eq!(Stats::get(&server.stats.calls), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_up_asks_once_for_the_union_of_scopes() {
+    let (authorization, server) = servers(300, &["echo"]).await;
+    let config = oauth_config(&server, service_auth(), "2025-11-25");
+    let runtime = builder(&config).build().unwrap();
+    let result = call(&runtime, "echo", json!({"message": "needs admin"})).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(text(&result), "needs admin");
+    // The 403 came before the tool ran; the call ran once, with the stepped-up token.
+    assert_eq!(Stats::get(&server.stats.refused_calls), 1);
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+    assert_eq!(authorization.tokens("client_credentials").await, 2);
+    let again = call(&runtime, "echo", json!({"message": "again"})).await;
+    assert!(!again.is_error, "{again:?}");
+    assert_eq!(
+        Stats::get(&server.stats.refused_calls),
+        1,
+        "the new token has the scope"
+    );
+    assert_eq!(authorization.tokens("client_credentials").await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_refresh_before_expiry_once_under_64_concurrent_calls() {
+    let (authorization, server) = servers(6, &[]).await;
+    let config = oauth_config(&server, user_auth(), "2026-07-28");
+    let store = Arc::new(MemoryTokenStore::default());
+    let runtime = builder(&config)
+        .token_store(store.clone())
+        .user_agent(Arc::new(Browser))
+        .build()
+        .unwrap();
+    let first = call(&runtime, "echo", json!({"message": "first"})).await;
+    assert!(!first.is_error, "{first:?}");
+    assert_eq!(authorization.tokens("authorization_code").await, 1);
+    let before = stored(&store, &server);
+    assert!(
+        before.refresh_token.is_some(),
+        "offline_access gave a refresh token"
+    );
+    // A third of the 6 s lifetime before expiry the token is due: calls from then on refresh it.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let calls = (0..64).map(|i| {
+        let runtime = runtime.clone();
+        tokio::spawn(
+            async move { call(&runtime, "echo", json!({"message": format!("m{i}")})).await },
+        )
+    });
+    for (i, handle) in calls.enumerate() {
+        let result = handle.await.unwrap();
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(text(&result), format!("m{i}"));
+    }
+    assert_eq!(
+        authorization.tokens("refresh_token").await,
+        1,
+        "exactly one refresh"
+    );
+    assert_eq!(authorization.tokens("authorization_code").await, 1);
+    let after = stored(&store, &server);
+    assert_ne!(after.access_token, before.access_token);
+    assert_ne!(
+        after.refresh_token, before.refresh_token,
+        "the refresh token rotated"
+    );
+    // None of the 64 was refused: the token was fresh before any was sent.
+    assert_eq!(
+        Stats::get(&server.stats.refused_calls),
+        1,
+        "only the very first call"
+    );
+    assert_eq!(Stats::get(&server.stats.calls), 65);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_on_tools_call_reauthorizes_once_and_the_tool_runs_once() {
+    let (authorization, server) = servers(300, &[]).await;
+    // 2026-07-28: tools/call is the call's first request.
+    let config = oauth_config(&server, user_auth(), "2026-07-28");
+    let store = Arc::new(MemoryTokenStore::default());
+    let runtime = builder(&config)
+        .token_store(store.clone())
+        .user_agent(Arc::new(Browser))
+        .build()
+        .unwrap();
+    let first = call(&runtime, "echo", json!({"message": "first"})).await;
+    assert!(!first.is_error, "{first:?}");
+    let refused_before = Stats::get(&server.stats.refused_calls);
+    // The user's access token is revoked at the authorization server.
+    authorization
+        .revoke(&stored(&store, &server).access_token)
+        .await;
+    let second = call(&runtime, "echo", json!({"message": "second"})).await;
+    assert!(!second.is_error, "{second:?}");
+    assert_eq!(text(&second), "second");
+    assert_eq!(
+        Stats::get(&server.stats.refused_calls),
+        refused_before + 1,
+        "the first POST of the call was refused before it ran"
+    );
+    assert_eq!(
+        Stats::get(&server.stats.calls),
+        2,
+        "each call ran exactly once"
+    );
+    // oidc-provider revokes the whole grant with its access token: the refresh was refused, and
+    // the user (who approves at once here) was asked again, once.
+    let stats = authorization.stats().await;
+    assert_eq!(
+        stats["token_errors"]["refresh_token:invalid_grant"],
+        json!(1),
+        "{stats}"
+    );
+    assert_eq!(stats["token"]["authorization_code"], json!(2), "{stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_authorization_fails_clearly_without_a_loop() {
+    let (authorization, server) = servers(300, &[]).await;
+    let config = oauth_config(&server, user_auth(), "2026-07-28");
+    let store: Arc<MemoryTokenStore> = Arc::new(MemoryTokenStore::default());
+    // Log in as `brain-harness login` does, then call without any way to ask the user again.
+    let binding = config.tools.iter().find(|b| b.name == "echo").unwrap();
+    let line =
+        brain_runtime::auth::login(binding, "local", store.clone(), Arc::new(Browser), |_| None)
+            .await
+            .unwrap();
+    assert!(line.contains("stored tokens for tenant local"), "{line}");
+    let runtime = builder(&config).token_store(store.clone()).build().unwrap();
+    let ok = call(&runtime, "echo", json!({"message": "ok"})).await;
+    assert!(!ok.is_error, "{ok:?}");
+    // Revoking the refresh token ends the whole grant.
+    authorization
+        .revoke(stored(&store, &server).refresh_token.as_deref().unwrap())
+        .await;
+    let refused = call(&runtime, "echo", json!({"message": "refused"})).await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    assert!(
+        text(&refused).contains("brain-harness login --tenant local echo"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(
+        Stats::get(&server.stats.calls),
+        1,
+        "the refused call never ran"
+    );
+    let stats = authorization.stats().await;
+    assert_eq!(
+        stats["token_errors"]["refresh_token:invalid_grant"],
+        json!(1),
+        "{stats}"
+    );
+    // The next call fails at once: nothing is asked of either server.
+    let requests = Stats::get(&server.stats.requests);
+    let again = call(&runtime, "echo", json!({"message": "again"})).await;
+    assert!(again.is_error && !again.unknown_outcome, "{again:?}");
+    assert_eq!(Stats::get(&server.stats.requests), requests);
+    assert_eq!(
+        authorization.stats().await["token_errors"],
+        stats["token_errors"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_delegated_binding_without_tokens_asks_for_a_login() {
+    let (_authorization, server) = servers(300, &[]).await;
+    let config = oauth_config(&server, user_auth(), "2025-11-25");
+    let runtime = builder(&config).build().unwrap();
+    let result = call(&runtime, "echo", json!({"message": "x"})).await;
+    assert!(result.is_error && !result.unknown_outcome, "{result:?}");
+    assert!(
+        text(&result).contains("brain-harness login --tenant local echo"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(Stats::get(&server.stats.calls), 0);
+}
