@@ -609,7 +609,7 @@ impl OAuth {
     async fn refresh(&self, slot: &mut Slot, tenant: &str) -> Result<(), String> {
         let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
         let refresh = tokens.refresh.clone().ok_or("no refresh token")?;
-        let mut form = vec![
+        let form = vec![
             ("grant_type", grant::GRANT_REFRESH_TOKEN.to_owned()),
             ("refresh_token", refresh.expose().to_owned()),
             ("resource", tokens.resource.clone()),
