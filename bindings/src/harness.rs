@@ -3,7 +3,16 @@
 //! ```text
 //! brain-harness [--config PATH] tools
 //! brain-harness [--config PATH] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
+//! brain-harness [--config PATH] login --tenant T TOOL
+//! brain-harness [--config PATH] logout --tenant T TOOL
 //! ```
+//!
+//! `login` runs the OAuth authorization code flow (PKCE) for a binding whose `auth.type` is
+//! `authorization_code`: it prints the authorization URL and opens it in `$BROWSER` (else
+//! `xdg-open`/`open` when a desktop is there), receives the redirect on a loopback port, and
+//! stores the tokens in the token store (`$BRAIN_TOKEN_STORE`, else `brain/tokens.json` under
+//! `$XDG_CONFIG_HOME` or `~/.config`; mode 0600; one entry per binding URL × tenant; never
+//! printed). Calls use and refresh them. `logout` removes them.
 //!
 //! Events go to stdout as JSON Lines with `--json` or when stdout is not a terminal; on a
 //! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
@@ -22,7 +31,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use brain_config::{ConfigError, HostConfig};
+use std::sync::Arc;
+
+use brain_config::{ConfigError, HostConfig, ToolBinding};
+use brain_runtime::auth::{FileTokenStore, LoopbackAgent};
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
@@ -64,7 +76,27 @@ enum Command {
         #[arg(default_value = "{}")]
         args: String,
     },
+    /// Authorize brain at a binding's authorization server for a tenant (OAuth authorization
+    /// code flow) and store the tokens.
+    Login {
+        /// The tenant the tokens are for.
+        #[arg(long)]
+        tenant: String,
+        /// The binding's name (its `auth.type` is `authorization_code`).
+        tool: String,
+    },
+    /// Remove the tokens `login` stored for a binding and tenant.
+    Logout {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// The binding's name.
+        tool: String,
+    },
 }
+
+/// How long `login` waits for the user to approve.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Runs the harness; returns its exit code.
 pub fn main() -> ExitCode {
@@ -84,6 +116,8 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Login { tenant, tool } => login(&config, &tenant, &tool),
+        Command::Logout { tenant, tool } => logout(&config, &tenant, &tool),
         Command::Tools => match runtime(&config) {
             Ok(runtime) => {
                 list(&config, &runtime);
@@ -163,15 +197,134 @@ fn arguments(text: &str) -> Result<Value, String> {
     }
 }
 
-/// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
-fn runtime(config: &HostConfig) -> Result<Runtime, ExitCode> {
-    Runtime::builder(config)
-        .allow_missing_tokens()
-        .build()
-        .map_err(|error| {
-            eprintln!("error: {error}");
-            ExitCode::from(2)
+/// The token store of `login` (see the module's doc).
+fn token_store() -> Result<Arc<FileTokenStore>, String> {
+    FileTokenStore::default_path()
+        .map(|path| Arc::new(FileTokenStore::new(path)))
+        .ok_or_else(|| {
+            "no place for the token store: set BRAIN_TOKEN_STORE, XDG_CONFIG_HOME or HOME".into()
         })
+}
+
+/// The binding `name`, which must have `auth`.
+fn oauth_binding<'a>(config: &'a HostConfig, name: &str) -> Result<&'a ToolBinding, String> {
+    let binding = config
+        .tools
+        .iter()
+        .find(|binding| binding.name == name)
+        .ok_or_else(|| {
+            format!("there is no tool named {name:?} (`brain-harness tools` lists them)")
+        })?;
+    match &binding.auth {
+        Some(auth) if auth.grant == brain_config::Grant::AuthorizationCode => Ok(binding),
+        Some(auth) => Err(format!(
+            "{name} gets its tokens with the {} grant, without a user: there is nothing to log in to",
+            auth.grant.as_str()
+        )),
+        None => Err(format!("{name} has no `auth`: it needs no login")),
+    }
+}
+
+fn login(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
+    let prepared = oauth_binding(config, name).and_then(|binding| Ok((binding, token_store()?)));
+    let (binding, store) = match prepared {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if !binding.tenants.iter().any(|t| t == tenant) {
+        eprintln!("error: tenant {tenant:?} may not call {name:?}");
+        return ExitCode::from(2);
+    }
+    let agent = match LoopbackAgent::bind(open_in_browser) {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("error: cannot listen on a loopback port for the redirect: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    let env = |var: &str| std::env::var(var).ok();
+    let work = brain_runtime::auth::login(binding, tenant, store.clone(), Arc::new(agent), env);
+    match tokio.block_on(async { tokio::time::timeout(LOGIN_TIMEOUT, work).await }) {
+        Ok(Ok(line)) => {
+            eprintln!("{line}, in {}", store.path().display());
+            ExitCode::SUCCESS
+        }
+        Ok(Err(message)) => {
+            eprintln!("error: login failed: {message}");
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!(
+                "error: no authorization arrived within {} s; run login again",
+                LOGIN_TIMEOUT.as_secs()
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the authorization URL and opens it: `$BROWSER`, else the desktop's opener.
+fn open_in_browser(url: &str) {
+    eprintln!("Open this URL to authorize brain (waiting for the redirect):\n  {url}");
+    let opener = match std::env::var("BROWSER") {
+        Ok(browser) if !browser.trim().is_empty() => Some(browser),
+        _ if cfg!(target_os = "macos") => Some("open".to_owned()),
+        _ if std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        {
+            Some("xdg-open".to_owned())
+        }
+        _ => None,
+    };
+    if let Some(opener) = opener {
+        let started = std::process::Command::new(&opener)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        if let Err(error) = started {
+            eprintln!("(could not start {opener}: {error}; open the URL yourself)");
+        }
+    }
+}
+
+fn logout(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
+    let removed = oauth_binding(config, name)
+        .and_then(|binding| brain_runtime::auth::logout(binding, tenant, token_store()?.as_ref()));
+    match removed {
+        Ok(true) => {
+            eprintln!("removed the tokens of tenant {tenant} for {name}");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            eprintln!("no tokens were stored for tenant {tenant} and {name}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
+/// User-delegated OAuth tokens come from the token store `login` writes.
+fn runtime(config: &HostConfig) -> Result<Runtime, ExitCode> {
+    let mut builder = Runtime::builder(config).allow_missing_tokens();
+    if let Ok(store) = token_store() {
+        builder = builder.token_store(store);
+    }
+    builder.build().map_err(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(2)
+    })
 }
 
 fn list(config: &HostConfig, runtime: &Runtime) {

@@ -109,6 +109,32 @@ impl AuthorizationServer {
     }
 }
 
+/// An authorization server issuing tokens that live `ttl` seconds, and a test server guarding
+/// `/mcp` with them (introspected on every request), whose `admin_tools` also need `mcp:admin`.
+pub async fn servers(
+    ttl: u64,
+    admin_tools: &[&str],
+) -> (AuthorizationServer, crate::server::TestServer) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let authorization =
+        tokio::task::spawn_blocking(move || AuthorizationServer::start(&resource, ttl))
+            .await
+            .unwrap();
+    let faults = crate::server::Faults {
+        oauth: Some(crate::server::OAuthGuard {
+            issuer: authorization.issuer.clone(),
+            client_id: RESOURCE_CLIENT.into(),
+            client_secret: RESOURCE_SECRET.into(),
+            scope: "mcp:basic".into(),
+            admin_tools: admin_tools.iter().map(|t| (*t).to_owned()).collect(),
+        }),
+        ..crate::server::Faults::default()
+    };
+    let server = crate::server::TestServer::serve(listener, faults).unwrap();
+    (authorization, server)
+}
+
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()

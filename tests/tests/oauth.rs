@@ -12,36 +12,10 @@ use brain_runtime::auth::{MemoryTokenStore, StoreKey, TokenStore};
 use brain_runtime::{Runtime, RuntimeBuilder};
 use serde_json::{Value, json};
 use tests::client::{call, config, text};
-use tests::oauth::{
-    AuthorizationServer, Browser, RESOURCE_CLIENT, RESOURCE_SECRET, SERVICE_CLIENT, SERVICE_SECRET,
-    USER_CLIENT,
-};
-use tests::server::{Faults, OAuthGuard, Stats, TestServer};
+use tests::oauth::{Browser, SERVICE_CLIENT, SERVICE_SECRET, USER_CLIENT, servers};
+use tests::server::{Stats, TestServer};
 
 const SECRET_VAR: &str = "BRAIN_OAUTH_TEST_CLIENT_SECRET";
-
-/// An authorization server issuing tokens that live `ttl` seconds for a test server whose
-/// `admin_tools` need `mcp:admin`.
-async fn servers(ttl: u64, admin_tools: &[&str]) -> (AuthorizationServer, TestServer) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let authorization =
-        tokio::task::spawn_blocking(move || AuthorizationServer::start(&resource, ttl))
-            .await
-            .unwrap();
-    let faults = Faults {
-        oauth: Some(OAuthGuard {
-            issuer: authorization.issuer.clone(),
-            client_id: RESOURCE_CLIENT.into(),
-            client_secret: RESOURCE_SECRET.into(),
-            scope: "mcp:basic".into(),
-            admin_tools: admin_tools.iter().map(|t| (*t).to_owned()).collect(),
-        }),
-        ..Faults::default()
-    };
-    let server = TestServer::serve(listener, faults).unwrap();
-    (authorization, server)
-}
 
 /// Every test-server tool with `auth`, pinned to `revision`.
 fn oauth_config(server: &TestServer, auth: Value, revision: &str) -> HostConfig {
