@@ -108,3 +108,103 @@ async fn tokens_appear_in_no_output_even_at_trace_level() {
         }
     }
 }
+
+/// A P-256 key made for this test only (no server knows it).
+const PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgw+isnOKb6MibFSLQ
+AaDBrkIXs6rIDPrKywLyJKypQg+hRANCAAQuOO/8J2OjNR//Dq2X2jCuUX2P8yH0
+0C/8qidvEJYYJ9Jch+rmfN+vqGrWXA26RBCgYExxwTMG3jzoCrad2Wls
+-----END PRIVATE KEY-----
+";
+const WRONG_SECRET: &str = "brain-wrong-client-secret-3c9d1e7a";
+const ASSERTION: &str = "eyJhbGciOiJFUzI1NiJ9.brain-workload-assertion-5e8f2a.c2lnbmF0dXJl";
+
+/// OAuth's secrets — client secrets (right and wrong), a private key and the assertions signed
+/// with it, a workload's assertion, and the access tokens obtained — appear in no output, at
+/// trace level, whether the authorization server accepts them or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_secrets_appear_in_no_output_even_at_trace_level() {
+    use tests::oauth::{SERVICE_CLIENT, SERVICE_SECRET, servers};
+    let (_authorization, server) = servers(300, &[]).await;
+    let with_auth = |name: &str, auth: Value| {
+        let mut binding = binding(name, &server.url, "2025-11-25", 10);
+        binding.as_object_mut().unwrap().remove("token_env");
+        binding["auth"] = auth;
+        binding
+    };
+    let tools = vec![
+        with_auth(
+            "service",
+            json!({"type": "client_credentials", "client_id": SERVICE_CLIENT, "client_secret_env": "BRAIN_SECRETS_RIGHT"}),
+        ),
+        with_auth(
+            "wrong_secret",
+            json!({"type": "client_credentials", "client_id": SERVICE_CLIENT, "client_secret_env": "BRAIN_SECRETS_WRONG"}),
+        ),
+        with_auth(
+            "signed",
+            json!({"type": "client_credentials", "client_id": "brain-signed", "private_key_env": "BRAIN_SECRETS_KEY"}),
+        ),
+        with_auth(
+            "workload",
+            json!({"type": "jwt_bearer", "assertion_env": "BRAIN_SECRETS_ASSERTION"}),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let config = config.display().to_string();
+    let key_body: Vec<&str> = PRIVATE_KEY
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    for (tool, succeeds) in [
+        ("service", true),
+        ("wrong_secret", false),
+        ("signed", false),
+        ("workload", false),
+    ] {
+        let config = config.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+                .args([
+                    "--config", &config, "call", "--tenant", "local", "--json", tool,
+                ])
+                .arg(r#"{"message": "hello"}"#)
+                .env("RUST_LOG", "trace")
+                .env("BRAIN_SECRETS_RIGHT", SERVICE_SECRET)
+                .env("BRAIN_SECRETS_WRONG", WRONG_SECRET)
+                .env("BRAIN_SECRETS_KEY", PRIVATE_KEY)
+                .env("BRAIN_SECRETS_ASSERTION", ASSERTION)
+                .output()
+                .expect("brain-harness runs")
+        })
+        .await
+        .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.status.success(), succeeds, "{tool}: {text}");
+        if !succeeds {
+            assert!(text.contains("refused the request"), "{tool}: {text}");
+        }
+        for secret in [
+            SERVICE_SECRET,
+            WRONG_SECRET,
+            ASSERTION,
+            "brain-workload-assertion",
+        ]
+        .into_iter()
+        .chain(key_body.iter().copied())
+        {
+            assert!(!text.contains(secret), "{tool} printed a secret: {text}");
+        }
+        // No JWT at all: not the signed client assertion, not the workload's.
+        assert!(!text.contains("eyJ"), "{tool} printed a JWT: {text}");
+        // The access token (opaque, from introspection-guarded calls) never appears either: the
+        // only Authorization values in a trace would be redacted by hyper's sensitive flag.
+        assert!(!text.to_lowercase().contains("bearer "), "{tool}: {text}");
+    }
+}
