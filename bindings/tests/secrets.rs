@@ -1,6 +1,8 @@
 //! Tokens never leak: brain-harness runs with `RUST_LOG=trace` through a success, a refused token
 //! (401), a timeout and protocol errors, on both revisions, and neither the token's value nor a
-//! wrong token's value appears in stdout, stderr or the events.
+//! wrong token's value appears in stdout, stderr or the events; and OAuth's secrets (client
+//! secrets, private keys and the assertions signed with them, workload assertions, tokens) never
+//! appear either, against a real authorization server.
 
 use std::process::{Command, Output};
 
