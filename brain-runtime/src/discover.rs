@@ -104,7 +104,8 @@ pub enum DiscoverError {
     },
     /// The server wants a token and none was given.
     #[error(
-        "the server wants a token (HTTP {status}): name the variable that holds it with --token-env"
+        "the server wants a token (HTTP {status}): name the variable that holds an API key with \
+         --token-env, or, for a server that requires OAuth, give the bindings' auth with --auth"
     )]
     TokenRequired {
         /// 401 or 403.

@@ -40,8 +40,14 @@ pub(crate) struct DiscoverArgs {
     env_from: Vec<String>,
     /// The environment variable that holds the server's API key: used to connect, and named in
     /// the bindings so that brain sends it as a bearer token.
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", conflicts_with = "auth")]
     token_env: Option<String>,
+    /// For a server that requires OAuth: the bindings' `auth` object as JSON, e.g.
+    /// '{"type": "client_credentials", "client_id": "brain", "client_secret_env": "CRM_SECRET"}';
+    /// its variables are read now to connect. With `authorization_code`, the authorization URL
+    /// is printed (and opened in `$BROWSER`) and the tokens stored as `brain-harness login` does.
+    #[arg(long, value_name = "JSON", value_parser = parse_auth)]
+    auth: Option<Box<brain_config::Auth>>,
     /// The tenants allowed to use the tools (comma-separated).
     #[arg(long, value_name = "T[,T2]", value_delimiter = ',')]
     tenant: Vec<String>,
@@ -63,7 +69,7 @@ pub(crate) struct DiscoverArgs {
     #[arg(long, value_name = "CONFIG")]
     write: Option<PathBuf>,
     /// Compare every MCP binding of this config with its live server; exit 1 on drift.
-    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "command", "tools", "tenant", "write", "token_env"])]
+    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "command", "tools", "tenant", "write", "token_env", "auth"])]
     check: Option<PathBuf>,
 }
 
@@ -102,6 +108,11 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             );
         }
     };
+    if matches!(server, Server::Command { .. }) && args.auth.is_some() {
+        return usage(
+            "--auth is for servers at a URL; a stdio server gets its secrets from --env-from",
+        );
+    }
     if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
         return usage(
             "--token-env is for servers at a URL; pass a stdio server's secrets with \
@@ -128,7 +139,12 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             names.len()
         ));
     }
-    let discovery = tokio.block_on(list(&server, args.token_env.as_deref()))?;
+    let discovery = tokio.block_on(list(
+        &server,
+        args.token_env.as_deref(),
+        args.auth.as_deref(),
+        &args.tenant[0],
+    ))?;
     let missing: Vec<&String> = names
         .iter()
         .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
@@ -165,7 +181,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         on_input_request: args
             .on_input_request
             .filter(|choice| *choice != OnInputRequest::Fail),
-        auth: None,
+        auth: args.auth.as_deref().cloned(),
     };
     eprintln!(
         "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",
@@ -252,6 +268,59 @@ fn stdio_server(command: &str, env: &[String], env_from: &[String]) -> Result<Se
 }
 
 /// Bound on one discovery: 30 s, or `BRAIN_DISCOVER_TIMEOUT_SECONDS`.
+fn parse_auth(text: &str) -> Result<Box<brain_config::Auth>, String> {
+    serde_json::from_str(text).map_err(|error| {
+        format!(
+            "not an `auth` object ({error}); see the `auth` of brain-config/host-config.schema.json"
+        )
+    })
+}
+
+/// How discovery obtains OAuth tokens: `auth`'s variables read now; user-delegated tokens from
+/// (and into) the token store `brain-harness login` uses, the user asked through a browser.
+fn discover_auth(
+    auth: &brain_config::Auth,
+    tenant: &str,
+) -> anyhow::Result<brain_runtime::discover::DiscoverAuth> {
+    use brain_runtime::auth::{FileTokenStore, LoopbackAgent, TokenStore, UserAgent};
+    let mut secrets = BTreeMap::new();
+    let mut missing = Vec::new();
+    for (field, var) in auth.env_vars() {
+        match std::env::var(var) {
+            Ok(value) => {
+                secrets.insert(var.to_owned(), value);
+            }
+            Err(_) => missing.push(format!("{var} (auth.{field})")),
+        }
+    }
+    if !missing.is_empty() {
+        bail!("not set: {}; export them to connect", missing.join(", "));
+    }
+    let user = auth.grant == brain_config::Grant::AuthorizationCode;
+    let store: Option<std::sync::Arc<dyn TokenStore>> = match FileTokenStore::default_path() {
+        Some(path) if user => Some(std::sync::Arc::new(FileTokenStore::new(path))),
+        _ => None,
+    };
+    let agent: Option<std::sync::Arc<dyn UserAgent>> = if user {
+        let agent = LoopbackAgent::bind(|url| {
+            eprintln!("Open this URL to authorize brain (waiting for the redirect):\n  {url}");
+            if let Ok(browser) = std::env::var("BROWSER") {
+                let _ = std::process::Command::new(browser).arg(url).spawn();
+            }
+        })?;
+        Some(std::sync::Arc::new(agent))
+    } else {
+        None
+    };
+    Ok(brain_runtime::discover::DiscoverAuth {
+        config: auth.clone(),
+        secrets,
+        tenant: tenant.to_owned(),
+        store,
+        agent,
+    })
+}
+
 fn timeout() -> Duration {
     let seconds = std::env::var("BRAIN_DISCOVER_TIMEOUT_SECONDS")
         .ok()
@@ -260,14 +329,20 @@ fn timeout() -> Duration {
     Duration::from_secs(seconds)
 }
 
-/// Lists the tools of `server`: over Streamable HTTP with the token in `token_env`, or from a
-/// process started with the binding's environment (`env_from` read from brain's own).
-async fn list(server: &Server, token_env: Option<&str>) -> anyhow::Result<Discovery> {
+/// Lists the tools of `server`: over Streamable HTTP with the token in `token_env` or OAuth
+/// tokens obtained with `auth` (user-delegated ones for `tenant`), or from a process started
+/// with the binding's environment (`env_from` read from brain's own).
+async fn list(
+    server: &Server,
+    token_env: Option<&str>,
+    auth: Option<&brain_config::Auth>,
+    tenant: &str,
+) -> anyhow::Result<Discovery> {
     match server {
         Server::Url(url) => Ok(discover(&DiscoverOptions {
             url: url.clone(),
             token: token(token_env)?,
-            auth: None,
+            auth: auth.map(|auth| discover_auth(auth, tenant)).transpose()?,
             timeout: timeout(),
         })
         .await?),
@@ -373,19 +448,30 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    let mut servers: BTreeMap<(Server, Option<&str>), Vec<&ToolBinding>> = BTreeMap::new();
+    type Access<'a> = (Option<&'a str>, Option<String>);
+    let mut servers: BTreeMap<(Server, Access<'_>), Vec<&ToolBinding>> = BTreeMap::new();
     for binding in config.tools.iter().filter(|b| b.kind() == BindingKind::Mcp) {
         if let Some(server) = Server::of(binding) {
+            let auth = binding
+                .auth
+                .as_ref()
+                .map(|auth| serde_json::to_string(auth).unwrap_or_default());
             servers
-                .entry((server, binding.token_env.as_deref()))
+                .entry((server, (binding.token_env.as_deref(), auth)))
                 .or_default()
                 .push(binding);
         }
     }
     let mut drifted = 0;
     let mut checked = 0;
-    for ((server, token_env), bindings) in servers {
-        let discovery: Discovery = list(&server, token_env)
+    for ((server, (token_env, _)), bindings) in servers {
+        let first = bindings[0];
+        let tenant = first
+            .tenants
+            .first()
+            .map(String::as_str)
+            .unwrap_or_default();
+        let discovery: Discovery = list(&server, token_env, first.auth.as_ref(), tenant)
             .await
             .with_context(|| format!("cannot check the bindings served by {server}"))?;
         for binding in bindings {

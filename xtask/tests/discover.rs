@@ -728,3 +728,50 @@ async fn a_stdio_server_by_command() {
         stdout(&check)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth_server_is_discovered_and_checked_with_auth() {
+    use tests::oauth::{SERVICE_CLIENT, SERVICE_SECRET, servers};
+    let (authorization, server) = servers(300, &[]).await;
+    let auth = json!({"type": "client_credentials", "client_id": SERVICE_CLIENT,
+        "client_secret_env": "BRAIN_DISCOVER_TEST_SECRET"})
+    .to_string();
+    let base = args(&[
+        "discover",
+        "--url",
+        &server.url,
+        "--tenant",
+        "local",
+        "--tools",
+        "echo",
+    ]);
+    let without = xtask(base.clone(), vec![]).await;
+    assert_eq!(without.status.code(), Some(1));
+    assert!(stderr(&without).contains("--auth"), "{}", stderr(&without));
+
+    let mut with_auth = base.clone();
+    with_auth.extend(args(&["--auth", &auth]));
+    let unset = xtask(with_auth.clone(), vec![]).await;
+    assert_eq!(unset.status.code(), Some(1));
+    assert!(
+        stderr(&unset).contains("BRAIN_DISCOVER_TEST_SECRET (auth.client_secret_env)"),
+        "{}",
+        stderr(&unset)
+    );
+
+    let env = vec![("BRAIN_DISCOVER_TEST_SECRET", SERVICE_SECRET.to_owned())];
+    let output = xtask(with_auth, env.clone()).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    assert_eq!(printed[0]["auth"]["client_id"], json!(SERVICE_CLIENT));
+    assert!(!stdout(&output).contains(SERVICE_SECRET) && !stderr(&output).contains(SERVICE_SECRET));
+    passes_check(&printed).await;
+
+    // --check reaches the server with each binding's auth.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
+    let check = xtask(args(&["discover", "--check", path.to_str().unwrap()]), env).await;
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    assert_eq!(authorization.tokens("client_credentials").await, 2);
+}
