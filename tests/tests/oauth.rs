@@ -251,3 +251,26 @@ async fn a_user_delegated_binding_without_tokens_asks_for_a_login() {
     );
     assert_eq!(Stats::get(&server.stats.calls), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_refuses_before_any_token_request() {
+    let (authorization, server) = servers(300, &[]).await;
+    let config = oauth_config(&server, service_auth(), "2025-11-25");
+    let runtime = builder(&config).build().unwrap();
+    let mut stranger = tests::client::request("echo", json!({"message": "x"}));
+    stranger.scope.tenant_id = "stranger".into();
+    let refused = runtime.call(stranger).result().await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    let invalid = call(&runtime, "echo", json!({"message": 7})).await;
+    assert!(invalid.is_error && !invalid.unknown_outcome, "{invalid:?}");
+    assert_eq!(
+        Stats::get(&server.stats.requests),
+        0,
+        "nothing reached the server"
+    );
+    assert_eq!(
+        authorization.stats().await["token"],
+        json!({}),
+        "no token was requested"
+    );
+}

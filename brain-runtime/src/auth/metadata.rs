@@ -195,6 +195,29 @@ pub(crate) fn split_url(url: &str) -> Result<(String, String), String> {
     Ok((origin, path))
 }
 
+/// Refuses a URL that secrets would travel to in clear text: `http` is allowed to loopback hosts
+/// only (`localhost`, 127.0.0.0/8, `::1`), as for a binding's `token_env`.
+pub(crate) fn require_secure(url: &str, what: &str) -> Result<(), String> {
+    let parsed =
+        url::Url::parse(url).map_err(|error| format!("{what} {url:?} is not a URL: {error}"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(domain)) => {
+            domain.eq_ignore_ascii_case("localhost")
+                || domain.to_ascii_lowercase().ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "{what} {url} is not https: brain sends no credentials there in clear text"
+        )),
+    }
+}
+
 /// An authorization server, from its metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServerMetadata {
@@ -220,6 +243,7 @@ pub(crate) async fn authorization_server(
     issuer: &str,
     legacy: bool,
 ) -> Result<ServerMetadata, String> {
+    require_secure(issuer, "the authorization server")?;
     let (origin, path) = split_url(issuer)?;
     let path = path.trim_end_matches('/');
     let candidates = if path.is_empty() {
@@ -360,6 +384,17 @@ mod tests {
             "http://localhost:6/mcp",
             "http://localhost:5/mcp"
         ));
+    }
+
+    #[test]
+    fn credentials_travel_over_https_or_to_loopback_only() {
+        assert!(require_secure("https://as.example/token", "t").is_ok());
+        assert!(require_secure("http://127.0.0.1:5/token", "t").is_ok());
+        assert!(require_secure("http://localhost:5/token", "t").is_ok());
+        assert!(require_secure("http://[::1]:5/token", "t").is_ok());
+        let refused = require_secure("http://as.example/token", "the token endpoint").unwrap_err();
+        assert!(refused.contains("not https"), "{refused}");
+        assert!(require_secure("ftp://as.example/token", "t").is_err());
     }
 
     #[test]
