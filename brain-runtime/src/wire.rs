@@ -89,10 +89,10 @@ impl Endpoint<'_> {
     }
 
     /// Sends one request with its authorization. With OAuth, a request the server refuses for
-    /// its token (`401`, or `403 insufficient_scope`) is sent once more after a new token was
-    /// obtained, and once more after the server asked for a DPoP nonce: a refused request was
-    /// not processed, so sending it again cannot run anything twice (ARCHITECTURE.md,
-    /// at-most-once).
+    /// its token is sent once more after each kind of refusal, at most once each: a `401` (a new
+    /// token), a `403 insufficient_scope` (a token with the scopes asked for), a DPoP nonce
+    /// asked for. A refused request was not processed, so sending it again cannot run anything
+    /// twice (ARCHITECTURE.md, at-most-once); at most four POSTs carry one request.
     async fn request(
         &self,
         method: Method,
@@ -103,7 +103,7 @@ impl Endpoint<'_> {
             crate::auth::add_static(self.auth.credentials, &mut headers);
             return self.send(method, headers, body).await;
         };
-        let (mut reauthorized, mut nonce_sent) = (false, false);
+        let mut spent: Vec<Retry> = Vec::new();
         loop {
             let mut attempt = headers.clone();
             let generation = oauth
@@ -117,14 +117,13 @@ impl Endpoint<'_> {
                 return Ok(response);
             }
             let retry = oauth
-                .challenged(tenant, status, response.headers(), generation)
+                .challenged(tenant, status, response.headers(), generation, &spent)
                 .await
                 .map_err(HttpError::Auth)?;
-            match retry {
-                Retry::Reauthorized if !reauthorized => reauthorized = true,
-                Retry::Nonce if !nonce_sent => nonce_sent = true,
-                _ => return Ok(response),
+            if retry == Retry::No {
+                return Ok(response);
             }
+            spent.push(retry);
             tracing::debug!(%method, url = self.url, %status, ?retry, "sending again after the refusal");
         }
     }

@@ -75,24 +75,37 @@ async fn client_credentials_from_the_servers_challenge_then_cached() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_up_asks_once_for_the_union_of_scopes() {
-    let (authorization, server) = servers(300, &["echo"]).await;
-    let config = oauth_config(&server, service_auth(), "2025-11-25");
-    let runtime = builder(&config).build().unwrap();
-    let result = call(&runtime, "echo", json!({"message": "needs admin"})).await;
-    assert!(!result.is_error, "{result:?}");
-    assert_eq!(text(&result), "needs admin");
-    // The 403 came before the tool ran; the call ran once, with the stepped-up token.
-    assert_eq!(Stats::get(&server.stats.refused_calls), 1);
-    assert_eq!(Stats::get(&server.stats.calls), 1);
-    assert_eq!(authorization.tokens("client_credentials").await, 2);
-    let again = call(&runtime, "echo", json!({"message": "again"})).await;
-    assert!(!again.is_error, "{again:?}");
-    assert_eq!(
-        Stats::get(&server.stats.refused_calls),
-        1,
-        "the new token has the scope"
-    );
-    assert_eq!(authorization.tokens("client_credentials").await, 2);
+    // On a session the 401 comes on initialize and the 403 on tools/call; on 2026-07-28 both
+    // come on tools/call itself, one after the other.
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let (authorization, server) = servers(300, &["echo"]).await;
+        let config = oauth_config(&server, service_auth(), revision);
+        let runtime = builder(&config).build().unwrap();
+        let result = call(&runtime, "echo", json!({"message": "needs admin"})).await;
+        assert!(!result.is_error, "{revision}: {result:?}");
+        assert_eq!(text(&result), "needs admin");
+        // The refusals came before the tool ran; the call ran once, with the stepped-up token.
+        let refused_calls = if revision == "2026-07-28" { 2 } else { 1 };
+        assert_eq!(
+            Stats::get(&server.stats.refused_calls),
+            refused_calls,
+            "{revision}"
+        );
+        assert_eq!(Stats::get(&server.stats.calls), 1, "{revision}");
+        assert_eq!(
+            authorization.tokens("client_credentials").await,
+            2,
+            "{revision}"
+        );
+        let again = call(&runtime, "echo", json!({"message": "again"})).await;
+        assert!(!again.is_error, "{again:?}");
+        assert_eq!(
+            Stats::get(&server.stats.refused_calls),
+            refused_calls,
+            "{revision}: the new token has the scope"
+        );
+        assert_eq!(authorization.tokens("client_credentials").await, 2);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

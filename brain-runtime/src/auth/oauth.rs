@@ -35,8 +35,11 @@ const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// What the caller may do after a refused request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Retry {
-    /// A new token was obtained: send the request again, once.
+    /// A new token was obtained after a `401`: send the request again, once.
     Reauthorized,
+    /// A token with more scopes was obtained after a `403 insufficient_scope`: send the request
+    /// again, once.
+    SteppedUp,
     /// The server asked for a DPoP nonce, now recorded: send the request again, once.
     Nonce,
     /// Nothing to do: the refusal stands.
@@ -390,13 +393,15 @@ impl OAuth {
 
     /// The server refused a request made with generation `generation`'s token (`401`, or `403`
     /// with `insufficient_scope`): decides whether it may be sent once more, after obtaining a
-    /// new token or recording a nonce. An error is why no token could be obtained.
+    /// new token or recording a nonce — unless the request already had that kind of retry
+    /// (`spent`). An error is why no token could be obtained.
     pub(crate) async fn challenged(
         &self,
         tenant: &str,
         status: StatusCode,
         headers: &HeaderMap,
         generation: u64,
+        spent: &[Retry],
     ) -> Result<Retry, String> {
         let challenges = metadata::challenges(headers);
         let challenge = challenges
@@ -404,22 +409,25 @@ impl OAuth {
             .find(|c| c.scheme == "dpop" || c.scheme == "bearer")
             .cloned()
             .unwrap_or_default();
-        if challenge.error.as_deref() == Some("use_dpop_nonce") {
-            return Ok(
-                if self.dpop.is_some() && headers.contains_key("dpop-nonce") {
-                    Retry::Nonce
-                } else {
-                    Retry::No
-                },
-            );
-        }
-        let step_up = status == StatusCode::FORBIDDEN;
-        if step_up && challenge.error.as_deref() != Some("insufficient_scope") {
+        let retry = match (status, challenge.error.as_deref()) {
+            (_, Some("use_dpop_nonce"))
+                if self.dpop.is_some() && headers.contains_key("dpop-nonce") =>
+            {
+                Retry::Nonce
+            }
+            (_, Some("use_dpop_nonce")) => Retry::No,
+            (StatusCode::FORBIDDEN, Some("insufficient_scope")) => Retry::SteppedUp,
+            (StatusCode::UNAUTHORIZED, _) => Retry::Reauthorized,
+            _ => Retry::No,
+        };
+        // Each kind of refusal is answered once per request: nothing loops.
+        if retry == Retry::No || spent.contains(&retry) {
             return Ok(Retry::No);
         }
-        if status != StatusCode::UNAUTHORIZED && !step_up {
-            return Ok(Retry::No);
+        if retry == Retry::Nonce {
+            return Ok(retry);
         }
+        let step_up = retry == Retry::SteppedUp;
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
         if step_up {
@@ -450,7 +458,7 @@ impl OAuth {
             .discover(challenge.resource_metadata.as_deref())
             .await?;
         self.obtain(&mut slot, tenant, &discovered, step_up).await?;
-        Ok(Retry::Reauthorized)
+        Ok(retry)
     }
 
     /// Finds the server's resource metadata and authorization server (again), and remembers them.

@@ -62,6 +62,13 @@ struct Args {
     /// Refuse the GET that would resume a closed stream.
     #[arg(long)]
     refuse_resume: bool,
+    /// Require OAuth access tokens of this authorization server (`tests/interop/oauth_server.mjs`),
+    /// introspected as its `mcp-server` client; the protected resource metadata names it.
+    #[arg(long, value_name = "ISSUER")]
+    oauth_issuer: Option<String>,
+    /// With `--oauth-issuer`: a tool whose calls also need scope `mcp:admin` (repeatable).
+    #[arg(long, value_name = "TOOL", requires = "oauth_issuer")]
+    oauth_admin_tool: Vec<String>,
     /// Serve over stdio (stdin and stdout) instead of HTTP.
     #[arg(long)]
     stdio: bool,
@@ -100,6 +107,13 @@ async fn main() -> std::io::Result<()> {
         session_token_key: std::env::var(brain_runtime::SESSION_TOKEN_KEY_ENV)
             .ok()
             .map(String::into_bytes),
+        oauth: args.oauth_issuer.map(|issuer| tests::server::OAuthGuard {
+            issuer,
+            client_id: tests::oauth::RESOURCE_CLIENT.into(),
+            client_secret: tests::oauth::RESOURCE_SECRET.into(),
+            scope: "mcp:basic".into(),
+            admin_tools: args.oauth_admin_tool,
+        }),
         ..Faults::default()
     };
     if stdio {
