@@ -212,3 +212,17 @@ impl tower_service::Service<Name> for Resolver {
         })
     }
 }
+
+/// An error and its sources, on one line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text += &format!(": {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -7,7 +7,8 @@
 //! `_meta["brain.dev/scope"]` and `progressToken` = the call id; progress streamed in wire order; the result converted and bounded; every failure classified with an
 //! honest `unknown_outcome`. A call is never retried: `tools/call` goes out once, and again only
 //! when a 2026-07-28 server answers `input_required`, saying the tool has not completed and
-//! asking to be called again (bounded rounds). A server that asks for user input fails the call
+//! asking to be called again (bounded rounds), or when the server refused it for its OAuth token
+//! before processing it (once per kind of refusal). A server that asks for user input fails the call
 //! (`unknown_outcome: true`), unless the binding opted into declining elicitations
 //! (`on_input_request: "decline"`).
 //!
@@ -37,6 +38,10 @@
 //! scope, an `Idempotency-Key` and, with `inspect_session`, a session inspection token
 //! ([`verify_session_token`]) as headers; its answer is converted and classified by the same
 //! rules (README, "HTTP and SSE tools").
+//!
+//! A binding with `auth` gets OAuth access tokens from its server's authorization server (the MCP
+//! authorization spec): see [`auth`] for the grants, the token store of user-delegated tokens
+//! ([`auth::TokenStore`], [`RuntimeBuilder::token_store`]) and [`auth::login`].
 //!
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.

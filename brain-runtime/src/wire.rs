@@ -18,6 +18,7 @@ use http::{Method, StatusCode};
 use http_body_util::Full;
 
 use crate::auth::{Authorizing, Credentials, Retry};
+pub(crate) use crate::http::error_chain;
 use crate::http::{HttpClient, HttpError, Response};
 use serde_json::Value;
 use sse_stream::SseStream;
@@ -437,20 +438,6 @@ impl Budget for EventSize {
     fn limit(&self) -> u64 {
         self.limit
     }
-}
-
-/// An error and its sources, on one line.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text += &format!(": {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

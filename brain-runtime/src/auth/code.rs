@@ -225,7 +225,7 @@ pub async fn login(
     agent: Arc<dyn UserAgent>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
-    let http = crate::runtime::http_client().map_err(|error| error.to_string())?;
+    let http = crate::http::client(true)?;
     let auth = binding
         .auth
         .clone()

@@ -42,7 +42,7 @@ async fn send(http: &HttpClient, request: http::Request<Full<Bytes>>) -> Result<
         let response = http
             .request(request)
             .await
-            .map_err(|error| format!("{url}: {}", crate::wire::error_chain(&error)))?;
+            .map_err(|error| format!("{url}: {}", crate::http::error_chain(&error)))?;
         let (parts, body) = response.into_parts();
         let body = Limited::new(body, BODY_LIMIT)
             .collect()

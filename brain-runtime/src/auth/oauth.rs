@@ -843,7 +843,7 @@ impl OAuth {
             format!(
                 "could not connect to {}: {}",
                 self.server_url,
-                crate::wire::error_chain(&error)
+                crate::http::error_chain(&error)
             )
         })?;
         if response.status() != StatusCode::UNAUTHORIZED {
