@@ -37,6 +37,18 @@ fn builder(config: &HostConfig) -> RuntimeBuilder<'_> {
     Runtime::builder(config).env(|var| (var == SECRET_VAR).then(|| SERVICE_SECRET.to_owned()))
 }
 
+/// A runtime whose user-delegated tokens live in a memory store, obtained through a browser that
+/// approves at once.
+fn user_runtime(config: &HostConfig) -> (Runtime, Arc<MemoryTokenStore>) {
+    let store = Arc::new(MemoryTokenStore::default());
+    let runtime = builder(config)
+        .token_store(store.clone())
+        .user_agent(Arc::new(Browser))
+        .build()
+        .unwrap();
+    (runtime, store)
+}
+
 fn stored(store: &MemoryTokenStore, server: &TestServer) -> brain_runtime::auth::StoredTokens {
     store
         .load(&StoreKey {
@@ -112,12 +124,7 @@ async fn step_up_asks_once_for_the_union_of_scopes() {
 async fn tokens_refresh_before_expiry_once_under_64_concurrent_calls() {
     let (authorization, server) = servers(6, &[]).await;
     let config = oauth_config(&server, user_auth(), "2026-07-28");
-    let store = Arc::new(MemoryTokenStore::default());
-    let runtime = builder(&config)
-        .token_store(store.clone())
-        .user_agent(Arc::new(Browser))
-        .build()
-        .unwrap();
+    let (runtime, store) = user_runtime(&config);
     let first = call(&runtime, "echo", json!({"message": "first"})).await;
     assert!(!first.is_error, "{first:?}");
     assert_eq!(authorization.tokens("authorization_code").await, 1);
@@ -165,12 +172,7 @@ async fn a_401_on_tools_call_reauthorizes_once_and_the_tool_runs_once() {
     let (authorization, server) = servers(300, &[]).await;
     // 2026-07-28: tools/call is the call's first request.
     let config = oauth_config(&server, user_auth(), "2026-07-28");
-    let store = Arc::new(MemoryTokenStore::default());
-    let runtime = builder(&config)
-        .token_store(store.clone())
-        .user_agent(Arc::new(Browser))
-        .build()
-        .unwrap();
+    let (runtime, store) = user_runtime(&config);
     let first = call(&runtime, "echo", json!({"message": "first"})).await;
     assert!(!first.is_error, "{first:?}");
     let refused_before = Stats::get(&server.stats.refused_calls);

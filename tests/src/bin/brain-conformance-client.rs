@@ -7,7 +7,7 @@
 //! Authorization scenarios (`auth/*`): the context's credentials (client id and secret, private
 //! key, IdP tokens, workload JWT) become the binding's `auth`, as a deployment would write it, and
 //! the authorization code flow runs headlessly against the suite's auto-approving server (the
-//! authorization URL is requested and its redirect read, not followed).
+//! authorization URL is requested and its redirect read, not followed: `tests::oauth::Browser`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -17,8 +17,6 @@ use std::time::Duration;
 use brain_config::HostConfig;
 use brain_config::discovery::{BindingSettings, binding_from_tool};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use brain_config::{Auth, Grant};
@@ -44,7 +42,9 @@ async fn main() -> ExitCode {
         .starts_with("auth/")
         .then(|| auth_for(&scenario, &context));
     let store: Arc<dyn TokenStore> = Arc::new(MemoryTokenStore::default());
-    let agent: Arc<dyn UserAgent> = Arc::new(Headless);
+    // The suite's authorization server approves at once and redirects: the browser reads the
+    // redirect, and never requests it.
+    let agent: Arc<dyn UserAgent> = Arc::new(tests::oauth::Browser);
     let options = DiscoverOptions {
         url: url.clone(),
         token: None,
@@ -337,43 +337,4 @@ fn auth_for(scenario: &str, context: &Value) -> (Auth, BTreeMap<String, String>)
         auth.dpop = Some(true);
     }
     (auth, secrets)
-}
-
-/// The user agent of a headless test: requests the authorization URL (the suite's server
-/// approves at once) and returns where it redirects, without following it.
-struct Headless;
-
-impl UserAgent for Headless {
-    fn redirect_uri(&self) -> String {
-        "http://127.0.0.1:9/callback".into()
-    }
-
-    fn authorize<'a>(
-        &'a self,
-        url: &'a str,
-    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
-        Box::pin(async move {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let http = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|error| error.to_string())?;
-            let response = http
-                .get(url)
-                .send()
-                .await
-                .map_err(|error| format!("the authorization request failed: {error}"))?;
-            response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|location| location.to_str().ok())
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    format!(
-                        "the authorization server answered HTTP {} without a redirect",
-                        response.status()
-                    )
-                })
-        })
-    }
 }
