@@ -123,6 +123,14 @@ pub(crate) struct CodeFlow<'a> {
 impl CodeFlow<'_> {
     pub(crate) async fn run(&self, oauth: &OAuth, agent: &dyn UserAgent) -> Result<Issued, String> {
         let metadata = self.metadata;
+        // OAuth 2.1 and the MCP spec: no PKCE with S256, no authorization.
+        if !metadata.pkce_s256 {
+            return Err(format!(
+                "the authorization server {} does not list S256 in code_challenge_methods_supported: \
+                 brain does not authorize without PKCE",
+                metadata.issuer
+            ));
+        }
         let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
             format!(
                 "the authorization server {} has no authorization endpoint",
@@ -151,22 +159,26 @@ impl CodeFlow<'_> {
             }
         }
         let callback = agent.authorize(url.as_str()).await?;
+        // Never quoted in a message: it carries the authorization code.
         let callback = url::Url::parse(&callback)
-            .map_err(|error| format!("the redirect {callback:?} is not a URL: {error}"))?;
+            .map_err(|error| format!("the redirect brain received is not a URL: {error}"))?;
         let param = |name: &str| {
             callback
                 .query_pairs()
                 .find(|(key, _)| key == name)
                 .map(|(_, value)| value.into_owned())
         };
-        if let Some(error) = param("error") {
-            let description = param("error_description").unwrap_or_default();
-            return Err(format!(
-                "the authorization server refused the authorization: {error} {description}"
-            ));
-        }
+        // `state` first: a redirect that is not the answer to this request says nothing.
         if param("state").as_deref() != Some(state.as_str()) {
             return Err("the redirect's `state` does not match the request's: refused".into());
+        }
+        if let Some(error) = param("error") {
+            let bounded = |text: String| text.chars().take(200).collect::<String>();
+            let description = param("error_description").map(bounded).unwrap_or_default();
+            return Err(format!(
+                "the authorization server refused the authorization: {} {description}",
+                bounded(error)
+            ));
         }
         // RFC 9207: an `iss` must be the issuer, exactly; one the metadata promises must be there.
         match param("iss") {

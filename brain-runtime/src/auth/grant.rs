@@ -238,9 +238,20 @@ pub(crate) async fn token_request(
         error: None,
         message,
     };
+    super::metadata::require_secure(endpoint, "the token endpoint").map_err(refused)?;
     let mut headers = HeaderMap::new();
     if let Some(authn) = authn {
         authn.apply(&mut form, &mut headers).map_err(refused)?;
+    }
+    // What the request carries that a server might echo back in its error.
+    let mut secrets: Vec<String> = form
+        .iter()
+        .filter(|(name, _)| *name != "grant_type" && *name != "resource" && *name != "scope")
+        .map(|(_, value)| value.clone())
+        .filter(|value| value.len() >= 8)
+        .collect();
+    if let Some(secret) = authn.and_then(|a| a.client.secret.as_ref()) {
+        secrets.push(secret.expose().to_owned());
     }
     let body: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
@@ -270,7 +281,7 @@ pub(crate) async fn token_request(
             nonces.observe(endpoint, &answer.headers);
         }
         let json: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-        let error = json.get("error").and_then(Value::as_str).map(str::to_owned);
+        let error = error_code(&json, &secrets);
         if !answer.status.is_success() {
             if dpop.is_some()
                 && !nonce_retried
@@ -280,11 +291,7 @@ pub(crate) async fn token_request(
                 nonce_retried = true;
                 continue;
             }
-            let description = json
-                .get("error_description")
-                .and_then(Value::as_str)
-                .map(|d| format!(" ({})", d.chars().take(200).collect::<String>()))
-                .unwrap_or_default();
+            let description = error_description(&json, &secrets);
             return Err(Refused {
                 message: format!(
                     "the token endpoint {endpoint} refused the request: HTTP {}{}{description}",
@@ -303,6 +310,40 @@ pub(crate) async fn token_request(
             ))
         });
     }
+}
+
+/// The `error` of an error response: an OAuth error code is short printable ASCII (RFC 6749
+/// §5.2); anything else, or anything holding a value the request carried, is not one.
+fn error_code(json: &Value, secrets: &[String]) -> Option<String> {
+    json.get("error")
+        .and_then(Value::as_str)
+        .filter(|e| e.len() <= 64 && e.bytes().all(|b| (0x20..0x7f).contains(&b)))
+        .filter(|e| !secrets.iter().any(|s| e.contains(s.as_str())))
+        .map(str::to_owned)
+}
+
+/// ` (the server's error_description)`, bounded, with every value the request carried cut out
+/// (a server may echo the assertion or refresh token it refused); left out when a piece of one
+/// would remain.
+fn error_description(json: &Value, secrets: &[String]) -> String {
+    json.get("error_description")
+        .and_then(Value::as_str)
+        .map(|d| {
+            let mut d: String = d.chars().take(200).collect();
+            for secret in secrets {
+                d = d.replace(secret.as_str(), "[redacted]");
+            }
+            format!(" ({d})")
+        })
+        .filter(|d| !secrets.iter().any(|s| d.contains(prefix(s, 12))))
+        .unwrap_or_default()
+}
+
+/// The first `chars` characters of `text`.
+fn prefix(text: &str, chars: usize) -> &str {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text, |(at, _)| &text[..at])
 }
 
 fn parse_issued(json: &Value) -> Option<Issued> {
@@ -326,6 +367,7 @@ pub(crate) async fn register(
     supported: Option<&[String]>,
     scope: Option<&str>,
 ) -> Result<Client, String> {
+    super::metadata::require_secure(endpoint, "the registration endpoint")?;
     let wanted = match supported {
         Some(methods) if methods.iter().any(|m| m == "none") => ClientAuth::None,
         Some(methods) => ClientAuth::for_secret(Some(methods)),
@@ -378,4 +420,35 @@ pub(crate) async fn register(
         secret,
         auth,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_response_never_carries_what_the_request_carried() {
+        let secrets = vec!["refresh-secret-0123456789".to_owned()];
+        let echoed = serde_json::json!({
+            "error": "invalid_grant",
+            "error_description": "refresh token refresh-secret-0123456789 was revoked"
+        });
+        assert_eq!(
+            error_code(&echoed, &secrets).as_deref(),
+            Some("invalid_grant")
+        );
+        assert_eq!(
+            error_description(&echoed, &secrets),
+            " (refresh token [redacted] was revoked)"
+        );
+        // Cut off at 200 characters, a piece of the secret would remain: left out.
+        let cut = serde_json::json!({"error_description": format!("{}refresh-secret-0123", "x".repeat(181))});
+        assert_eq!(error_description(&cut, &secrets), "");
+        let not_a_code = serde_json::json!({"error": "refresh-secret-0123456789"});
+        assert_eq!(error_code(&not_a_code, &secrets), None);
+        assert_eq!(
+            error_code(&serde_json::json!({"error": "x\ny"}), &secrets),
+            None
+        );
+    }
 }

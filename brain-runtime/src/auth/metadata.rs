@@ -185,12 +185,12 @@ pub(crate) fn split_url(url: &str) -> Result<(String, String), String> {
     }
     let origin = parsed.origin().ascii_serialization();
     let after_scheme = url.split_once("://").map_or("", |(_, rest)| rest);
-    let path = match after_scheme.find('/') {
-        Some(start) => {
+    let path = match after_scheme.find(['/', '?', '#']) {
+        Some(start) if after_scheme[start..].starts_with('/') => {
             let path = &after_scheme[start..];
             path.split(['?', '#']).next().unwrap_or_default().to_owned()
         }
-        None => String::new(),
+        _ => String::new(),
     };
     Ok((origin, path))
 }
@@ -232,6 +232,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: bool,
     /// `authorization_response_iss_parameter_supported` (RFC 9207).
     pub(crate) iss_parameter_supported: bool,
+    /// `code_challenge_methods_supported` lists `S256` (assumed for a server that publishes no
+    /// metadata, MCP 2025-03-26).
+    pub(crate) pkce_s256: bool,
 }
 
 /// The metadata of the authorization server `issuer`: RFC 8414 then OpenID discovery, with the
@@ -301,6 +304,9 @@ pub(crate) async fn authorization_server(
                 .get("authorization_response_iss_parameter_supported")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            pkce_s256: strings(document.get("code_challenge_methods_supported"))
+                .iter()
+                .any(|method| method == "S256"),
         });
     }
     if legacy {
@@ -313,6 +319,7 @@ pub(crate) async fn authorization_server(
             auth_methods: None,
             client_id_metadata_document_supported: false,
             iss_parameter_supported: false,
+            pkce_s256: true,
         });
     }
     Err(format!(
@@ -406,6 +413,10 @@ mod tests {
         assert_eq!(
             split_url("https://a.example/t1/?x=1").unwrap(),
             ("https://a.example".into(), "/t1/".into())
+        );
+        assert_eq!(
+            split_url("http://h.example?x=/y").unwrap(),
+            ("http://h.example".into(), String::new())
         );
     }
 }

@@ -31,6 +31,13 @@ use crate::http::HttpClient;
 /// A token is refreshed this long before it expires, at most (and at most a third of its
 /// lifetime before).
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+/// A stored token (whose lifetime is not known any more) is refreshed this long before it
+/// expires.
+const STORED_REFRESH_MARGIN: Duration = Duration::from_secs(30);
+/// The longest lifetime brain believes a server gives a token.
+const MAX_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
+/// After a failed early refresh, the next try waits this long (or until the token expires).
+const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(30);
 
 /// What the caller may do after a refused request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +89,8 @@ impl Tokens {
         let now = SystemTime::now();
         let (expires_at, refresh_at) = match issued.expires_in {
             Some(seconds) => {
-                let lifetime = Duration::from_secs(seconds);
+                // A server's number, capped: a year is longer than any token lives.
+                let lifetime = Duration::from_secs(seconds.min(MAX_LIFETIME.as_secs()));
                 let margin = REFRESH_MARGIN.min(lifetime / 3);
                 (Some(now + lifetime), Some(now + lifetime - margin))
             }
@@ -142,7 +150,11 @@ impl Tokens {
     }
 
     fn from_stored(stored: StoredTokens) -> Result<Tokens, String> {
-        let at = |secs: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let at = |secs: u64| {
+            SystemTime::UNIX_EPOCH
+                .checked_add(Duration::from_secs(secs))
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        };
         let dpop = match (
             &stored.dpop_key,
             stored.token_type.eq_ignore_ascii_case("dpop"),
@@ -156,9 +168,11 @@ impl Tokens {
             dpop,
             refresh: stored.refresh_token.map(Secret::new),
             expires_at: stored.expires_at.map(at),
-            refresh_at: stored
-                .expires_at
-                .map(|secs| at(secs) - REFRESH_MARGIN.min(Duration::from_secs(30))),
+            refresh_at: stored.expires_at.map(|secs| {
+                at(secs)
+                    .checked_sub(STORED_REFRESH_MARGIN)
+                    .unwrap_or(SystemTime::UNIX_EPOCH)
+            }),
             issuer: stored.issuer,
             token_endpoint: stored.token_endpoint,
             resource: stored.resource,
@@ -315,7 +329,6 @@ impl OAuth {
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
         if !slot.loaded {
-            slot.loaded = true;
             if self.user_delegated()
                 && let Some(store) = &self.store
                 && let Some(stored) = store.load(&self.store_key(tenant))?
@@ -324,6 +337,8 @@ impl OAuth {
                 slot.tokens = Some(Tokens::from_stored(stored)?);
                 slot.generation += 1;
             }
+            // Only once read: a store that failed is asked again by the next request.
+            slot.loaded = true;
         }
         if slot.tokens.as_ref().is_none_or(Tokens::due) {
             let discovered = self.discovered.lock().await.clone();
@@ -335,14 +350,16 @@ impl OAuth {
                             return Err(error);
                         }
                         tracing::debug!(binding = %self.binding, %error, "early refresh failed");
+                        defer_refresh(&mut slot);
                     }
                 }
                 None if slot.tokens.as_ref().is_some_and(|t| t.refresh.is_some()) => {
                     // Stored tokens carry what refreshing them needs.
-                    if let Err(error) = self.refresh(&mut slot, tenant).await
-                        && slot.tokens.as_ref().is_none_or(Tokens::expired)
-                    {
-                        return Err(error);
+                    if let Err(error) = self.refresh(&mut slot, tenant).await {
+                        if slot.tokens.as_ref().is_none_or(Tokens::expired) {
+                            return Err(error);
+                        }
+                        defer_refresh(&mut slot);
                     }
                 }
                 // Nothing known yet: the server's challenge will say where tokens come from.
@@ -403,12 +420,7 @@ impl OAuth {
         generation: u64,
         spent: &[Retry],
     ) -> Result<Retry, String> {
-        let challenges = metadata::challenges(headers);
-        let challenge = challenges
-            .iter()
-            .find(|c| c.scheme == "dpop" || c.scheme == "bearer")
-            .cloned()
-            .unwrap_or_default();
+        let challenge = merged_challenge(headers);
         let retry = match (status, challenge.error.as_deref()) {
             (_, Some("use_dpop_nonce"))
                 if self.dpop.is_some() && headers.contains_key("dpop-nonce") =>
@@ -431,6 +443,10 @@ impl OAuth {
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
         if step_up {
+            if slot.generation != generation && slot.tokens.is_some() {
+                // Another request already stepped up: try its token.
+                return Ok(retry);
+            }
             let wanted: BTreeSet<String> = words(challenge.scope.as_deref());
             let mut all = slot.requested.clone();
             all.extend(wanted.iter().cloned());
@@ -574,6 +590,7 @@ impl OAuth {
                     ("assertion", id_jag.expose().to_owned()),
                 ];
                 form.extend(scope.clone().map(|s| ("scope", s)));
+                form.push(("resource", resource.to_owned()));
                 (self.token(metadata, form, &client).await?, client)
             }
             Grant::AuthorizationCode => {
@@ -662,6 +679,7 @@ impl OAuth {
             auth_methods: None,
             client_id_metadata_document_supported: false,
             iss_parameter_supported: false,
+            pkce_s256: true,
         };
         let resource = tokens.resource.clone();
         let client = tokens.client.clone();
@@ -679,14 +697,20 @@ impl OAuth {
         self.install(slot, tenant, new)
     }
 
+    /// Makes `tokens` the slot's, then stores user-delegated ones: the slot first, so that a
+    /// store that fails never makes brain use a refresh token the server already rotated out.
     fn install(&self, slot: &mut Slot, tenant: &str, tokens: Tokens) -> Result<(), String> {
-        if self.user_delegated()
-            && let Some(store) = &self.store
-        {
-            store.save(&self.store_key(tenant), &tokens.stored()?)?;
-        }
+        let stored = (self.user_delegated() && self.store.is_some())
+            .then(|| tokens.stored())
+            .transpose();
         slot.tokens = Some(tokens);
         slot.generation += 1;
+        if let Some(store) = &self.store
+            && let Some(stored) = stored?
+            && let Err(error) = store.save(&self.store_key(tenant), &stored)
+        {
+            tracing::warn!(binding = %self.binding, %error, "the new tokens could not be stored");
+        }
         Ok(())
     }
 
@@ -839,13 +863,16 @@ impl OAuth {
                 probe.to_string(),
             )))
             .map_err(|error| error.to_string())?;
-        let response = self.http.request(request).await.map_err(|error| {
-            format!(
-                "could not connect to {}: {}",
-                self.server_url,
-                crate::http::error_chain(&error)
-            )
-        })?;
+        let response = tokio::time::timeout(Duration::from_secs(30), self.http.request(request))
+            .await
+            .map_err(|_| format!("{} did not answer within 30 s", self.server_url))?
+            .map_err(|error| {
+                format!(
+                    "could not connect to {}: {}",
+                    self.server_url,
+                    crate::http::error_chain(&error)
+                )
+            })?;
         if response.status() != StatusCode::UNAUTHORIZED {
             return Err(format!(
                 "{} answered HTTP {} without asking for authorization: nothing to log in to",
@@ -853,10 +880,7 @@ impl OAuth {
                 response.status()
             ));
         }
-        let challenge = metadata::challenges(response.headers())
-            .into_iter()
-            .find(|c| c.scheme == "dpop" || c.scheme == "bearer")
-            .unwrap_or_default();
+        let challenge = merged_challenge(response.headers());
         drop(response);
         let discovered = self
             .discover(challenge.resource_metadata.as_deref())
@@ -891,6 +915,37 @@ impl OAuth {
             },
         ))
     }
+}
+
+/// After a failed early refresh of a token that still works: the next try waits a little (or
+/// until the token expires), so that calls are not held up by a refresh on every request.
+fn defer_refresh(slot: &mut Slot) {
+    if let Some(tokens) = &mut slot.tokens {
+        let later = SystemTime::now() + RETRY_REFRESH_AFTER;
+        tokens.refresh_at = Some(tokens.expires_at.map_or(later, |at| at.min(later)));
+    }
+}
+
+/// The challenge of a refusal: the Bearer or DPoP one, a DPoP nonce challenge first, with the
+/// `scope` and `resource_metadata` any of them gave.
+fn merged_challenge(headers: &HeaderMap) -> metadata::Challenge {
+    let challenges: Vec<metadata::Challenge> = metadata::challenges(headers)
+        .into_iter()
+        .filter(|c| c.scheme == "dpop" || c.scheme == "bearer")
+        .collect();
+    let mut merged = challenges
+        .iter()
+        .find(|c| c.error.as_deref() == Some("use_dpop_nonce"))
+        .or_else(|| challenges.first())
+        .cloned()
+        .unwrap_or_default();
+    for other in &challenges {
+        merged.scope = merged.scope.or_else(|| other.scope.clone());
+        merged.resource_metadata = merged
+            .resource_metadata
+            .or_else(|| other.resource_metadata.clone());
+    }
+    merged
 }
 
 /// A binding's name, for messages.

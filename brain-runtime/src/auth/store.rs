@@ -124,10 +124,14 @@ impl FileTokenStore {
 
     fn read(&self) -> Result<File, String> {
         match std::fs::read(&self.path) {
+            // Only where, never serde's text: it may quote a token.
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
                 format!(
-                    "the token store {} is not valid: {error}; remove it and log in again",
-                    self.path.display()
+                    "the token store {} is not valid at line {}, column {}; remove it and log in \
+                     again",
+                    self.path.display(),
+                    error.line(),
+                    error.column()
                 )
             }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
