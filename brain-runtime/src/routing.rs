@@ -121,4 +121,38 @@ mod tests {
         assert_eq!(headers["mcp-method"], "tools/call");
         assert_eq!(headers.len(), 5);
     }
+
+    /// What a server does with a header value: the text, or the Base64 inside `=?base64?...?=`.
+    fn decode(value: &str) -> String {
+        match value
+            .strip_prefix("=?base64?")
+            .and_then(|rest| rest.strip_suffix("?="))
+        {
+            Some(encoded) => String::from_utf8(BASE64_STANDARD.decode(encoded).unwrap()).unwrap(),
+            None => value.to_owned(),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, failure_persistence: None, ..Default::default() })]
+
+        /// Any string argument travels: the header is sent, its value is visible ASCII (and
+        /// spaces, never at an edge), and it decodes back to the argument exactly.
+        #[test]
+        fn any_string_travels_as_visible_ascii_and_decodes_back(
+            region in proptest::prelude::any::<String>(),
+            name in "[a-zA-Z0-9_-]{1,20}",
+        ) {
+            let schema = json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            }});
+            let headers = headers(&name, &json!({"region": region}), &param_headers(&schema));
+            let value = headers.get("mcp-param-region").expect("the header is sent");
+            let text = value.to_str().expect("visible ASCII");
+            proptest::prop_assert!(text.bytes().all(|b| (0x20..=0x7e).contains(&b)), "{text:?}");
+            proptest::prop_assert!(!text.starts_with(' ') && !text.ends_with(' '), "{text:?}");
+            proptest::prop_assert_eq!(decode(text), region);
+            proptest::prop_assert_eq!(decode(headers["mcp-name"].to_str().unwrap()), name);
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! Property tests of the runtime's own parsing without the network: any arguments through the
 //! gate (argument validation, and at 2026-07-28 the `Mcp-Param-*` header encoding of any string),
 //! and any `tools/call` result through the conversion — no panic, and a refusal or failure is an
-//! answer, not a crash.
+//! answer, not a crash. That the header values themselves are visible ASCII and decode back to
+//! the argument is `routing.rs`'s property test
+//! (`any_string_travels_as_visible_ascii_and_decodes_back`).
 
 use brain_runtime::{CallRequest, Runtime, Scope};
 use proptest::prelude::*;
