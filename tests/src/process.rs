@@ -58,9 +58,9 @@ pub fn test_server_binary() -> std::path::PathBuf {
     target.join("debug/brain-test-server")
 }
 
-/// A field of `/proc/self/status` in MB: `VmRSS:` (resident now) or `VmHWM:` (peak); 0 when
-/// unknown (not Linux).
-pub fn memory_mb(field: &str) -> f64 {
+/// A field of `/proc/self/status` in MB: `VmRSS:` (resident now) or `VmHWM:` (peak); `None`
+/// when it cannot be read (not Linux): not measured, never 0.
+pub fn memory_mb(field: &str) -> Option<f64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
@@ -70,8 +70,7 @@ pub fn memory_mb(field: &str) -> f64 {
                 .and_then(|line| line.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
-        .unwrap_or(0.0)
-        / 1024.0
+        .map(|kb| kb / 1024.0)
 }
 
 /// The state letter of process `pid` (`R`, `S`, `Z`, ...), or `None` when there is none.

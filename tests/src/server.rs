@@ -135,6 +135,8 @@ pub struct Stats {
     pub authorized_requests: AtomicUsize,
     /// MCP requests that carried a `Brain-Session-Token` header (must stay 0).
     pub session_token_requests: AtomicUsize,
+    /// Tool runs in progress now (a slow tool's calls are all counted while they sleep).
+    pub running: AtomicUsize,
     /// Requests refused for their token (`401` or `403`), before anything else happened.
     pub refused: AtomicUsize,
     /// `tools/call` requests among them (never counted in `calls`: they did not run).
@@ -167,7 +169,17 @@ impl Stats {
             "requests": Self::get(&self.requests),
             "refused": Self::get(&self.refused),
             "refused_calls": Self::get(&self.refused_calls),
+            "running": Self::get(&self.running),
         })
+    }
+}
+
+/// Counts one tool run in progress until dropped.
+struct Running<'a>(&'a AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -785,6 +797,19 @@ impl ServerHandler for TestTools {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.stats.running.fetch_add(1, Ordering::SeqCst);
+        let _running = Running(&self.stats.running);
+        self.run_tool(request, context).await
+    }
+}
+
+impl TestTools {
+    /// A tool's work (`call_tool` counts the runs in progress around it).
+    async fn run_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

@@ -486,7 +486,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
                     rss.lock().unwrap_or_else(|p| p.into_inner())
-                        [finished / (total / 4).max(1) - 1] = memory_mb("VmRSS:");
+                        [finished / (total / 4).max(1) - 1] = memory_mb("VmRSS:").unwrap_or(0.0);
                 }
             }
         }));
