@@ -37,9 +37,9 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
         bail!("the conformance suite found unexpected results");
     }
-    step("cargo xtask soak --calls 2000 (random faults through one runtime)");
+    step("cargo xtask soak --calls 5000 (random faults through one runtime)");
     let soak = crate::soak::SoakArgs {
-        calls: 2000,
+        calls: 5000,
         concurrency: 64,
         fault_rate: 0.1,
     };
