@@ -135,6 +135,8 @@ pub struct Stats {
     pub authorized_requests: AtomicUsize,
     /// MCP requests that carried a `Brain-Session-Token` header (must stay 0).
     pub session_token_requests: AtomicUsize,
+    /// Client connections open now.
+    pub connections: AtomicUsize,
     /// Tool runs in progress now (a slow tool's calls are all counted while they sleep).
     pub running: AtomicUsize,
     /// Requests refused for their token (`401` or `403`), before anything else happened.
@@ -174,6 +176,83 @@ impl Stats {
     }
 }
 
+/// The server's listener: counts its open connections (`Stats::connections`), so that a test
+/// can wait until the client has closed every one — after that, nothing more can arrive.
+struct Counting {
+    listener: tokio::net::TcpListener,
+    nodelay: bool,
+    open: Arc<Stats>,
+}
+
+impl axum::serve::Listener for Counting {
+    type Io = Counted;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Counted, std::net::SocketAddr) {
+        loop {
+            match self.listener.accept().await {
+                Ok((tcp, addr)) => {
+                    let _ = tcp.set_nodelay(self.nodelay);
+                    self.open.connections.fetch_add(1, Ordering::SeqCst);
+                    let stats = Arc::clone(&self.open);
+                    return (Counted { tcp, stats }, addr);
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// A connection, counted open until dropped.
+struct Counted {
+    tcp: tokio::net::TcpStream,
+    stats: Arc<Stats>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.stats.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
 /// Counts one tool run in progress until dropped.
 struct Running<'a>(&'a AtomicUsize);
 
@@ -202,6 +281,21 @@ impl Drop for TestServer {
 }
 
 impl TestServer {
+    /// Waits (at most 5 s) until the client has closed every connection to this server — drop
+    /// the runtime first, which closes its pool. After that nothing more can arrive, so a
+    /// "nothing more arrived" check cannot pass by coming too early. Panics when they stay open.
+    pub async fn closed_by_client(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while Stats::get(&self.stats.connections) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} connections to the test server stayed open",
+                Stats::get(&self.stats.connections)
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Starts a server on a free loopback port with these faults.
     pub async fn start(faults: Faults) -> std::io::Result<TestServer> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -279,10 +373,11 @@ impl TestServer {
             }
             None => router,
         };
-        let nodelay = !faults.nagle;
-        let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
-            let _ = tcp.set_nodelay(nodelay);
-        });
+        let listener = Counting {
+            listener,
+            nodelay: !faults.nagle,
+            open: Arc::clone(&stats),
+        };
         let shutdown = stop.clone();
         tokio::spawn(async move {
             let _ = axum::serve(listener, router)

@@ -240,8 +240,11 @@ async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(
     });
     let result = one_result(call).await?;
     let elapsed = started.elapsed();
-    // Give a dropped connection's server side a moment to count what it read.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Not a pause: once brain's cleanup is done and the server has seen every connection
+    // closed, whatever brain sent has been counted, and a late duplicate could not hide.
+    runtime.wait_for_cleanup().await;
+    drop(runtime);
+    server.closed_by_client().await;
     let calls = Stats::get(&server.stats.calls);
     let seen = (result.is_error, result.unknown_outcome, calls);
     if seen != expected {

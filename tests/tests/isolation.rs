@@ -59,8 +59,12 @@ async fn a_redirect_to_another_origin_is_not_followed_and_gets_no_token() {
             .await;
         assert!(result.is_error, "{result:?}");
         assert!(format!("{result:?}").contains("307"), "{result:?}");
+        runtime.wait_for_cleanup().await;
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Every runtime is gone: once both servers have seen their connections closed, nothing
+    // more can arrive.
+    redirecting.closed_by_client().await;
+    elsewhere.closed_by_client().await;
     // The configured origin got the token; the other origin got nothing at all.
     assert!(Stats::get(&redirecting.stats.authorized_requests) >= 2);
     assert_eq!(Stats::get(&elsewhere.stats.requests), 0);
@@ -100,9 +104,11 @@ async fn a_tenant_not_allowed_causes_no_request() {
             .result()
             .await;
         assert!(result.is_error && !result.unknown_outcome, "{result:?}");
+        runtime.wait_for_cleanup().await;
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.closed_by_client().await;
     assert_eq!(Stats::get(&server.stats.requests), 0);
+    assert_eq!(Stats::get(&server.stats.connections), 0);
 }
 
 #[tokio::test]

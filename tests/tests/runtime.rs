@@ -455,14 +455,8 @@ async fn dropping_the_call_cancels_it() {
     let server = start(Faults::default()).await;
     let runtime = runtime(&server.url);
     let mut call = runtime.call(request("slow", json!({"seconds": 60})));
-    // Wait until the tool runs, then walk away.
-    for _ in 0..100 {
-        if count(&server.stats.calls) == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Wait until the tool runs (the server's own count), then walk away.
+    assert_eq!(eventually(&server.stats.running, 1).await, 1);
     let _ = futures_util::poll!(call.next());
     drop(call);
     assert_eq!(eventually(&server.stats.cancelled_runs, 1).await, 1);
@@ -518,7 +512,9 @@ async fn stateless_call_is_one_post_without_a_session() {
     assert_eq!(seen["headers"]["mcp-protocol-version"], json!("2026-07-28"));
     assert_eq!(count(&server.stats.initializes), 0);
     assert_eq!(count(&server.stats.calls), 2);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    runtime.wait_for_cleanup().await;
+    drop(runtime);
+    server.closed_by_client().await;
     assert_eq!(count(&server.stats.deletes), 0);
 }
 
