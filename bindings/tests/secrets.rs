@@ -21,7 +21,12 @@ fn binding(name: &str, url: &str, revision: &str, timeout: u64) -> Value {
     })
 }
 
-async fn harness(config: String, tool: &'static str, token: &'static str) -> Output {
+/// `brain-harness call` of `tool` at trace level, with `env` set.
+async fn harness(
+    config: String,
+    tool: &'static str,
+    env: Vec<(&'static str, &'static str)>,
+) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
             .args([
@@ -29,7 +34,7 @@ async fn harness(config: String, tool: &'static str, token: &'static str) -> Out
             ])
             .arg(r#"{"message": "hello"}"#)
             .env("RUST_LOG", "trace")
-            .env("BRAIN_SECRETS_TEST_TOKEN", token)
+            .envs(env)
             .output()
             .expect("brain-harness runs")
     })
@@ -81,7 +86,12 @@ async fn tokens_appear_in_no_output_even_at_trace_level() {
             ("stalled", TOKEN, true, true),
         ];
         for (tool, token, is_error, unknown_outcome) in runs {
-            let output = harness(config.clone(), tool, token).await;
+            let output = harness(
+                config.clone(),
+                tool,
+                vec![("BRAIN_SECRETS_TEST_TOKEN", token)],
+            )
+            .await;
             let stdout = String::from_utf8_lossy(&output.stdout);
             let stderr = String::from_utf8_lossy(&output.stderr);
             let label = format!("{tool} with {token} at {revision}");
@@ -166,23 +176,13 @@ async fn oauth_secrets_appear_in_no_output_even_at_trace_level() {
         ("signed", false),
         ("workload", false),
     ] {
-        let config = config.clone();
-        let output = tokio::task::spawn_blocking(move || {
-            Command::new(env!("CARGO_BIN_EXE_brain-harness"))
-                .args([
-                    "--config", &config, "call", "--tenant", "local", "--json", tool,
-                ])
-                .arg(r#"{"message": "hello"}"#)
-                .env("RUST_LOG", "trace")
-                .env("BRAIN_SECRETS_RIGHT", SERVICE_SECRET)
-                .env("BRAIN_SECRETS_WRONG", WRONG_SECRET)
-                .env("BRAIN_SECRETS_KEY", PRIVATE_KEY)
-                .env("BRAIN_SECRETS_ASSERTION", ASSERTION)
-                .output()
-                .expect("brain-harness runs")
-        })
-        .await
-        .unwrap();
+        let env = vec![
+            ("BRAIN_SECRETS_RIGHT", SERVICE_SECRET),
+            ("BRAIN_SECRETS_WRONG", WRONG_SECRET),
+            ("BRAIN_SECRETS_KEY", PRIVATE_KEY),
+            ("BRAIN_SECRETS_ASSERTION", ASSERTION),
+        ];
+        let output = harness(config.clone(), tool, env).await;
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),

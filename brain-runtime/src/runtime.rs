@@ -541,6 +541,9 @@ impl Runtime {
                     "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
                      with the host's session inspection endpoint, and restart"
                 )
+            } else if !tool.missing_auth.is_empty() {
+                "set it to the secret its `auth` field names (README, \"OAuth\") and restart"
+                    .to_owned()
             } else {
                 "set it to the server's API key and restart".to_owned()
             };

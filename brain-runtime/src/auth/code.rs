@@ -14,10 +14,10 @@ use brain_config::ToolBinding;
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::OAuth;
 use super::grant::{self, Authn, Issued};
 use super::metadata::ServerMetadata;
 use super::store::{StoreKey, TokenStore};
-use super::{OAuth, Secret};
 
 /// What takes the user to the authorization server and brings back where it redirected them.
 pub trait UserAgent: Send + Sync {
@@ -261,12 +261,4 @@ pub fn logout(binding: &ToolBinding, tenant: &str, store: &dyn TokenStore) -> Re
         resource: binding.url.clone().unwrap_or_default(),
         tenant: tenant.to_owned(),
     })
-}
-
-/// A secret read through `env`, by the name an `auth` field gives.
-pub(crate) fn read_secret(
-    env: &dyn Fn(&str) -> Option<String>,
-    var: Option<&String>,
-) -> Option<Secret> {
-    var.and_then(|var| env(var)).map(Secret::new)
 }

@@ -20,7 +20,7 @@ use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use jsonwebtoken::EncodingKey;
 
-use super::code::{CodeFlow, UserAgent, read_secret};
+use super::code::{CodeFlow, UserAgent};
 use super::dpop::{DpopKey, Nonces};
 use super::grant::{self, Authn, Client, ClientAuth, Issued};
 use super::metadata::{self, Resource, ServerMetadata};
@@ -79,7 +79,7 @@ struct Tokens {
 impl Tokens {
     fn new(
         issued: Issued,
-        from: &ServerMetadata,
+        (issuer, token_endpoint): (&str, &str),
         resource: &str,
         client: Client,
         scopes: Vec<String>,
@@ -105,8 +105,8 @@ impl Tokens {
             refresh: issued.refresh_token.or(previous_refresh),
             expires_at,
             refresh_at,
-            issuer: from.issuer.clone(),
-            token_endpoint: from.token_endpoint.clone(),
+            issuer: issuer.to_owned(),
+            token_endpoint: token_endpoint.to_owned(),
             resource: resource.to_owned(),
             client,
             scopes,
@@ -276,9 +276,21 @@ impl OAuth {
         };
         Ok(OAuth {
             secrets: Secrets {
-                client_secret: read_secret(env, config.client_secret_env.as_ref()),
-                assertion: read_secret(env, config.assertion_env.as_ref()),
-                id_token: read_secret(env, config.id_token_env.as_ref()),
+                client_secret: config
+                    .client_secret_env
+                    .as_deref()
+                    .and_then(env)
+                    .map(Secret::new),
+                assertion: config
+                    .assertion_env
+                    .as_deref()
+                    .and_then(env)
+                    .map(Secret::new),
+                id_token: config
+                    .id_token_env
+                    .as_deref()
+                    .and_then(env)
+                    .map(Secret::new),
             },
             config,
             binding: binding.name.to_owned(),
@@ -544,53 +556,25 @@ impl OAuth {
         let metadata = &discovered.metadata;
         let resource = discovered.resource.resource.as_str();
         let (issued, client) = match self.config.grant {
-            Grant::ClientCredentials => {
-                let client = self.configured_client(metadata);
-                let mut form = vec![("grant_type", grant::GRANT_CLIENT_CREDENTIALS.to_owned())];
-                form.extend(scope.clone().map(|s| ("scope", s)));
-                form.push(("resource", resource.to_owned()));
-                (self.token(metadata, form, &client).await?, client)
-            }
-            Grant::JwtBearer => {
-                let client = self.configured_client(metadata);
-                let assertion = self
-                    .secrets
-                    .assertion
-                    .as_ref()
-                    .map(Secret::expose)
-                    .unwrap_or_default();
-                let mut form = vec![
-                    ("grant_type", grant::GRANT_JWT_BEARER.to_owned()),
-                    ("assertion", assertion.to_owned()),
-                ];
-                form.extend(scope.clone().map(|s| ("scope", s)));
-                form.push(("resource", resource.to_owned()));
-                let issued = if client.id.is_empty() {
-                    grant::token_request(
-                        &self.http,
-                        &metadata.token_endpoint,
-                        form,
-                        None,
-                        self.dpop_pair(),
-                    )
-                    .await
-                    .map_err(|r| r.message)?
-                } else {
-                    self.token(metadata, form, &client).await?
+            // The grants without a user: the client's credentials, or an assertion (the
+            // workload's JWT, or the ID-JAG the IdP exchanged the user's ID token for).
+            Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
+                let assertion = match self.config.grant {
+                    Grant::JwtBearer => self.secrets.assertion.clone(),
+                    Grant::EnterpriseManaged => Some(
+                        self.exchange_id_token(metadata, resource, scope.as_deref())
+                            .await?,
+                    ),
+                    _ => None,
                 };
-                (issued, client)
-            }
-            Grant::EnterpriseManaged => {
-                let id_jag = self
-                    .exchange_id_token(metadata, resource, scope.as_deref())
-                    .await?;
+                let grant_type = match assertion {
+                    Some(_) => grant::GRANT_JWT_BEARER,
+                    None => grant::GRANT_CLIENT_CREDENTIALS,
+                };
+                let mut form = vec![("grant_type", grant_type.to_owned())];
+                form.extend(assertion.map(|a| ("assertion", a.expose().to_owned())));
+                let form = scoped(form, scope.as_deref(), resource);
                 let client = self.configured_client(metadata);
-                let mut form = vec![
-                    ("grant_type", grant::GRANT_JWT_BEARER.to_owned()),
-                    ("assertion", id_jag.expose().to_owned()),
-                ];
-                form.extend(scope.clone().map(|s| ("scope", s)));
-                form.push(("resource", resource.to_owned()));
                 (self.token(metadata, form, &client).await?, client)
             }
             Grant::AuthorizationCode => {
@@ -619,7 +603,7 @@ impl OAuth {
         };
         let tokens = Tokens::new(
             issued,
-            metadata,
+            (&metadata.issuer, &metadata.token_endpoint),
             resource,
             client,
             scopes.iter().cloned().collect(),
@@ -670,26 +654,14 @@ impl OAuth {
                 return Err(refused.message);
             }
         };
-        let metadata = ServerMetadata {
-            issuer: tokens.issuer.clone(),
-            token_endpoint: tokens.token_endpoint.clone(),
-            authorization_endpoint: None,
-            registration_endpoint: None,
-            scopes_supported: Vec::new(),
-            auth_methods: None,
-            client_id_metadata_document_supported: false,
-            iss_parameter_supported: false,
-            pkce_s256: true,
-        };
-        let resource = tokens.resource.clone();
-        let client = tokens.client.clone();
-        let scopes = tokens.scopes.clone();
+        // The same grant, renewed: everything but the tokens stays.
+        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
         let new = Tokens::new(
             issued,
-            &metadata,
-            &resource,
-            client,
-            scopes,
+            (&tokens.issuer, &tokens.token_endpoint),
+            &tokens.resource,
+            tokens.client.clone(),
+            tokens.scopes.clone(),
             Some(refresh),
             key.as_ref(),
         );
@@ -726,11 +698,13 @@ impl OAuth {
             key: self.key.as_ref(),
             issuer: &metadata.issuer,
         };
+        // A workload may present its assertion without a client id: no client authentication.
+        let authn = (!client.id.is_empty()).then_some(&authn);
         grant::token_request(
             &self.http,
             &metadata.token_endpoint,
             form,
-            Some(&authn),
+            authn,
             self.dpop_pair(),
         )
         .await
@@ -828,15 +802,14 @@ impl OAuth {
                 "urn:ietf:params:oauth:token-type:id_token".to_owned(),
             ),
             ("audience", metadata.issuer.clone()),
-            ("resource", resource.to_owned()),
         ];
-        form.extend(scope.map(|s| ("scope", s.to_owned())));
         form.extend(
             self.config
                 .idp_client_id
                 .clone()
                 .map(|id| ("client_id", id)),
         );
+        let form = scoped(form, scope, resource);
         let issued = grant::token_request(&self.http, endpoint, form, None, None)
             .await
             .map_err(|refused| {
@@ -946,6 +919,18 @@ fn merged_challenge(headers: &HeaderMap) -> metadata::Challenge {
             .or_else(|| other.resource_metadata.clone());
     }
     merged
+}
+
+/// A token request's form with the `scope` (when there is one) and the RFC 8707 `resource`
+/// after the grant's own parameters.
+fn scoped(
+    mut form: Vec<(&'static str, String)>,
+    scope: Option<&str>,
+    resource: &str,
+) -> Vec<(&'static str, String)> {
+    form.extend(scope.map(|s| ("scope", s.to_owned())));
+    form.push(("resource", resource.to_owned()));
+    form
 }
 
 /// A binding's name, for messages.
