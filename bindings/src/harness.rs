@@ -22,7 +22,9 @@
 //! be told. A binding whose `token_env` variable is not set
 //! does not stop the harness: calls to it are refused before any I/O, and `tools` marks it.
 //! `RUST_LOG` (e.g. `RUST_LOG=brain_runtime=debug`) turns on logs, to stderr; tokens never
-//! appear in them.
+//! appear in them. `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` /
+//! `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`) exports the call's spans and brain's metrics over
+//! OTLP/HTTP (see `telemetry.rs`); each call is the root span `brain-harness call TOOL`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -101,13 +103,16 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 /// Runs the harness; returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init();
-    }
+    let telemetry = crate::telemetry::install(
+        std::env::var_os("RUST_LOG").is_some(),
+        std::io::stderr().is_terminal(),
+    );
+    let code = run(cli);
+    telemetry.shut_down();
+    code
+}
+
+fn run(cli: Cli) -> ExitCode {
     let config = match load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(message) => {
@@ -144,6 +149,11 @@ pub fn main() -> ExitCode {
                 Ok(runtime) => runtime,
                 Err(code) => return code,
             };
+            // The root of the call's trace: the runtime's `tools/call` span is its child.
+            let root = tracing::info_span!(
+                "brain-harness call",
+                otel.name = format!("brain-harness call {tool}"),
+            );
             let request = CallRequest {
                 tool,
                 scope: Scope {
@@ -152,6 +162,7 @@ pub fn main() -> ExitCode {
                 },
                 call_id,
                 arguments,
+                parent: Some(root),
             };
             let json = json || !std::io::stdout().is_terminal();
             let tokio = tokio::runtime::Builder::new_multi_thread()

@@ -22,6 +22,7 @@
 #[rustfmt::skip]
 pub mod generated;
 pub mod harness;
+mod telemetry;
 
 #[cfg(test)]
 mod tests {

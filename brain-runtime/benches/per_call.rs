@@ -32,6 +32,7 @@ fn request() -> CallRequest {
         },
         call_id: Some("call-1".into()),
         arguments: json!({"message": "hello"}),
+        parent: None,
     }
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::auth::{Authorizing, Credentials};
 use crate::convert::convert;
@@ -25,6 +26,7 @@ use crate::event::{Event, Progress, ToolResult};
 use crate::http::{HttpClient, HttpError};
 use crate::outcome::Failure;
 use crate::routing::ParamHeader;
+use crate::telemetry::{Instruments, Peer};
 use crate::wire::{Endpoint, Messages, ReadError, error_chain};
 
 /// Bound on the requests that clean up after a call (cancel, DELETE) and on answers to server
@@ -66,6 +68,10 @@ pub(crate) struct Tool {
     /// `inspect_session` is set but `BRAIN_SESSION_TOKEN_KEY` was not (only with
     /// `RuntimeBuilder::allow_missing_tokens`).
     pub(crate) missing_session_key: bool,
+    /// Where its calls go, as spans and metrics name it.
+    pub(crate) peer: Peer,
+    /// The runtime's metric instruments.
+    pub(crate) instruments: Arc<Instruments>,
 }
 
 impl Tool {
@@ -194,30 +200,61 @@ pub(crate) async fn run<T: Transport>(
             Failure::not_sent(format!("{what} before tools/call was sent"))
         }
     };
-    let outcome = tokio::select! {
+    let (outcome, ended_by) = tokio::select! {
         biased;
-        outcome = transport.exchange(&exchange) => outcome,
-        () = tokio::time::sleep_until(deadline) => {
-            Err(interrupted(format!("the call timed out after {}s", timeout.as_secs())))
-        }
-        () = cancel.cancelled() => Err(interrupted("the call was interrupted".to_owned())),
+        outcome = transport.exchange(&exchange) => (outcome, None),
+        () = tokio::time::sleep_until(deadline) => (
+            Err(interrupted(format!("the call timed out after {}s", timeout.as_secs()))),
+            Some("timeout"),
+        ),
+        () = cancel.cancelled() => (
+            Err(interrupted("the call was interrupted".to_owned())),
+            Some("cancelled"),
+        ),
     };
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
-    let revision = state.revision.unwrap_or("none");
-    if transport.leaves_work(&state) {
-        cleanups.spawn(async move { transport.clean_up(http, tool, state).await });
-    }
+    let revision = state.revision;
+    let error_type = match &outcome {
+        Ok(result) if result.is_error => Some("tool_error"),
+        Ok(_) => None,
+        Err(_) if ended_by.is_some() => ended_by,
+        Err(failure) if failure.unknown_outcome => Some("unknown_outcome"),
+        Err(_) => Some("not_sent"),
+    };
     let result = outcome.unwrap_or_else(|failure| {
         ToolResult::failure(call_id, failure.unknown_outcome, failure.message)
     });
+    let elapsed = started.elapsed();
+    let span = tracing::Span::current();
+    crate::telemetry::record_outcome(
+        &span,
+        revision,
+        state.session_id.as_deref(),
+        state.call_sent.then_some(state.request_id),
+        error_type,
+        &result,
+    );
+    tool.instruments.ended(
+        &tool.peer,
+        &tool.binding,
+        revision,
+        error_type,
+        &result,
+        elapsed,
+    );
     tracing::debug!(
         call_id,
-        revision,
+        revision = revision.unwrap_or("none"),
         is_error = result.is_error,
         unknown_outcome = result.unknown_outcome,
-        elapsed_ms = started.elapsed().as_millis() as u64,
+        elapsed_ms = elapsed.as_millis() as u64,
         "call ended"
     );
+    if transport.leaves_work(&state) {
+        let closing = crate::telemetry::phase("session close", None);
+        cleanups
+            .spawn(async move { transport.clean_up(http, tool, state).await }.instrument(closing));
+    }
     result
 }
 
@@ -289,6 +326,18 @@ impl Exchange<'_> {
     /// revision's own `_meta` entries; brain's scope and progress token are added last, so that
     /// they win.
     pub(crate) async fn call(
+        &self,
+        headers: HeaderMap,
+        meta: Map<String, Value>,
+        round: &Round,
+        back: &impl BackChannel,
+    ) -> Result<Reply, Failure> {
+        self.call_on_wire(headers, meta, round, back)
+            .instrument(round.span())
+            .await
+    }
+
+    async fn call_on_wire(
         &self,
         headers: HeaderMap,
         meta: Map<String, Value>,
@@ -400,7 +449,8 @@ impl Exchange<'_> {
     }
 
     /// The `tools/call` message of `round`, with the revision's own `_meta` entries.
-    pub(crate) fn message(&self, meta: Map<String, Value>, round: &Round) -> Value {
+    pub(crate) fn message(&self, mut meta: Map<String, Value>, round: &Round) -> Value {
+        crate::telemetry::inject(&mut meta);
         call_message(
             &self.tool.binding,
             self.call_id,
@@ -516,10 +566,12 @@ impl Exchange<'_> {
             return None;
         }
         *last = Some(progress);
+        let total = params.get("total").and_then(Value::as_f64);
+        crate::telemetry::progress(progress, total);
         Some(Event::Progress(Progress {
             call_id: self.call_id.to_owned(),
             progress,
-            total: params.get("total").and_then(Value::as_f64),
+            total,
             message: params
                 .get("message")
                 .and_then(Value::as_str)
@@ -716,6 +768,11 @@ pub(crate) struct Round {
 }
 
 impl Round {
+    /// The span of this round's `tools/call`, a child of the call's.
+    pub(crate) fn span(&self) -> tracing::Span {
+        crate::telemetry::phase("tools/call", Some(CALL_ID + self.number))
+    }
+
     pub(crate) fn first() -> Self {
         Round {
             number: 0,

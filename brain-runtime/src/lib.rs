@@ -27,6 +27,7 @@
 //!     scope: Scope { tenant_id: "local".into(), session_id: "s1".into() },
 //!     call_id: None,
 //!     arguments: serde_json::json!({"query": "rust"}),
+//!     parent: None,
 //! });
 //! while let Some(event) = call.next().await {
 //!     println!("{}", serde_json::to_string(&event)?);
@@ -64,6 +65,7 @@ mod session;
 mod session_token;
 mod stateless;
 mod stdio;
+mod telemetry;
 mod typed;
 mod wire;
 

@@ -21,8 +21,9 @@ pub(crate) fn known(revision: &str) -> Option<&'static str> {
 
 /// The `initialize` request (JSON-RPC id 0) offering `revision`, with no client capabilities: brain
 /// offers no elicitation, sampling or roots.
+/// Within a call, `_meta` carries the trace context of the call's `initialize` span.
 pub(crate) fn initialize(revision: &str) -> serde_json::Value {
-    serde_json::json!({
+    let mut request = serde_json::json!({
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
@@ -31,7 +32,13 @@ pub(crate) fn initialize(revision: &str) -> serde_json::Value {
             "capabilities": {},
             "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
         }
-    })
+    });
+    let mut meta = serde_json::Map::new();
+    crate::telemetry::inject(&mut meta);
+    if !meta.is_empty() {
+        request["params"]["_meta"] = serde_json::Value::Object(meta);
+    }
+    request
 }
 
 /// The session revision to use when the server answered initialize with `offered`: exactly the

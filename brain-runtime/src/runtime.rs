@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::{Scope, Tool, run};
@@ -24,6 +25,7 @@ use crate::session::Session;
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::stateless::Stateless;
 use crate::stdio::{Launch, Spares, Stdio};
+use crate::telemetry::{Instruments, Peer};
 
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -146,6 +148,7 @@ impl<'a> RuntimeBuilder<'a> {
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let session_key = self.session_key(&mut missing)?;
         let http = http_client()?;
+        let instruments = Arc::new(Instruments::new());
         // Bindings of one server with the same `auth` share its tokens.
         let mut oauths: HashMap<(String, String), Arc<OAuth>> = HashMap::new();
         for binding in &self.config.tools {
@@ -273,6 +276,8 @@ impl<'a> RuntimeBuilder<'a> {
                 spares,
                 session_key: session_key.as_ref().filter(|_| inspects(binding)).cloned(),
                 missing_session_key: inspects(binding) && session_key.is_none(),
+                peer: Peer::of(binding),
+                instruments: instruments.clone(),
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -290,6 +295,7 @@ impl<'a> RuntimeBuilder<'a> {
         Ok(Runtime {
             inner: Arc::new(Inner {
                 tools,
+                instruments,
                 http,
                 http_plain: crate::http::client(false).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
@@ -346,6 +352,8 @@ pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
 
 struct Inner {
     tools: HashMap<String, Arc<Tool>>,
+    /// The metric instruments, made from the global meter provider when the runtime was built.
+    instruments: Arc<Instruments>,
     http: HttpClient,
     /// For plain HTTP tools: no quick ACKs (their answers are one body, see `http.rs`).
     http_plain: HttpClient,
@@ -379,6 +387,9 @@ pub struct CallRequest {
     pub call_id: Option<String>,
     /// The arguments, validated against the binding's `input_schema`.
     pub arguments: Value,
+    /// The span the call's span is a child of (its trace continues at the server through
+    /// `_meta.traceparent`); the current span when `None`.
+    pub parent: Option<tracing::Span>,
 }
 
 impl Runtime {
@@ -415,9 +426,20 @@ impl Runtime {
             cancel: cancel.clone(),
             _guard: cancel.clone().drop_guard(),
         };
+        let parent = request
+            .parent
+            .clone()
+            .unwrap_or_else(tracing::Span::current);
         let tool = match self.check(&request.tool, &request.scope, &request.arguments) {
             Ok(tool) => tool,
             Err(failure) => {
+                self.inner.instruments.refused(&request.tool);
+                crate::telemetry::refused_span(
+                    &parent,
+                    &request.tool,
+                    &call_id,
+                    &request.scope.tenant_id,
+                );
                 let result = ToolResult::failure(&call_id, false, failure.message);
                 sender
                     .try_send(Event::Result(result))
@@ -425,44 +447,55 @@ impl Runtime {
                 return call;
             }
         };
+        let span = crate::telemetry::call_span(
+            &parent,
+            &tool.binding,
+            &tool.peer,
+            &call_id,
+            &request.scope.tenant_id,
+        );
         let inner = Arc::clone(&self.inner);
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
-        self.inner.cleanups.spawn(async move {
-            let http = match tool.binding.kind() {
-                BindingKind::Http => inner.http_plain.clone(),
-                _ => inner.http.clone(),
-            };
-            let (scope, arguments) = (&request.scope, &request.arguments);
-            let cleanups = &inner.cleanups;
-            let stateless = match tool.binding.pinned_revision() {
-                Some(revision) => revision == crate::revision::STATELESS,
-                None => tool.stateless_only.load(Ordering::Relaxed),
-            };
-            let result = if tool.binding.kind() != BindingKind::Mcp {
-                run(
-                    HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                )
-                .await
-            } else if tool.launch.is_some() {
-                let stdio = Stdio::new();
-                run(
-                    stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                )
-                .await
-            } else if stateless {
-                run(
-                    Stateless, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                )
-                .await
-            } else {
-                run(
-                    Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                )
-                .await
-            };
-            let _ = sender.send(Event::Result(result)).await;
-        });
+        self.inner.cleanups.spawn(
+            async move {
+                let http = match tool.binding.kind() {
+                    BindingKind::Http => inner.http_plain.clone(),
+                    _ => inner.http.clone(),
+                };
+                let (scope, arguments) = (&request.scope, &request.arguments);
+                let cleanups = &inner.cleanups;
+                let stateless = match tool.binding.pinned_revision() {
+                    Some(revision) => revision == crate::revision::STATELESS,
+                    None => tool.stateless_only.load(Ordering::Relaxed),
+                };
+                let result = if tool.binding.kind() != BindingKind::Mcp {
+                    run(
+                        HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    )
+                    .await
+                } else if tool.launch.is_some() {
+                    let stdio = Stdio::new();
+                    run(
+                        stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    )
+                    .await
+                } else if stateless {
+                    run(
+                        Stateless, http, tool, &call_id, scope, arguments, &sender, cancel,
+                        cleanups,
+                    )
+                    .await
+                } else {
+                    run(
+                        Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    )
+                    .await
+                };
+                let _ = sender.send(Event::Result(result)).await;
+            }
+            .instrument(span),
+        );
         call
     }
 
@@ -519,6 +552,7 @@ impl Runtime {
             scope,
             call_id,
             arguments: call.arguments(),
+            parent: None,
         })
     }
 

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use crate::auth::Authorizing;
 use crate::call::{
@@ -54,7 +55,17 @@ enum Opened {
 
 impl Transport for Session {
     async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
-        let headers = match initialize(call).await? {
+        let opening = async {
+            let opened = initialize(call).await?;
+            if let Opened::Session { headers } = &opened {
+                initialized(call, headers).await?;
+            }
+            Ok::<_, Failure>(opened)
+        };
+        let headers = match opening
+            .instrument(crate::telemetry::phase("initialize", Some(INIT_ID)))
+            .await?
+        {
             Opened::Session { headers } => headers,
             Opened::StatelessOnly => {
                 call.tool.stateless_only.store(true, Ordering::Relaxed);
@@ -63,7 +74,6 @@ impl Transport for Session {
                 return Stateless.exchange(call).await;
             }
         };
-        initialized(call, &headers).await?;
         let revision = call.state().revision.unwrap_or(revision::SESSIONS[0]);
         let side = if revision < LISTEN_BEFORE {
             listen(call, &headers).await

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tracing::Instrument;
 
 use crate::call::{BackChannel, CallState, Exchange, Reply, Round, Step, Tool, Transport};
 use crate::event::ToolResult;
@@ -402,7 +403,9 @@ impl Transport for Stdio {
             None => {
                 let process = Process::spawn(launch)?;
                 self.keep(&process);
-                open(&process, call.tool.binding.pinned_revision()).await?;
+                open(&process, call.tool.binding.pinned_revision())
+                    .instrument(crate::telemetry::phase("initialize", Some(INIT_ID)))
+                    .await?;
                 process
             }
         };
@@ -453,6 +456,19 @@ impl Transport for Stdio {
 impl Stdio {
     /// Writes `tools/call` (once) and reads its response in order.
     async fn call(
+        &self,
+        call: &Exchange<'_>,
+        process: &Process,
+        meta: Map<String, Value>,
+        round: &Round,
+        back: &Pipe<'_>,
+    ) -> Result<Reply, Failure> {
+        self.call_on_pipe(call, process, meta, round, back)
+            .instrument(round.span())
+            .await
+    }
+
+    async fn call_on_pipe(
         &self,
         call: &Exchange<'_>,
         process: &Process,

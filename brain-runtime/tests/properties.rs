@@ -39,6 +39,7 @@ fn request(arguments: Value) -> CallRequest {
         },
         call_id: Some("p-1".into()),
         arguments,
+        parent: None,
     }
 }
 

@@ -29,6 +29,7 @@ pub fn request(tool: &str, arguments: Value) -> CallRequest {
         },
         call_id: Some("call-1".into()),
         arguments,
+        parent: None,
     }
 }
 

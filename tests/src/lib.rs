@@ -1,6 +1,6 @@
 //! Cross-crate tests of brain, and what they start: the fault-injecting MCP test server
 //! ([`server`], over Streamable HTTP or stdio: [`stdio`]; with HTTP and SSE tool endpoints:
-//! [`http_tools`]), third-party MCP servers ([`peers`]) and processes of our own binaries
+//! [`http_tools`]), third-party MCP servers ([`peers`]), an OTLP collector ([`otlp`]) and processes of our own binaries
 //! ([`process`]). The binaries: `brain-test-server`, `brain-conformance-client` (the official
 //! conformance suite's client), `brain-bench` (`cargo xtask bench`) and `brain-soak`
 //! (`cargo xtask soak`).
@@ -19,6 +19,7 @@ pub mod client;
 pub mod http_tools;
 pub mod nested;
 pub mod oauth;
+pub mod otlp;
 pub mod peers;
 pub mod process;
 pub mod server;

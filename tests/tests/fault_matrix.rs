@@ -237,6 +237,7 @@ async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(
         },
         call_id: Some("matrix-1".into()),
         arguments: json!({"message": "matrix"}),
+        parent: None,
     });
     let result = one_result(call).await?;
     let elapsed = started.elapsed();
@@ -374,6 +375,7 @@ async fn run_tool_case(
         },
         call_id: Some("matrix-1".into()),
         arguments,
+        parent: None,
     });
     let result = one_result(call).await?;
     let elapsed = started.elapsed();

@@ -57,6 +57,7 @@ fn request(tool: &str, call_id: &str, arguments: Value) -> CallRequest {
         },
         call_id: Some(call_id.into()),
         arguments,
+        parent: None,
     }
 }
 

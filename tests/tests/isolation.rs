@@ -32,6 +32,7 @@ fn request(tool: &str, tenant: &str, arguments: Value) -> CallRequest {
         },
         call_id: Some("iso-1".into()),
         arguments,
+        parent: None,
     }
 }
 

@@ -42,6 +42,7 @@ async fn a_200_mb_response_under_a_1_mib_limit() {
                 },
                 call_id: None,
                 arguments: json!({ "bytes": bytes }),
+                parent: None,
             })
             .result()
     };

@@ -435,6 +435,7 @@ async fn stdio(plan: &Plan) -> anyhow::Result<(Vec<Target>, Vec<(String, usize, 
                 scope: scope(),
                 call_id: Some(format!("stdio-{i}")),
                 arguments: json!({"seconds": 2}),
+                parent: None,
             })
         })
         .collect();
@@ -614,6 +615,7 @@ impl Driver {
                         scope: scope(),
                         call_id: None,
                         arguments: json!({"message": "hello"}),
+                        parent: None,
                     })
                     .result()
                     .await;
@@ -829,6 +831,7 @@ fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
         scope: scope(),
         call_id: Some("bench".into()),
         arguments: json!({"message": "hello"}),
+        parent: None,
     };
     let result = json!({"content": [{"type": "text", "text": "hello"}]});
     let iterations = 20_000;
@@ -863,6 +866,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
                 scope: scope(),
                 call_id: Some(format!("slow-{i}")),
                 arguments: json!({"seconds": 5}),
+                parent: None,
             })
         })
         .collect();
@@ -905,6 +909,7 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
             scope: scope(),
             call_id: None,
             arguments: json!({"bytes": 200_000_000}),
+            parent: None,
         })
         .result()
         .await;

@@ -140,6 +140,7 @@ async fn main() -> ExitCode {
             },
             call_id: None,
             arguments,
+            parent: None,
         });
         while let Some(event) = call.next().await {
             println!("{}", serde_json::to_string(&event).unwrap_or_default());

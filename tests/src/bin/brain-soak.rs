@@ -552,6 +552,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                     },
                     call_id: Some(format!("soak-{index}")),
                     arguments,
+                    parent: None,
                 });
                 let bound = Duration::from_secs(TIMEOUT_SECONDS + 5);
                 let mut results = Vec::new();
