@@ -1,24 +1,21 @@
-//! `cargo xtask bench [--quick]`: builds `brain-bench` and the test server in release mode and
-//! runs the benchmark (DESIGN §7, P1–P6); its exit code is the bench's (1 when a target is
-//! missed).
+//! `cargo xtask bench [--quick] [--require-sdks]`: builds `brain-bench` and the test server in
+//! release mode and runs the benchmark (DESIGN §7 and issue 16's targets); its exit code is the
+//! bench's (1 when a target is missed or not measured).
+//!
+//! The release build is `cargo xtask dist`'s (see `dist.rs`): the same target, flags and feature
+//! set, so that the two share every compiled dependency.
 
 use std::process::ExitCode;
 
-pub(crate) fn run(quick: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(quick: bool, require_sdks: bool) -> anyhow::Result<ExitCode> {
     println!("=== cargo build --release --workspace --bin brain-bench --bin brain-test-server");
-    crate::cargo_build(
-        &[
-            "--release",
-            "--bin",
-            "brain-bench",
-            "--bin",
-            "brain-test-server",
-        ],
-        "brain-bench",
-    )?;
-    let mut command = std::process::Command::new(crate::target_dir().join("release/brain-bench"));
+    let release = crate::dist::release_build(&["brain-bench", "brain-test-server"])?;
+    let mut command = std::process::Command::new(release.join("brain-bench"));
     if quick {
         command.arg("--quick");
+    }
+    if require_sdks {
+        command.arg("--require-sdks");
     }
     crate::run_tool(&mut command)
 }

@@ -23,24 +23,27 @@ fn host_triple() -> anyhow::Result<String> {
 
 /// Builds it; returns where it is.
 pub(crate) fn build() -> anyhow::Result<PathBuf> {
+    Ok(release_build(&["brain-harness"])?.join("brain-harness"))
+}
+
+/// The workspace's one release build: `bins`, statically linked, for the host's triple, with
+/// the whole workspace's feature set. `cargo xtask dist` and `cargo xtask bench` both build this
+/// way, so that they compile each dependency once between them. Returns the directory the
+/// binaries are in.
+pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
     let triple = host_triple()?;
     if !triple.ends_with("-linux-gnu") {
-        bail!("cargo xtask dist builds static binaries for *-linux-gnu hosts; this is {triple}");
+        bail!("the release build links statically for *-linux-gnu hosts; this is {triple}");
     }
-    let target_dir = crate::target_dir();
     // `--target` keeps the static flag off build scripts and proc macros, which run on the host.
     let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
     rustflags.push_str(" -C target-feature=+crt-static");
-    let status = crate::cargo()
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "-p",
-            "bindings",
-            "--bin",
-            "brain-harness",
-        ])
+    let mut command = crate::cargo();
+    command.args(["build", "--release", "--locked", "--workspace"]);
+    for bin in bins {
+        command.args(["--bin", bin]);
+    }
+    let status = command
         .args(["--target", &triple])
         .env("RUSTFLAGS", rustflags.trim())
         .current_dir(workspace_root())
@@ -49,7 +52,7 @@ pub(crate) fn build() -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("the release build failed");
     }
-    Ok(target_dir.join(triple).join("release/brain-harness"))
+    Ok(crate::target_dir().join(triple).join("release"))
 }
 
 pub(crate) fn run() -> anyhow::Result<ExitCode> {

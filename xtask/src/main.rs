@@ -65,6 +65,10 @@ enum Command {
         /// Fewer rounds and calls (under 3 minutes).
         #[arg(long)]
         quick: bool,
+        /// Fail when an SDK client is not installed (tests/interop/setup.sh) instead of
+        /// reporting its targets as not measured.
+        #[arg(long)]
+        require_sdks: bool,
     },
     /// Soak the runtime: many calls with random faults; exit 1 on any violation.
     Soak(soak::SoakArgs),
@@ -82,7 +86,10 @@ fn main() -> ExitCode {
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),
         Command::Conformance(args) => conformance::run(&args),
-        Command::Bench { quick } => bench::run(quick),
+        Command::Bench {
+            quick,
+            require_sdks,
+        } => bench::run(quick, require_sdks),
         Command::Soak(args) => soak::run(&args),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
