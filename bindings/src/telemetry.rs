@@ -99,6 +99,8 @@ pub(crate) fn install(log: bool, ansi: bool) -> Telemetry {
             .with_tracer(provider.tracer("brain-harness"))
             .with_tracked_inactivity(false)
             .with_threads(false)
+            .with_location(false)
+            .with_target(false)
             .with_filter(
                 EXPORTED
                     .parse::<tracing_subscriber::filter::Targets>()

@@ -47,6 +47,16 @@
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.
 //!
+//! Every call is a `tracing` span named by the OpenTelemetry semantic conventions for MCP
+//! (`tools/call {binding}`, a child of [`CallRequest::parent`] or of the current span, with child
+//! spans for `initialize`, `tools/call` and `session close`, and progress as events), and is
+//! counted and timed through the `opentelemetry` metrics API (`mcp.client.operation.duration`,
+//! `brain.client.calls`). With tracing-opentelemetry's layer installed, the span's W3C trace
+//! context also goes to the server in `_meta` (`traceparent`, `tracestate`). brain installs no
+//! subscriber and no exporter: the host does (as `brain-harness` does from the standard
+//! `OTEL_EXPORTER_OTLP_*` variables), before building the runtime. Arguments, results and tokens
+//! are never recorded.
+//!
 //! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
 //! the shutdown of stdio server processes run off the caller's path.
 

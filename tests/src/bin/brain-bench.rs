@@ -43,6 +43,9 @@ struct Args {
     /// Measure only the HTTP tool target (H1).
     #[arg(long)]
     only_http_tools: bool,
+    /// Measure only the OpenTelemetry target (P8).
+    #[arg(long)]
+    only_telemetry: bool,
     /// Fail when an SDK client is not installed (tests/interop/setup.sh), instead of reporting
     /// its targets as not measured; `cargo xtask ci` sets it. A client that is installed and
     /// fails to run is always an error.
@@ -113,6 +116,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             )
             .await?;
         }
+        return Ok(report(&targets, &scenarios));
+    }
+    if args.only_telemetry {
+        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
+        telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
         return Ok(report(&targets, &scenarios));
     }
     let nagle = start_server(&["--nagle"])?;
@@ -344,6 +352,8 @@ async fn telemetry(
         .with_tracer(traces.tracer("brain-bench"))
         .with_tracked_inactivity(false)
         .with_threads(false)
+        .with_location(false)
+        .with_target(false)
         .with_filter(tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
             TRACING.load(Ordering::Relaxed)
         }));
