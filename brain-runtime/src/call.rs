@@ -440,6 +440,7 @@ impl Exchange<'_> {
                 .on_message(&message, &request["id"], &mut last_progress, back)
                 .await?
             {
+                messages.release();
                 if back.side_heard() {
                     self.settle(back, &mut last_progress).await;
                 }

@@ -29,6 +29,9 @@ use crate::wire::{Endpoint, Messages, SESSION_HEADER, error_chain};
 
 /// Bound on the body of an initialize response.
 const INIT_LIMIT: u64 = 1024 * 1024;
+/// How long initialize's response stream may take to end after its answer before the session
+/// goes on without waiting (the rest is read off the call's path).
+const INIT_STREAM_END: std::time::Duration = std::time::Duration::from_millis(20);
 /// The JSON-RPC id of initialize.
 const INIT_ID: u64 = 0; // as revision::initialize sends it
 /// How long to wait before resuming a closed stream when the server gave no `retry`.
@@ -205,6 +208,9 @@ async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
         }
         break message.get("result").cloned().unwrap_or_default();
     };
+    // The stream ends right after the answer: once it has, `notifications/initialized` and
+    // `tools/call` reuse its connection (a connection per request costs more than the call).
+    messages.finish(INIT_STREAM_END).await;
     let offered = result
         .get("protocolVersion")
         .and_then(Value::as_str)

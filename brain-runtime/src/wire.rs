@@ -196,6 +196,9 @@ pub(crate) fn content_type(response: &Response) -> String {
         .to_ascii_lowercase()
 }
 
+/// How long [`Messages::release`] waits for the rest of a response.
+const RELEASE_BOUND: Duration = Duration::from_secs(1);
+
 /// The JSON-RPC messages of one response, in wire order.
 pub(crate) struct Messages {
     kind: Kind,
@@ -254,6 +257,36 @@ impl Messages {
             last_event_id: None,
             retry: None,
         })
+    }
+
+    /// Done with the response after the message the caller waited for: the rest of an SSE
+    /// stream (usually just its end) is read, off the caller's path and for at most
+    /// [`RELEASE_BOUND`], so that its connection goes back to the pool instead of being closed
+    /// (a new connection per call costs more than the call). What arrives is passed over.
+    pub(crate) fn release(mut self) {
+        if !matches!(self.kind, Kind::Sse(_)) {
+            return;
+        }
+        // Most often the end has arrived with the last message.
+        if let Some(None) = futures_util::FutureExt::now_or_never(self.next()) {
+            return;
+        }
+        tokio::spawn(async move {
+            let drained = async { while self.next().await.is_some() {} };
+            let _ = tokio::time::timeout(RELEASE_BOUND, drained).await;
+        });
+    }
+
+    /// [`Messages::release`], after waiting up to `wait` for the end of the response on the
+    /// caller's path: for a response whose connection the caller's next request should reuse
+    /// (initialize's, whose session goes on at once).
+    pub(crate) async fn finish(mut self, wait: Duration) {
+        if matches!(self.kind, Kind::Sse(_))
+            && let Ok(None) = tokio::time::timeout(wait, self.next()).await
+        {
+            return;
+        }
+        self.release();
     }
 
     /// Body bytes read so far, counting the streams this one resumes.

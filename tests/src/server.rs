@@ -137,6 +137,8 @@ pub struct Stats {
     pub session_token_requests: AtomicUsize,
     /// Client connections open now.
     pub connections: AtomicUsize,
+    /// Client connections accepted so far.
+    pub accepted: AtomicUsize,
     /// Tool runs in progress now (a slow tool's calls are all counted while they sleep).
     pub running: AtomicUsize,
     /// Requests refused for their token (`401` or `403`), before anything else happened.
@@ -172,6 +174,7 @@ impl Stats {
             "refused": Self::get(&self.refused),
             "refused_calls": Self::get(&self.refused_calls),
             "running": Self::get(&self.running),
+            "accepted": Self::get(&self.accepted),
         })
     }
 }
@@ -194,6 +197,7 @@ impl axum::serve::Listener for Counting {
                 Ok((tcp, addr)) => {
                     let _ = tcp.set_nodelay(self.nodelay);
                     self.open.connections.fetch_add(1, Ordering::SeqCst);
+                    self.open.accepted.fetch_add(1, Ordering::SeqCst);
                     let stats = Arc::clone(&self.open);
                     return (Counted { tcp, stats }, addr);
                 }
