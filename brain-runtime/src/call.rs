@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
+use tracing::Span;
 
 use crate::auth::{Authorizing, Credentials};
 use crate::convert::convert;
@@ -119,6 +119,8 @@ pub(crate) struct Exchange<'a> {
     pub(crate) state: &'a Mutex<CallState>,
     /// When the call times out.
     pub(crate) deadline: tokio::time::Instant,
+    /// The call's span: its phases' parent.
+    pub(crate) span: &'a Span,
 }
 
 /// How a call travels: one implementation per transport.
@@ -158,6 +160,7 @@ pub(crate) async fn run<T: Transport>(
     events: &mpsc::Sender<Event>,
     cancel: CancellationToken,
     cleanups: &TaskTracker,
+    span: &Span,
 ) -> ToolResult {
     let state = Mutex::new(CallState {
         tenant: scope.tenant_id.clone(),
@@ -181,6 +184,7 @@ pub(crate) async fn run<T: Transport>(
         events,
         state: &state,
         deadline,
+        span,
     };
     let started = std::time::Instant::now();
     tracing::debug!(
@@ -225,9 +229,8 @@ pub(crate) async fn run<T: Transport>(
         ToolResult::failure(call_id, failure.unknown_outcome, failure.message)
     });
     let elapsed = started.elapsed();
-    let span = tracing::Span::current();
     crate::telemetry::record_outcome(
-        &span,
+        span,
         revision,
         state.session_id.as_deref(),
         state.call_sent.then_some(state.request_id),
@@ -251,9 +254,11 @@ pub(crate) async fn run<T: Transport>(
         "call ended"
     );
     if transport.leaves_work(&state) {
-        let closing = crate::telemetry::phase("session close", None);
-        cleanups
-            .spawn(async move { transport.clean_up(http, tool, state).await }.instrument(closing));
+        let closing = crate::telemetry::phase("session close", None, span);
+        cleanups.spawn(async move {
+            let _closing = closing;
+            transport.clean_up(http, tool, state).await
+        });
     }
     result
 }
@@ -332,9 +337,8 @@ impl Exchange<'_> {
         round: &Round,
         back: &impl BackChannel,
     ) -> Result<Reply, Failure> {
-        self.call_on_wire(headers, meta, round, back)
-            .instrument(round.span())
-            .await
+        let span = round.span(self.span);
+        self.call_on_wire(headers, meta, round, back, &span).await
     }
 
     async fn call_on_wire(
@@ -343,8 +347,9 @@ impl Exchange<'_> {
         meta: Map<String, Value>,
         round: &Round,
         back: &impl BackChannel,
+        span: &Span,
     ) -> Result<Reply, Failure> {
-        let request = self.message(meta, round);
+        let request = self.message(meta, round, span);
         self.sending(round);
         let response = match self.endpoint.post(&request, headers).await {
             Ok(response) => response,
@@ -449,9 +454,15 @@ impl Exchange<'_> {
         }
     }
 
-    /// The `tools/call` message of `round`, with the revision's own `_meta` entries.
-    pub(crate) fn message(&self, mut meta: Map<String, Value>, round: &Round) -> Value {
-        crate::telemetry::inject(&mut meta);
+    /// The `tools/call` message of `round`, with the revision's own `_meta` entries and the
+    /// trace context of `span`, the round's.
+    pub(crate) fn message(
+        &self,
+        mut meta: Map<String, Value>,
+        round: &Round,
+        span: &Span,
+    ) -> Value {
+        crate::telemetry::inject(&mut meta, span);
         call_message(
             &self.tool.binding,
             self.call_id,
@@ -568,7 +579,7 @@ impl Exchange<'_> {
         }
         *last = Some(progress);
         let total = params.get("total").and_then(Value::as_f64);
-        crate::telemetry::progress(progress, total);
+        crate::telemetry::progress(self.span, progress, total);
         Some(Event::Progress(Progress {
             call_id: self.call_id.to_owned(),
             progress,
@@ -769,9 +780,9 @@ pub(crate) struct Round {
 }
 
 impl Round {
-    /// The span of this round's `tools/call`, a child of the call's.
-    pub(crate) fn span(&self) -> tracing::Span {
-        crate::telemetry::phase("tools/call", Some(CALL_ID + self.number))
+    /// The span of this round's `tools/call`, a child of `call`, the call's.
+    pub(crate) fn span(&self, call: &Span) -> Span {
+        crate::telemetry::phase("tools/call", Some(CALL_ID + self.number), call)
     }
 
     pub(crate) fn first() -> Self {

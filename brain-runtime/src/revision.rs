@@ -21,8 +21,8 @@ pub(crate) fn known(revision: &str) -> Option<&'static str> {
 
 /// The `initialize` request (JSON-RPC id 0) offering `revision`, with no client capabilities: brain
 /// offers no elicitation, sampling or roots.
-/// Within a call, `_meta` carries the trace context of the call's `initialize` span.
-pub(crate) fn initialize(revision: &str) -> serde_json::Value {
+/// Within a call, `_meta` carries the trace context of `span`, the call's `initialize` span.
+pub(crate) fn initialize(revision: &str, span: &tracing::Span) -> serde_json::Value {
     let mut request = serde_json::json!({
         "jsonrpc": "2.0",
         "id": 0,
@@ -34,7 +34,7 @@ pub(crate) fn initialize(revision: &str) -> serde_json::Value {
         }
     });
     let mut meta = serde_json::Map::new();
-    crate::telemetry::inject(&mut meta);
+    crate::telemetry::inject(&mut meta, span);
     if !meta.is_empty() {
         request["params"]["_meta"] = serde_json::Value::Object(meta);
     }

@@ -12,7 +12,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
 
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::{Scope, Tool, run};
@@ -457,45 +456,44 @@ impl Runtime {
         let inner = Arc::clone(&self.inner);
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
-        self.inner.cleanups.spawn(
-            async move {
-                let http = match tool.binding.kind() {
-                    BindingKind::Http => inner.http_plain.clone(),
-                    _ => inner.http.clone(),
-                };
-                let (scope, arguments) = (&request.scope, &request.arguments);
-                let cleanups = &inner.cleanups;
-                let stateless = match tool.binding.pinned_revision() {
-                    Some(revision) => revision == crate::revision::STATELESS,
-                    None => tool.stateless_only.load(Ordering::Relaxed),
-                };
-                let result = if tool.binding.kind() != BindingKind::Mcp {
-                    run(
-                        HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                    )
-                    .await
-                } else if tool.launch.is_some() {
-                    let stdio = Stdio::new();
-                    run(
-                        stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                    )
-                    .await
-                } else if stateless {
-                    run(
-                        Stateless, http, tool, &call_id, scope, arguments, &sender, cancel,
-                        cleanups,
-                    )
-                    .await
-                } else {
-                    run(
-                        Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                    )
-                    .await
-                };
-                let _ = sender.send(Event::Result(result)).await;
-            }
-            .instrument(span),
-        );
+        self.inner.cleanups.spawn(async move {
+            let http = match tool.binding.kind() {
+                BindingKind::Http => inner.http_plain.clone(),
+                _ => inner.http.clone(),
+            };
+            let (scope, arguments) = (&request.scope, &request.arguments);
+            let cleanups = &inner.cleanups;
+            let stateless = match tool.binding.pinned_revision() {
+                Some(revision) => revision == crate::revision::STATELESS,
+                None => tool.stateless_only.load(Ordering::Relaxed),
+            };
+            let result = if tool.binding.kind() != BindingKind::Mcp {
+                run(
+                    HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    &span,
+                )
+                .await
+            } else if tool.launch.is_some() {
+                let stdio = Stdio::new();
+                run(
+                    stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups, &span,
+                )
+                .await
+            } else if stateless {
+                run(
+                    Stateless, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    &span,
+                )
+                .await
+            } else {
+                run(
+                    Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+                    &span,
+                )
+                .await
+            };
+            let _ = sender.send(Event::Result(result)).await;
+        });
         call
     }
 

@@ -13,7 +13,6 @@ use std::sync::atomic::Ordering;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
-use tracing::Instrument;
 
 use crate::auth::Authorizing;
 use crate::call::{
@@ -58,17 +57,13 @@ enum Opened {
 
 impl Transport for Session {
     async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
-        let opening = async {
-            let opened = initialize(call).await?;
-            if let Opened::Session { headers } = &opened {
-                initialized(call, headers).await?;
-            }
-            Ok::<_, Failure>(opened)
-        };
-        let headers = match opening
-            .instrument(crate::telemetry::phase("initialize", Some(INIT_ID)))
-            .await?
-        {
+        let opening = crate::telemetry::phase("initialize", Some(INIT_ID), call.span);
+        let opened = initialize(call, &opening).await?;
+        if let Opened::Session { headers } = &opened {
+            initialized(call, headers).await?;
+        }
+        drop(opening);
+        let headers = match opened {
             Opened::Session { headers } => headers,
             Opened::StatelessOnly => {
                 call.tool.stateless_only.store(true, Ordering::Relaxed);
@@ -143,10 +138,10 @@ impl Transport for Session {
 
 /// Opens the session: the binding's pinned revision, exactly, or the newest session revision
 /// offered and any revision brain speaks accepted.
-async fn initialize(call: &Exchange<'_>) -> Result<Opened, Failure> {
+async fn initialize(call: &Exchange<'_>, span: &tracing::Span) -> Result<Opened, Failure> {
     let pinned = call.tool.binding.pinned_revision();
     let offer = pinned.unwrap_or(revision::SESSIONS[0]);
-    let request = revision::initialize(offer);
+    let request = revision::initialize(offer, span);
     let response = call
         .endpoint
         .post(&request, HeaderMap::new())

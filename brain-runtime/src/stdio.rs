@@ -15,7 +15,6 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tracing::Instrument;
 
 use crate::call::{BackChannel, CallState, Exchange, Reply, Round, Step, Tool, Transport};
 use crate::event::ToolResult;
@@ -403,9 +402,8 @@ impl Transport for Stdio {
             None => {
                 let process = Process::spawn(launch)?;
                 self.keep(&process);
-                open(&process, call.tool.binding.pinned_revision())
-                    .instrument(crate::telemetry::phase("initialize", Some(INIT_ID)))
-                    .await?;
+                let opening = crate::telemetry::phase("initialize", Some(INIT_ID), call.span);
+                open(&process, call.tool.binding.pinned_revision(), &opening).await?;
                 process
             }
         };
@@ -463,8 +461,8 @@ impl Stdio {
         round: &Round,
         back: &Pipe<'_>,
     ) -> Result<Reply, Failure> {
-        self.call_on_pipe(call, process, meta, round, back)
-            .instrument(round.span())
+        let span = round.span(call.span);
+        self.call_on_pipe(call, process, meta, round, back, &span)
             .await
     }
 
@@ -475,8 +473,9 @@ impl Stdio {
         meta: Map<String, Value>,
         round: &Round,
         back: &Pipe<'_>,
+        span: &tracing::Span,
     ) -> Result<Reply, Failure> {
-        let request = call.message(meta, round);
+        let request = call.message(meta, round, span);
         call.sending(round);
         if let Err(error) = process.send(&request).await {
             // Not written: the server cannot have read a whole request.
@@ -521,7 +520,11 @@ impl Stdio {
 /// Starts the MCP session on a new process: the binding's pinned revision exactly, or the newest
 /// session revision offered and any brain speaks accepted; 2026-07-28 has no initialize. Nothing
 /// here is `tools/call`: every failure is `unknown_outcome: false`.
-pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), Failure> {
+pub(crate) async fn open(
+    process: &Process,
+    pinned: Option<&str>,
+    span: &tracing::Span,
+) -> Result<(), Failure> {
     if pinned == Some(revision::STATELESS) {
         return Ok(());
     }
@@ -533,7 +536,7 @@ pub(crate) async fn open(process: &Process, pinned: Option<&str>) -> Result<(), 
             process.report().await
         ))
     };
-    let request = revision::initialize(offer);
+    let request = revision::initialize(offer, span);
     if let Err(error) = process.send(&request).await {
         return Err(setup_failed(format!("writing initialize failed: {error}")).await);
     }
@@ -587,7 +590,7 @@ pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Valu
     let launch = Arc::new(launch);
     let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
     let listed = async {
-        open(&process, None)
+        open(&process, None, &tracing::Span::none())
             .await
             .map_err(|failure| failure.message)?;
         let revision = *lock(&process.revision);
@@ -706,8 +709,11 @@ impl Spares {
             tokio::spawn(async move {
                 let started = async {
                     let process = Process::spawn(&launch).ok()?;
-                    let opened =
-                        tokio::time::timeout(SPARE_START, open(&process, pinned.as_deref())).await;
+                    let opened = tokio::time::timeout(
+                        SPARE_START,
+                        open(&process, pinned.as_deref(), &tracing::Span::none()),
+                    )
+                    .await;
                     match opened {
                         Ok(Ok(())) => Some(process),
                         _ => {

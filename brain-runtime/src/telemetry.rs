@@ -246,10 +246,12 @@ pub(crate) fn record_outcome(
     }
 }
 
-/// The span of one phase of a call (`initialize`, `tools/call`, `session close`), a child of the
-/// current span (the call's).
-pub(crate) fn phase(name: &'static str, request_id: Option<u64>) -> Span {
+/// The span of one phase of a call (`initialize`, `tools/call`, `session close`), a child of
+/// `call` (the call's span). Spans here are never entered: parents are named, so that a call's
+/// many polls cost nothing.
+pub(crate) fn phase(name: &'static str, request_id: Option<u64>, call: &Span) -> Span {
     tracing::info_span!(
+        parent: call,
         "phase",
         otel.name = name,
         otel.kind = "client",
@@ -258,17 +260,16 @@ pub(crate) fn phase(name: &'static str, request_id: Option<u64>) -> Span {
     )
 }
 
-/// A progress notification, as an event of the current span (progress and total only: the
+/// A progress notification, as an event of the call's span (progress and total only: the
 /// message may say anything).
-pub(crate) fn progress(progress: f64, total: Option<f64>) {
-    tracing::info!(progress, total, "progress");
+pub(crate) fn progress(call: &Span, progress: f64, total: Option<f64>) {
+    tracing::info!(parent: call, progress, total, "progress");
 }
 
-/// Puts the current span's W3C trace context into `meta` (`traceparent`, and `tracestate` when
-/// there is one), so that a server continues the trace; nothing when there is no sampled-or-not
-/// valid span context (no OpenTelemetry layer installed, or the span is disabled).
-pub(crate) fn inject(meta: &mut Map<String, Value>) {
-    let span = Span::current();
+/// Puts the W3C trace context of `span` (the request's) into `meta` (`traceparent`, and
+/// `tracestate` when there is one), so that a server continues the trace; nothing when there is
+/// no valid span context (no OpenTelemetry layer installed, or the span is disabled).
+pub(crate) fn inject(meta: &mut Map<String, Value>, span: &Span) {
     if span.is_disabled() {
         return;
     }
@@ -327,7 +328,7 @@ mod tests {
     #[test]
     fn without_an_opentelemetry_layer_no_trace_context_is_sent() {
         let mut meta = Map::new();
-        inject(&mut meta);
+        inject(&mut meta, &Span::current());
         assert!(meta.is_empty(), "{meta:?}");
     }
 }

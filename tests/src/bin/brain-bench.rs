@@ -47,7 +47,8 @@ struct Args {
     #[arg(long)]
     only_telemetry: bool,
     /// For a profiler: only make this many calls with one client (`brain-2025`,
-    /// `brain-2026`, `floor`, `session-floor`) at c=32, and report nothing.
+    /// `brain-otel` (2025-11-25 with OpenTelemetry on), `brain-2026`, `floor`,
+    /// `session-floor`) at c=32, and report nothing.
     #[arg(long, value_names = ["CLIENT", "CALLS"], num_args = 2)]
     profile: Option<Vec<String>>,
     /// Internal (P5'): make the memory measurements against the test server at URL in this
@@ -135,7 +136,13 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         return Ok(true);
     }
     if let Some(profile) = &args.profile {
+        let mut _telemetry = None;
+        if profile[0] == "brain-otel" {
+            _telemetry = Some(install_telemetry().await?);
+            TRACING.store(true, Ordering::Relaxed);
+        }
         let driver = match profile[0].as_str() {
+            "brain-otel" => Driver::brain(&server.url, "2025-11-25")?,
             "brain-2025" => Driver::brain(&server.url, "2025-11-25")?,
             "brain-2026" => Driver::brain(&server.url, "2026-07-28")?,
             "floor" => Driver::floor(&server.url)?,
@@ -354,46 +361,12 @@ async fn telemetry(
     targets: &mut Vec<Target>,
     scenarios: &mut Vec<(String, usize, Measure)>,
 ) -> anyhow::Result<()> {
-    use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_otlp::WithExportConfig;
-    use tracing_subscriber::layer::{Layer, SubscriberExt};
-    use tracing_subscriber::util::SubscriberInitExt;
-
     // Built before the meter provider is installed: its instruments do nothing.
     let off = Arc::new(Driver::Traced {
         runtime: Runtime::new(&echo_config(url, "2025-11-25", "echo")?)?,
         on: false,
     });
-    let collector = tests::otlp::Collector::start().await?;
-    let spans = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/traces", collector.endpoint))
-        .build()?;
-    let traces = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-        .with_batch_exporter(spans)
-        .build();
-    let metrics = opentelemetry_otlp::MetricExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/metrics", collector.endpoint))
-        .build()?;
-    let meters = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
-        .with_reader(
-            opentelemetry_sdk::metrics::PeriodicReader::builder(metrics)
-                .with_interval(Duration::from_secs(1))
-                .build(),
-        )
-        .build();
-    opentelemetry::global::set_meter_provider(meters.clone());
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(traces.tracer("brain-bench"))
-        .with_tracked_inactivity(false)
-        .with_threads(false)
-        .with_location(false)
-        .with_target(false)
-        .with_filter(tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
-            TRACING.load(Ordering::Relaxed)
-        }));
-    tracing_subscriber::registry().with(layer).try_init()?;
+    let (collector, traces, meters) = install_telemetry().await?;
     let on = Arc::new(Driver::Traced {
         runtime: Runtime::new(&echo_config(url, "2025-11-25", "echo")?)?,
         on: true,
@@ -445,6 +418,52 @@ async fn telemetry(
          batch exporter drops what does not fit its queue) and {timed} timed calls"
     );
     Ok(())
+}
+
+/// OpenTelemetry as a host installs it: spans exported in batches and metrics every second,
+/// over OTLP/HTTP to a collector in this process; brain's spans reach the layer while
+/// [`TRACING`] is set.
+async fn install_telemetry() -> anyhow::Result<(
+    tests::otlp::Collector,
+    opentelemetry_sdk::trace::SdkTracerProvider,
+    opentelemetry_sdk::metrics::SdkMeterProvider,
+)> {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig;
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let collector = tests::otlp::Collector::start().await?;
+    let spans = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{}/v1/traces", collector.endpoint))
+        .build()?;
+    let traces = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(spans)
+        .build();
+    let metrics = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{}/v1/metrics", collector.endpoint))
+        .build()?;
+    let meters = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(
+            opentelemetry_sdk::metrics::PeriodicReader::builder(metrics)
+                .with_interval(Duration::from_secs(1))
+                .build(),
+        )
+        .build();
+    opentelemetry::global::set_meter_provider(meters.clone());
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(traces.tracer("brain-bench"))
+        .with_tracked_inactivity(false)
+        .with_threads(false)
+        .with_location(false)
+        .with_target(false)
+        .with_filter(tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
+            TRACING.load(Ordering::Relaxed)
+        }));
+    tracing_subscriber::registry().with(layer).try_init()?;
+    Ok((collector, traces, meters))
 }
 
 /// H1: brain calling an HTTP tool against the raw POST floor, at `concurrency`.
