@@ -1,13 +1,13 @@
 //! brain's HTTP client: hyper's pooled client over rustls (ring, the platform's roots) and a TCP
 //! connector of our own — `localhost` always loopback ([`Resolver`]), TCP_NODELAY, a 10 s connect
-//! bound, and on Linux `TCP_QUICKACK` before every read (for streams).
+//! bound, and on Linux `TCP_QUICKACK` whenever a read has to wait (for streams).
 //!
 //! Why quick ACKs: a server that leaves Nagle's algorithm on (axum's default, so most rmcp
 //! servers) sends an SSE response's first event only once the client has ACKed the headers, and
 //! on a reused connection Linux delays that ACK by 40 ms: every call stalled 44 ms (measured,
-//! `cargo xtask bench`, P2). Asking for a quick ACK before each read removes the stall without
-//! giving up pooled connections. It costs a syscall per read and an ACK packet per segment, which
-//! a one-body answer does not need: plain HTTP tools (`http_tool.rs`, JSON or text bodies) use a
+//! `cargo xtask bench`, P2). Asking for a quick ACK whenever a read has to wait (which sends a
+//! delayed ACK at once) removes the stall without giving up pooled connections. It costs a
+//! syscall per wait and an ACK packet per segment, which a one-body answer does not need: plain HTTP tools (`http_tool.rs`, JSON or text bodies) use a
 //! second client without quick ACKs — at 32 concurrent calls, 0.73–0.80× of the raw POST floor
 //! with them, 0.90–0.97× without (`cargo xtask bench`, H1; an HTTP tool that answers with an
 //! event stream from a server with Nagle on may then see its events delayed). Redirects are never followed (hyper's client
@@ -63,7 +63,7 @@ impl HttpError {
     }
 }
 
-/// Builds a client; `quick_ack`: its connections ask for a quick ACK before each read (for
+/// Builds a client; `quick_ack`: its connections ask for a quick ACK whenever a read waits (for
 /// streamed responses; see the module's doc).
 pub(crate) fn client(quick_ack: bool) -> Result<HttpClient, String> {
     use rustls_platform_verifier::BuilderVerifierExt;
@@ -118,8 +118,8 @@ impl tower_service::Service<Uri> for Connector {
     }
 }
 
-/// A TCP connection that, when `quick_ack`, requests a quick ACK before each read, so that the
-/// ACK of what arrives next is not delayed.
+/// A TCP connection that, when `quick_ack`, requests a quick ACK whenever a read has to wait, so
+/// that the ACK of what arrived is not delayed while the server waits for it.
 pub(crate) struct QuickAck {
     io: TokioIo<tokio::net::TcpStream>,
     quick_ack: bool,
@@ -132,12 +132,15 @@ impl Read for QuickAck {
         buf: ReadBufCursor<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        let read = Pin::new(&mut this.io).poll_read(cx, buf);
+        // Only when the read has to wait: that is when the server may be holding its next
+        // segment until it sees our ACK, and asking now sends a delayed ACK at once.
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if this.quick_ack {
+        if this.quick_ack && read.is_pending() {
             // Best effort: a failure only means the ACK may be delayed.
             let _ = socket2::SockRef::from(this.io.inner()).set_tcp_quickack(true);
         }
-        Pin::new(&mut this.io).poll_read(cx, buf)
+        read
     }
 }
 

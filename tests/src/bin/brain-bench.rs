@@ -46,10 +46,10 @@ struct Args {
     /// Measure only the OpenTelemetry target (P8).
     #[arg(long)]
     only_telemetry: bool,
-    /// For a profiler: only make this many calls with one client (`brain-2025`,
-    /// `brain-otel` (2025-11-25 with OpenTelemetry on), `brain-2026`, `floor`,
-    /// `session-floor`) at c=32, and report nothing.
-    #[arg(long, value_names = ["CLIENT", "CALLS"], num_args = 2)]
+    /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
+    /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `floor`, `session-floor`),
+    /// CONCURRENCY at a time, and print their rate.
+    #[arg(long, value_names = ["CLIENT", "CALLS", "CONCURRENCY"], num_args = 3)]
     profile: Option<Vec<String>>,
     /// Internal (P5'): make the memory measurements against the test server at URL in this
     /// fresh process and print them as JSON.
@@ -150,7 +150,8 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             other => bail!("--profile: unknown client {other}"),
         };
         let calls: usize = profile[1].parse().context("--profile: CALLS")?;
-        let measured = measure(&Arc::new(driver), calls, 32).await?;
+        let concurrency: usize = profile[2].parse().context("--profile: CONCURRENCY")?;
+        let measured = measure(&Arc::new(driver), calls, concurrency).await?;
         let stats: Value = reqwest::get(server.url.replace("/mcp", "/stats"))
             .await?
             .json()
