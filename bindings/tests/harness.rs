@@ -1,9 +1,13 @@
-//! brain-harness as a user runs it: the real binary against the test server on loopback.
+//! brain-harness as a user runs it: the real binary against the test server on loopback (and,
+//! exporting OpenTelemetry, to an OTLP/HTTP collector in this process that decodes what arrives).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tests::otlp::{Collector, Silent, Span};
 use tests::server::{Faults, TestServer, bindings_json};
 
 /// A config file with one binding per test-server tool.
@@ -27,6 +31,13 @@ async fn harness(args: &[&str], env: &[(&str, &str)]) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
             .args(&args)
+            // Only what a test sets: no logs, no export to a developer's collector.
+            .env_remove("RUST_LOG")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+            .env_remove("OTEL_SERVICE_NAME")
+            .env_remove("OTEL_RESOURCE_ATTRIBUTES")
             .envs(env)
             .output()
             .expect("brain-harness runs")
@@ -292,7 +303,7 @@ async fn interrupt(
     args: &str,
     signal: &str,
     ready: impl Fn() -> bool,
-) -> (Option<i32>, Vec<Value>, std::time::Duration) {
+) -> (Option<i32>, Vec<Value>, Duration) {
     use std::io::Read as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
         .args([
@@ -302,17 +313,14 @@ async fn interrupt(
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("brain-harness runs");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while !ready() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call never got going"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(Instant::now() < deadline, "the call never got going");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Let the harness settle into waiting for the answer.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let sent = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = Instant::now();
     let status = Command::new("kill")
         .args([signal, &child.id().to_string()])
         .status()
@@ -357,7 +365,7 @@ async fn a_signal_cancels_the_call_and_the_server_sees_it() {
                 .await;
             let what = format!("{signal} at {revision}");
             assert_eq!(code, Some(exit), "{what}");
-            assert!(took < std::time::Duration::from_secs(2), "{what}: {took:?}");
+            assert!(took < Duration::from_secs(2), "{what}: {took:?}");
             let last = events.last().unwrap_or_else(|| panic!("{what}: no events"));
             assert_eq!(last["type"], "tool.result", "{what}");
             assert_eq!(
@@ -377,7 +385,7 @@ async fn a_signal_cancels_the_call_and_the_server_sees_it() {
                 if Stats::get(&stats.cancelled_runs) == 1 {
                     break;
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
             assert_eq!(Stats::get(&stats.cancelled_runs), 1, "{what}");
             if revision == "2025-11-25" {
@@ -411,7 +419,7 @@ async fn a_signal_before_tools_call_reports_a_known_outcome() {
     })
     .await;
     assert_eq!(code, Some(130));
-    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
     let last = events.last().unwrap();
     assert_eq!(
         (&last["type"], &last["is_error"], &last["unknown_outcome"]),
@@ -447,7 +455,7 @@ async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
     })
     .await;
     assert_eq!(code, Some(130));
-    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
     let last = events.last().unwrap();
     assert_eq!(
         (&last["type"], &last["is_error"], &last["unknown_outcome"]),
@@ -590,4 +598,261 @@ async fn http_and_sse_tools_through_the_harness() {
     );
     let all = format!("{output:?}");
     assert!(!all.contains(key) && !all.contains("hook-secret-token"));
+}
+
+fn result(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn attribute<'a>(span: &'a Span, key: &str) -> &'a Value {
+    span.attributes.get(key).unwrap_or(&Value::Null)
+}
+
+/// The spans of one trace, by name (each name once).
+fn by_name(spans: &[Span], trace_id: &str) -> BTreeMap<String, Span> {
+    spans
+        .iter()
+        .filter(|span| span.trace_id == trace_id)
+        .map(|span| (span.name.clone(), span.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_is_a_client_span_with_phases_metrics_and_its_trace_context_on_the_wire() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let collector = Collector::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &server.url, |_| {});
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str()),
+        ("OTEL_SERVICE_NAME", "agent-host"),
+    ];
+    let call = |tool: &'static str, args: &'static str, tenant: &'static str, id: &'static str| {
+        let config = config.clone();
+        async move {
+            harness(
+                &[
+                    "--config",
+                    &config,
+                    "call",
+                    "--tenant",
+                    tenant,
+                    "--call-id",
+                    id,
+                    tool,
+                    args,
+                ],
+                &env,
+            )
+            .await
+        }
+    };
+
+    // echo_meta: the server returns the `_meta` it received.
+    let output = call("echo_meta", "{}", "local", "meta-1").await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let seen = result(&output)["structured_content"]["meta"].clone();
+    let traceparent = seen["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{seen}"));
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    assert_eq!((parts[0], parts[3]), ("00", "01"), "{traceparent}");
+    let (trace_id, parent_id) = (parts[1], parts[2]);
+
+    // A call with arguments and a result that must never be recorded, and progress.
+    let output = call(
+        "echo",
+        r#"{"message": "personal-data-in-arguments"}"#,
+        "local",
+        "echo-1",
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let output = call("progress", r#"{"steps": 3}"#, "local", "progress-1").await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // Refused by the gate: a span and a counter, no I/O.
+    let output = call("echo", r#"{"message": "x"}"#, "intruder", "refused-1").await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+
+    let spans = collector.spans();
+    let trace = by_name(&spans, trace_id);
+    let names: Vec<&String> = trace.keys().collect();
+    assert_eq!(
+        names,
+        [
+            "brain-harness call echo_meta",
+            "initialize",
+            "session close",
+            "tools/call",
+            "tools/call echo_meta"
+        ],
+        "{spans:#?}"
+    );
+    let root = &trace["brain-harness call echo_meta"];
+    let client = &trace["tools/call echo_meta"];
+    assert_eq!(root.parent_span_id, "", "the harness's span is the root");
+    assert_eq!(root.service.as_deref(), Some("agent-host"));
+    assert_eq!(client.parent_span_id, root.span_id);
+    assert_eq!(client.kind, 3, "a CLIENT span");
+    for phase in ["initialize", "tools/call", "session close"] {
+        assert_eq!(trace[phase].parent_span_id, client.span_id, "{phase}");
+    }
+    // The server continues the trace from the `tools/call` request's own span.
+    assert_eq!(trace["tools/call"].span_id, parent_id);
+    let port = url::Url::parse(&server.url).unwrap().port().unwrap();
+    let session = attribute(client, "mcp.session.id")
+        .as_str()
+        .unwrap_or_default();
+    assert!(!session.is_empty(), "{client:#?}");
+    for (key, value) in [
+        ("mcp.method.name", json!("tools/call")),
+        ("gen_ai.operation.name", json!("execute_tool")),
+        ("gen_ai.tool.name", json!("echo_meta")),
+        ("mcp.protocol.version", json!("2025-11-25")),
+        ("jsonrpc.request.id", json!("1")),
+        ("server.address", json!("127.0.0.1")),
+        ("server.port", json!(port)),
+        ("network.transport", json!("tcp")),
+        ("brain.tenant_id", json!("local")),
+        ("brain.call_id", json!("meta-1")),
+        ("brain.unknown_outcome", json!(false)),
+        ("brain.binding.kind", json!("mcp")),
+    ] {
+        assert_eq!(attribute(client, key), &value, "{key}: {client:#?}");
+    }
+    assert_eq!(attribute(client, "error.type"), &Value::Null);
+    assert_eq!(
+        attribute(&trace["initialize"], "mcp.method.name"),
+        "initialize"
+    );
+
+    // Progress: three events on the call's span, numbers only.
+    let request = spans
+        .iter()
+        .find(|span| span.name == "tools/call progress")
+        .expect("the progress call's span");
+    let events: Vec<&Value> = request
+        .events
+        .iter()
+        .filter(|(name, _)| name == "progress")
+        .map(|(_, attributes)| &attributes["progress"])
+        .collect();
+    assert_eq!(
+        events,
+        [&json!(1.0), &json!(2.0), &json!(3.0)],
+        "{request:#?}"
+    );
+    assert!(
+        request
+            .events
+            .iter()
+            .all(|(_, a)| !a.contains_key("message")),
+        "progress messages are not recorded: {request:#?}"
+    );
+
+    // The refused call.
+    let refused = spans
+        .iter()
+        .find(|span| attribute(span, "brain.call_id") == "refused-1")
+        .expect("the refused call's span");
+    assert_eq!(attribute(refused, "error.type"), "refused");
+    assert_eq!(refused.status, 2, "status error");
+
+    // Never arguments or results.
+    let everything = format!("{spans:?}");
+    assert!(
+        !everything.contains("personal-data-in-arguments"),
+        "{everything}"
+    );
+
+    // Metrics: the duration histogram and the calls counter (one process per call: each
+    // exported its own).
+    let points = collector.points();
+    let durations: Vec<_> = points
+        .iter()
+        .filter(|p| p.metric == "mcp.client.operation.duration")
+        .collect();
+    let echo_meta = durations
+        .iter()
+        .find(|p| p.attributes.get("gen_ai.tool.name") == Some(&json!("echo_meta")))
+        .unwrap_or_else(|| panic!("{points:#?}"));
+    assert_eq!(echo_meta.unit, "s");
+    assert_eq!(echo_meta.count, 1.0);
+    assert!(
+        echo_meta.sum.is_some_and(|s| s > 0.0 && s < 30.0),
+        "{echo_meta:?}"
+    );
+    for (key, value) in [
+        ("mcp.method.name", json!("tools/call")),
+        ("gen_ai.operation.name", json!("execute_tool")),
+        ("mcp.protocol.version", json!("2025-11-25")),
+        ("server.address", json!("127.0.0.1")),
+        ("server.port", json!(port)),
+    ] {
+        assert_eq!(
+            echo_meta.attributes.get(key),
+            Some(&value),
+            "{key}: {echo_meta:?}"
+        );
+    }
+    let count = |outcome: &str| -> f64 {
+        points
+            .iter()
+            .filter(|p| {
+                p.metric == "brain.client.calls"
+                    && p.attributes.get("brain.outcome") == Some(&json!(outcome))
+            })
+            .map(|p| p.count)
+            .sum()
+    };
+    assert_eq!((count("ok"), count("refused")), (3.0, 1.0), "{points:#?}");
+}
+
+#[tokio::test]
+async fn a_collector_that_never_answers_costs_the_call_nothing() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let silent = Silent::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &server.url, |_| {});
+    let started = Instant::now();
+    let output = harness(
+        &[
+            "--config",
+            &config,
+            "call",
+            "--tenant",
+            "local",
+            "echo",
+            r#"{"message": "hi"}"#,
+        ],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", silent.endpoint.as_str()),
+            // The exporter would wait this long for each export.
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "60000"),
+        ],
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(result(&output)["is_error"], json!(false));
+    // The connection the harness opened is accepted here once this test's task runs again.
+    let tried = async {
+        while silent.accepted.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), tried)
+        .await
+        .expect("the harness tried to export");
+    // The call and the exit wait at most the flush bound (0.5 s) for the collector, never the
+    // exporter's 60 s.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
 }

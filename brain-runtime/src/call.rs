@@ -338,18 +338,7 @@ impl Exchange<'_> {
         back: &impl BackChannel,
     ) -> Result<Reply, Failure> {
         let span = round.span(self.span);
-        self.call_on_wire(headers, meta, round, back, &span).await
-    }
-
-    async fn call_on_wire(
-        &self,
-        headers: HeaderMap,
-        meta: Map<String, Value>,
-        round: &Round,
-        back: &impl BackChannel,
-        span: &Span,
-    ) -> Result<Reply, Failure> {
-        let request = self.message(meta, round, span);
+        let request = self.message(meta, round, &span);
         self.sending(round);
         let response = match self.endpoint.post(&request, headers).await {
             Ok(response) => response,

@@ -462,20 +462,7 @@ impl Stdio {
         back: &Pipe<'_>,
     ) -> Result<Reply, Failure> {
         let span = round.span(call.span);
-        self.call_on_pipe(call, process, meta, round, back, &span)
-            .await
-    }
-
-    async fn call_on_pipe(
-        &self,
-        call: &Exchange<'_>,
-        process: &Process,
-        meta: Map<String, Value>,
-        round: &Round,
-        back: &Pipe<'_>,
-        span: &tracing::Span,
-    ) -> Result<Reply, Failure> {
-        let request = call.message(meta, round, span);
+        let request = call.message(meta, round, &span);
         call.sending(round);
         if let Err(error) = process.send(&request).await {
             // Not written: the server cannot have read a whole request.

@@ -139,12 +139,8 @@ impl Collector {
     /// The spans of the exports received after the first `seen`, and how many exports there
     /// are now.
     pub fn spans_from(&self, seen: usize) -> (Vec<Span>, usize) {
-        let all = lock(&self.received).traces.clone();
-        let count = all.len();
-        let bodies = all.into_iter().skip(seen);
-        let requests = bodies
-            .into_iter()
-            .map(|body| ExportTraceServiceRequest::decode(body).expect("an OTLP trace export"));
+        let (requests, count) =
+            decoded::<ExportTraceServiceRequest>(&lock(&self.received).traces, seen);
         let mut spans = Vec::new();
         for request in requests {
             for resource in &request.resource_spans {
@@ -188,12 +184,8 @@ impl Collector {
     /// The data points of the exports received after the first `seen`, and how many exports
     /// there are now.
     pub fn points_from(&self, seen: usize) -> (Vec<Point>, usize) {
-        let all = lock(&self.received).metrics.clone();
-        let count = all.len();
-        let bodies = all.into_iter().skip(seen);
-        let requests = bodies
-            .into_iter()
-            .map(|body| ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics export"));
+        let (requests, count) =
+            decoded::<ExportMetricsServiceRequest>(&lock(&self.received).metrics, seen);
         let mut points = Vec::new();
         for request in requests {
             for resource in &request.resource_metrics {
@@ -230,6 +222,16 @@ impl Collector {
         }
         (points, count)
     }
+}
+
+/// The export requests among `bodies` after the first `seen`, and how many bodies there are.
+fn decoded<M: Message + Default>(bodies: &[Bytes], seen: usize) -> (Vec<M>, usize) {
+    let requests = bodies
+        .iter()
+        .skip(seen)
+        .map(|body| M::decode(body.clone()).expect("an OTLP export"))
+        .collect();
+    (requests, bodies.len())
 }
 
 fn hex(bytes: &[u8]) -> String {
