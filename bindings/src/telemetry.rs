@@ -5,7 +5,8 @@
 //!   metrics when `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set
 //!   (`OTEL_EXPORTER_OTLP_ENDPOINT` gets `/v1/traces` and `/v1/metrics` appended; a signal's own
 //!   variable is used as it is). `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT` and
-//!   their per-signal forms are read by the exporter.
+//!   their per-signal forms are read by the exporter. Only `http/protobuf` is built in: another
+//!   `OTEL_EXPORTER_OTLP_PROTOCOL` gets a warning on stderr.
 //! - The resource: `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`; `service.name` is
 //!   `brain-harness` when neither names one.
 //! - Spans are batched and exported on the SDK's own thread: a call never waits for the
@@ -54,6 +55,22 @@ pub(crate) fn install(log: bool, ansi: bool) -> Telemetry {
     if traces_wanted || metrics_wanted {
         // reqwest is built without a default TLS provider: an https collector gets ring's.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        for var in [
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+        ] {
+            if let Ok(protocol) = std::env::var(var)
+                && !protocol.is_empty()
+                && protocol != "http/protobuf"
+            {
+                eprintln!(
+                    "warning: {var}={protocol} is not supported: brain-harness exports OTLP over \
+                     HTTP with protobuf only; point the endpoint at the collector's OTLP/HTTP \
+                     port (usually 4318)"
+                );
+            }
+        }
     }
     let resource = resource();
     let traces = traces_wanted

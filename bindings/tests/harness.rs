@@ -38,6 +38,7 @@ async fn harness(args: &[&str], env: &[(&str, &str)]) -> Output {
             .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
             .env_remove("OTEL_SERVICE_NAME")
             .env_remove("OTEL_RESOURCE_ATTRIBUTES")
+            .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
             .envs(env)
             .output()
             .expect("brain-harness runs")
@@ -814,6 +815,25 @@ async fn a_call_is_a_client_span_with_phases_metrics_and_its_trace_context_on_th
             .sum()
     };
     assert_eq!((count("ok"), count("refused")), (3.0, 1.0), "{points:#?}");
+}
+
+#[tokio::test]
+async fn an_otlp_protocol_the_harness_does_not_speak_is_named() {
+    let output = harness(
+        &["tools"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = stderr(&output);
+    assert!(
+        stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported")
+            && stderr.contains("port (usually 4318)"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
