@@ -100,7 +100,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     let plan = if args.quick {
         Plan {
             rounds: 3,
-            calls_c1: 200,
+            calls_c1: 600,
             calls_c32: 1000,
             sdk_calls: 60,
         }
