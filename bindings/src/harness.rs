@@ -108,9 +108,16 @@ pub fn main() -> ExitCode {
         std::io::stderr().is_terminal(),
     );
     let code = run(cli);
-    telemetry.shut_down();
+    telemetry.shut_down(if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        crate::telemetry::INTERRUPTED_FLUSH_BOUND
+    } else {
+        crate::telemetry::FLUSH_BOUND
+    });
     code
 }
+
+/// A signal interrupted the call: the process has less time left to exit.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn run(cli: Cli) -> ExitCode {
     let config = match load(cli.config.as_deref()) {
@@ -408,11 +415,13 @@ async fn call(
             event = call.next() => event,
             _ = sigint.recv(), if interrupted.is_none() => {
                 interrupted = Some(Interrupt::Int);
+                INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
                 call.cancel();
                 continue;
             }
             _ = sigterm.recv(), if interrupted.is_none() => {
                 interrupted = Some(Interrupt::Term);
+                INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
                 call.cancel();
                 continue;
             }

@@ -10,8 +10,9 @@
 //! - The resource: `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`; `service.name` is
 //!   `brain-harness` when neither names one.
 //! - Spans are batched and exported on the SDK's own thread: a call never waits for the
-//!   collector. At exit the harness flushes them, waiting at most [`FLUSH_BOUND`]: a collector
-//!   that is down or never answers costs the process that much, never the call.
+//!   collector. At exit the harness flushes them, waiting at most [`FLUSH_BOUND`] (0.25 s after
+//!   a signal, to keep its promise to exit within 2 s): a collector that is down or never
+//!   answers costs the process that much, never the call.
 
 #![allow(clippy::print_stderr)]
 
@@ -28,6 +29,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// How long the harness waits at exit for its spans and metrics to reach the collector.
 pub(crate) const FLUSH_BOUND: Duration = Duration::from_millis(500);
+/// The same after Ctrl-C or SIGTERM, when the process has promised to exit within 2 s and has
+/// already spent up to 1.5 s telling the server.
+pub(crate) const INTERRUPTED_FLUSH_BOUND: Duration = Duration::from_millis(250);
 
 /// The spans the OpenTelemetry layer exports: brain's own (the runtime's call spans and the
 /// harness's root span), at `info`.
@@ -151,22 +155,23 @@ fn resource() -> Resource {
 }
 
 impl Telemetry {
-    /// Exports what is left, waiting at most [`FLUSH_BOUND`].
-    pub(crate) fn shut_down(self) {
+    /// Exports what is left, waiting at most `bound` ([`FLUSH_BOUND`], or
+    /// [`INTERRUPTED_FLUSH_BOUND`] after a signal).
+    pub(crate) fn shut_down(self, bound: Duration) {
         if self.traces.is_none() && self.metrics.is_none() {
             return;
         }
         let (done, finished) = mpsc::channel();
         let flushing = std::thread::spawn(move || {
             if let Some(traces) = self.traces {
-                let _ = traces.shutdown_with_timeout(FLUSH_BOUND);
+                let _ = traces.shutdown_with_timeout(bound);
             }
             if let Some(metrics) = self.metrics {
                 let _ = metrics.shutdown();
             }
             let _ = done.send(());
         });
-        if finished.recv_timeout(FLUSH_BOUND).is_ok() {
+        if finished.recv_timeout(bound).is_ok() {
             let _ = flushing.join();
         }
     }

@@ -303,6 +303,7 @@ async fn interrupt(
     tool: &str,
     args: &str,
     signal: &str,
+    env: &[(&str, &str)],
     ready: impl Fn() -> bool,
 ) -> (Option<i32>, Vec<Value>, Duration) {
     use std::io::Read as _;
@@ -310,6 +311,7 @@ async fn interrupt(
         .args([
             "--config", config, "call", "--tenant", "local", "--json", tool, args,
         ])
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -351,6 +353,9 @@ async fn interrupt(
 #[tokio::test]
 async fn a_signal_cancels_the_call_and_the_server_sees_it() {
     use tests::server::Stats;
+    // Spans go to a collector that never answers: the exit still comes within 2 s.
+    let silent = Silent::start().await.unwrap();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", silent.endpoint.as_str())];
     for (signal, exit) in [("-INT", 130), ("-TERM", 143)] {
         for revision in ["2025-11-25", "2026-07-28"] {
             let server = TestServer::start(Faults::default()).await.unwrap();
@@ -360,7 +365,7 @@ async fn a_signal_cancels_the_call_and_the_server_sees_it() {
             });
             let stats = &server.stats;
             let (code, events, took) =
-                interrupt(&config, "slow", r#"{"seconds": 60}"#, signal, || {
+                interrupt(&config, "slow", r#"{"seconds": 60}"#, signal, &env, || {
                     Stats::get(&stats.calls) == 1
                 })
                 .await;
@@ -415,10 +420,11 @@ async fn a_signal_before_tools_call_reports_a_known_outcome() {
     });
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &url, |_| {});
-    let (code, events, took) = interrupt(&config, "echo", r#"{"message": "x"}"#, "-INT", || {
-        accepted.load(std::sync::atomic::Ordering::SeqCst) > 0
-    })
-    .await;
+    let (code, events, took) =
+        interrupt(&config, "echo", r#"{"message": "x"}"#, "-INT", &[], || {
+            accepted.load(std::sync::atomic::Ordering::SeqCst) > 0
+        })
+        .await;
     assert_eq!(code, Some(130));
     assert!(took < Duration::from_secs(2), "{took:?}");
     let last = events.last().unwrap();
@@ -451,10 +457,11 @@ async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
             "--spawn-child"
         ]);
     });
-    let (code, events, took) = interrupt(&config, "slow", r#"{"seconds": 60}"#, "-INT", || {
-        count(&stats, "tools/call") == 1
-    })
-    .await;
+    let (code, events, took) =
+        interrupt(&config, "slow", r#"{"seconds": 60}"#, "-INT", &[], || {
+            count(&stats, "tools/call") == 1
+        })
+        .await;
     assert_eq!(code, Some(130));
     assert!(took < Duration::from_secs(2), "{took:?}");
     let last = events.last().unwrap();
