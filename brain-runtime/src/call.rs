@@ -237,14 +237,8 @@ pub(crate) async fn run<T: Transport>(
         error_type,
         &result,
     );
-    tool.instruments.ended(
-        &tool.peer,
-        &tool.binding,
-        revision,
-        error_type,
-        &result,
-        elapsed,
-    );
+    tool.instruments
+        .ended(&tool.peer, revision, error_type, &result, elapsed);
     tracing::debug!(
         call_id,
         revision = revision.unwrap_or("none"),

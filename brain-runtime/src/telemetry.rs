@@ -81,35 +81,27 @@ impl Instruments {
     pub(crate) fn ended(
         &self,
         peer: &Peer,
-        binding: &ToolBinding,
         revision: Option<&'static str>,
         error_type: Option<&'static str>,
         result: &ToolResult,
         elapsed: Duration,
     ) {
-        let name = KeyValue::new("gen_ai.tool.name", binding.name.clone());
-        let mut attributes = Vec::with_capacity(8);
-        attributes.push(name.clone());
-        if binding.kind() == BindingKind::Mcp {
-            attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
-        }
-        attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-        attributes.push(KeyValue::new("network.transport", peer.transport));
+        let mut attributes = Vec::with_capacity(peer.metric_attributes.len() + 2);
+        attributes.extend_from_slice(&peer.metric_attributes);
         if let Some(revision) = revision {
             attributes.push(KeyValue::new("mcp.protocol.version", revision));
-        }
-        if let Some(address) = &peer.address {
-            attributes.push(KeyValue::new("server.address", address.clone()));
-        }
-        if let Some(port) = peer.port {
-            attributes.push(KeyValue::new("server.port", i64::from(port)));
         }
         if let Some(error_type) = error_type {
             attributes.push(KeyValue::new("error.type", error_type));
         }
         self.duration.record(elapsed.as_secs_f64(), &attributes);
-        self.calls
-            .add(1, &[name, KeyValue::new("brain.outcome", outcome(result))]);
+        self.calls.add(
+            1,
+            &[
+                peer.tool_name.clone(),
+                KeyValue::new("brain.outcome", outcome(result)),
+            ],
+        );
     }
 }
 
@@ -134,6 +126,11 @@ pub(crate) struct Peer {
     transport: &'static str,
     /// `brain.binding.kind`.
     kind: &'static str,
+    /// The attributes every duration of this binding carries (tool, method, operation,
+    /// transport, address, port), made once: a call only adds its revision and error type.
+    metric_attributes: Vec<KeyValue>,
+    /// `gen_ai.tool.name`, for the calls counter.
+    tool_name: KeyValue,
 }
 
 impl Peer {
@@ -147,20 +144,41 @@ impl Peer {
             let name = std::path::Path::new(program).file_name()?;
             Some(name.to_string_lossy().into_owned())
         });
+        let address: Option<String> = url.as_ref().and_then(|url| url.host_str()).map(|host| {
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned()
+        });
+        let port = url.as_ref().and_then(url::Url::port_or_known_default);
+        let transport = if program.is_some() { "pipe" } else { "tcp" };
+        // Reference-counted, so that a call's copy of them allocates no strings.
+        let shared =
+            |text: &str| opentelemetry::StringValue::from(std::sync::Arc::<str>::from(text));
+        let tool_name = KeyValue::new("gen_ai.tool.name", shared(&binding.name));
+        let mut metric_attributes = vec![tool_name.clone()];
+        if binding.kind() == BindingKind::Mcp {
+            metric_attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
+        }
+        metric_attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        metric_attributes.push(KeyValue::new("network.transport", transport));
+        if let Some(address) = &address {
+            metric_attributes.push(KeyValue::new("server.address", shared(address)));
+        }
+        if let Some(port) = port {
+            metric_attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
         Peer {
-            address: url.as_ref().and_then(|url| url.host_str()).map(|host| {
-                host.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_owned()
-            }),
-            port: url.as_ref().and_then(url::Url::port_or_known_default),
-            transport: if program.is_some() { "pipe" } else { "tcp" },
+            address,
+            port,
+            transport,
             program,
             kind: match binding.kind() {
                 BindingKind::Mcp => "mcp",
                 BindingKind::Http => "http",
                 BindingKind::Sse => "sse",
             },
+            metric_attributes,
+            tool_name,
         }
     }
 }

@@ -261,6 +261,25 @@ fn any(value: &AnyValue) -> Value {
     }
 }
 
+/// A host's span pipeline to the collector at `endpoint` (`http://HOST:PORT`): OTLP/HTTP
+/// protobuf, batched on the SDK's thread, each export given up after `timeout`. Installs ring
+/// as rustls's provider if none is (the exporter's reqwest brings none).
+pub fn tracer_provider(
+    endpoint: &str,
+    timeout: std::time::Duration,
+) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
+    use opentelemetry_otlp::WithExportConfig;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{endpoint}/v1/traces"))
+        .with_timeout(timeout)
+        .build()?;
+    Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build())
+}
+
 /// A collector that accepts connections, reads nothing and never answers; stopped when dropped.
 pub struct Silent {
     /// `http://127.0.0.1:PORT`.

@@ -3,13 +3,13 @@
 //! 2026-07-28 call carries its trace context in `_meta` with no session phases, and a stdio
 //! call names its program. Exported over OTLP/HTTP to a collector in this process.
 
+use std::time::Duration;
+
 use brain_runtime::Runtime;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::{Value, json};
 use tests::client::{config, request};
-use tests::otlp::{Collector, Span};
+use tests::otlp::{Collector, Span, tracer_provider};
 use tests::process::test_server_binary;
 use tests::server::{Faults, TestServer};
 use tracing::Instrument;
@@ -33,15 +33,7 @@ fn children<'a>(spans: &'a [Span], parent: &Span) -> Vec<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_transport_makes_the_same_spans_under_the_hosts_span() {
     let collector = Collector::start().await.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/traces", collector.endpoint))
-        .build()
-        .unwrap();
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
+    let provider = tracer_provider(&collector.endpoint, Duration::from_secs(10)).unwrap();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("host")));
     tracing::subscriber::set_global_default(subscriber).unwrap();

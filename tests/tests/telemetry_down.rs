@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 
 use brain_runtime::Runtime;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::json;
 use tests::client::{config, request};
-use tests::otlp::Silent;
+use tests::otlp::{Silent, tracer_provider};
 use tests::server::{Faults, TestServer};
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
@@ -19,16 +17,8 @@ use tracing_subscriber::layer::SubscriberExt;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_never_wait_for_a_collector_that_never_answers() {
     let silent = Silent::start().await.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/traces", silent.endpoint))
-        .with_timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
+    // The exporter would wait this long for each export.
+    let provider = tracer_provider(&silent.endpoint, Duration::from_secs(60)).unwrap();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("host")));
     tracing::subscriber::set_global_default(subscriber).unwrap();

@@ -1,6 +1,7 @@
-//! brain-bench: the performance targets of DESIGN §7 (P1–P6), measured side by side in one run
-//! against servers it starts on loopback. `cargo xtask bench [--quick]` builds it in release mode
-//! and runs it.
+//! brain-bench: the performance targets of DESIGN §7 as issue 16 raised them (P1', P2, P3', P4,
+//! P5', P6, P7, P8; the naive rmcp ratio as information), measured side by side in one run
+//! against servers it starts on loopback. `cargo xtask bench [--quick] [--require-sdks]` builds
+//! it in release mode and runs it.
 //!
 //! Comparisons run in interleaved rounds (A then B, B then A, ...) and report the median round;
 //! the per-scenario table pools the latencies of every round. Baselines: a naive client on plain
@@ -435,13 +436,7 @@ async fn install_telemetry() -> anyhow::Result<(
     use tracing_subscriber::util::SubscriberInitExt;
 
     let collector = tests::otlp::Collector::start().await?;
-    let spans = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/traces", collector.endpoint))
-        .build()?;
-    let traces = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-        .with_batch_exporter(spans)
-        .build();
+    let traces = tests::otlp::tracer_provider(&collector.endpoint, Duration::from_secs(10))?;
     let metrics = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_endpoint(format!("{}/v1/metrics", collector.endpoint))
