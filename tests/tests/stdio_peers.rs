@@ -180,12 +180,17 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
     );
     assert!(text(&slow).contains("timed out after 2s"), "{slow:?}");
 
-    let cancelled = runtime.call(request(
+    // Cancelled once the tool runs (its first progress), not after a guessed delay: on a busy
+    // machine the process may not have started by then, and the call would honestly end as
+    // "not sent".
+    let mut cancelled = runtime.call(request(
         "trigger-long-running-operation",
-        json!({"duration": 10, "steps": 2}),
+        json!({"duration": 10, "steps": 10}),
     ));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    cancelled.cancel();
+    match cancelled.next().await {
+        Some(Event::Progress(_)) => cancelled.cancel(),
+        other => panic!("expected a progress event first, got {other:?}"),
+    }
     let cancelled = cancelled.result().await;
     assert_eq!(
         (cancelled.is_error, cancelled.unknown_outcome),
