@@ -108,6 +108,11 @@ pub(crate) struct CallState {
     pub(crate) answered: bool,
 }
 
+/// Where a call's events go: boxed, so that the channel's first block of 32 slots holds
+/// pointers, not events (about 3 KiB less per call in flight; P5' measured about 2 MB less for
+/// 1,000 calls).
+pub(crate) type Events = mpsc::Sender<Box<Event>>;
+
 /// Everything one call's exchange uses.
 pub(crate) struct Exchange<'a> {
     pub(crate) endpoint: Endpoint<'a>,
@@ -115,7 +120,7 @@ pub(crate) struct Exchange<'a> {
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
     pub(crate) arguments: &'a Value,
-    pub(crate) events: &'a mpsc::Sender<Event>,
+    pub(crate) events: &'a Events,
     pub(crate) state: &'a Mutex<CallState>,
     /// When the call times out.
     pub(crate) deadline: tokio::time::Instant,
@@ -157,7 +162,7 @@ pub(crate) async fn run<T: Transport>(
     call_id: &str,
     scope: &Scope,
     arguments: &Value,
-    events: &mpsc::Sender<Event>,
+    events: &Events,
     cancel: CancellationToken,
     cleanups: &TaskTracker,
     span: &Span,
@@ -508,7 +513,7 @@ impl Exchange<'_> {
                     if side.get("method").and_then(Value::as_str) == Some("notifications/progress")
                         && let Some(event) = self.progress_event(&side["params"], last_progress)
                     {
-                        let _ = self.events.try_send(event);
+                        let _ = self.events.try_send(Box::new(event));
                     }
                 }
             }
@@ -529,7 +534,7 @@ impl Exchange<'_> {
     /// A progress notification for this call, if it moves forward, becomes a `tool.progress`.
     async fn progress(&self, params: &Value, last: &mut Option<f64>) {
         if let Some(event) = self.progress_event(params, last) {
-            let _ = self.events.send(event).await;
+            let _ = self.events.send(Box::new(event)).await;
         }
     }
 
@@ -550,7 +555,7 @@ impl Exchange<'_> {
     /// it moves forward; waits while the caller is behind (the event channel is bounded).
     pub(crate) async fn report_progress(&self, params: &Value, last: &mut Option<f64>) {
         if let Some(event) = self.progress_update(params, last) {
-            let _ = self.events.send(event).await;
+            let _ = self.events.send(Box::new(event)).await;
         }
     }
 

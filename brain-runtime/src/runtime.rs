@@ -417,7 +417,7 @@ impl Runtime {
         let call_id = request
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let (sender, events) = mpsc::channel(64);
+        let (sender, events) = mpsc::channel::<Box<Event>>(64);
         let cancel = CancellationToken::new();
         let call = Call {
             call_id: call_id.clone(),
@@ -441,7 +441,7 @@ impl Runtime {
                 );
                 let result = ToolResult::failure(&call_id, false, failure.message);
                 sender
-                    .try_send(Event::Result(result))
+                    .try_send(Box::new(Event::Result(result)))
                     .expect("a new channel has room");
                 return call;
             }
@@ -492,7 +492,7 @@ impl Runtime {
                 )
                 .await
             };
-            let _ = sender.send(Event::Result(result)).await;
+            let _ = sender.send(Box::new(Event::Result(result))).await;
         });
         call
     }
@@ -616,7 +616,7 @@ impl Runtime {
 /// A call in progress: a stream of its [`Event`]s, ending with one `tool.result`.
 pub struct Call {
     call_id: String,
-    events: mpsc::Receiver<Event>,
+    events: mpsc::Receiver<Box<Event>>,
     cancel: CancellationToken,
     _guard: DropGuard,
 }
@@ -635,7 +635,7 @@ impl Call {
     /// Waits for the result, skipping progress.
     pub async fn result(mut self) -> ToolResult {
         while let Some(event) = self.events.recv().await {
-            if let Event::Result(result) = event {
+            if let Event::Result(result) = *event {
                 return result;
             }
         }
@@ -651,7 +651,9 @@ impl Stream for Call {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.events.poll_recv(cx)
+        self.events
+            .poll_recv(cx)
+            .map(|event| event.map(|event| *event))
     }
 }
 
