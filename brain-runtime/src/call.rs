@@ -36,6 +36,10 @@ pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const CALL_ID: u64 = 1;
 /// At most this many resumptions in a row that bring no message.
 const MAX_IDLE_RESUMES: u32 = 16;
+/// The most server requests (`ping`, or requests brain refuses) a call answers: past them the
+/// call fails and nothing more is answered, so a server cannot make one call send unbounded
+/// requests back.
+pub(crate) const MAX_SERVER_REQUESTS: usize = 16;
 
 /// A binding ready to call: its schemas compiled once, its token read once.
 pub(crate) struct Tool {
@@ -106,6 +110,8 @@ pub(crate) struct CallState {
     pub(crate) request_id: u64,
     /// The call's response arrived: nothing to cancel.
     pub(crate) answered: bool,
+    /// Server requests received during the call (see [`MAX_SERVER_REQUESTS`]).
+    pub(crate) server_requests: usize,
 }
 
 /// Where a call's events go: boxed, so that the channel's first block of 32 slots holds
@@ -523,8 +529,8 @@ impl Exchange<'_> {
     pub(crate) fn read_failure(&self, error: ReadError) -> Failure {
         match error {
             ReadError::TooLarge(limit) => Failure::sent(format!(
-                "the response exceeded {limit} bytes, more than max_output_bytes ({}) allows; \
-                 brain stopped reading it",
+                "the response (or one message of its stream) exceeded {limit} bytes, more than \
+                 max_output_bytes ({}) allows; brain stopped reading it",
                 self.tool.binding.max_output_bytes
             )),
             other => Failure::sent(format!("{other}; the tool may have run")),
@@ -590,6 +596,18 @@ impl Exchange<'_> {
         params: &Value,
         back: &impl BackChannel,
     ) -> Result<(), Failure> {
+        let received = {
+            let mut state = self.state();
+            state.server_requests += 1;
+            state.server_requests
+        };
+        if received > MAX_SERVER_REQUESTS {
+            return Err(Failure::sent(format!(
+                "the server sent more than {MAX_SERVER_REQUESTS} requests during the call (the \
+                 last a {method} request); brain stopped answering them and cancelled the call; \
+                 the tool may have run"
+            )));
+        }
         let decided = if method == "ping" {
             Ok(json!({}))
         } else {
@@ -809,7 +827,6 @@ impl Round {
 pub(crate) struct Resume {
     pub(crate) last_event_id: String,
     pub(crate) retry: Option<Duration>,
-    pub(crate) bytes_read: u64,
 }
 
 impl Resume {
@@ -817,7 +834,6 @@ impl Resume {
         Resume {
             last_event_id: closed.last_event_id.clone().unwrap_or_default(),
             retry: closed.retry,
-            bytes_read: closed.bytes_read(),
         }
     }
 }

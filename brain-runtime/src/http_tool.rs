@@ -238,7 +238,7 @@ async fn read_body(
         )));
     }
     let limit = call.tool.raw_limit();
-    let bytes = Bounded::new(response, limit, Default::default())
+    let bytes = Bounded::new(response, limit)
         .collect_all()
         .await
         .map_err(|error| call.read_failure(error))?;

@@ -312,10 +312,9 @@ impl BackChannel for SessionChannel<'_, '_> {
                  refused to resume it (HTTP {status}); the tool may have run"
             )));
         }
-        let mut resumed =
-            Messages::read_after(response, self.call.tool.raw_limit(), from.bytes_read)
-                .await
-                .map_err(|error| self.call.read_failure(error))?;
+        let mut resumed = Messages::read(response, self.call.tool.raw_limit())
+            .await
+            .map_err(|error| self.call.read_failure(error))?;
         resumed.last_event_id = Some(from.last_event_id.clone());
         resumed.retry = from.retry;
         Ok(resumed)

@@ -181,10 +181,12 @@ impl Process {
             if text.is_empty() {
                 continue;
             }
-            return serde_json::from_slice(text).map_err(|error| {
+            let message = serde_json::from_slice(text).map_err(|error| {
                 let shown = String::from_utf8_lossy(&text[..text.len().min(120)]).into_owned();
                 LineError::Garbage(format!("{error}, in {:?}", self.launch.redact(&shown)))
-            });
+            })?;
+            return crate::wire::within_message_limit(message, text.len())
+                .map_err(LineError::Oversized);
         }
     }
 
@@ -325,6 +327,8 @@ enum LineError {
     TooLong(u64),
     /// A line that is not JSON.
     Garbage(String),
+    /// A notification or server request over the bound for them.
+    Oversized(crate::wire::ReadError),
     Io(std::io::Error),
 }
 
@@ -339,6 +343,7 @@ impl std::fmt::Display for LineError {
                 write!(f, "the server wrote a line that is not JSON-RPC: {what}")
             }
             LineError::Io(error) => write!(f, "reading the server's stdout failed: {error}"),
+            LineError::Oversized(error) => error.fmt(f),
         }
     }
 }

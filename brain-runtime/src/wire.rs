@@ -6,8 +6,6 @@
 //! statuses into strings: all three would break at-most-once or the `unknown_outcome` table.
 
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -169,6 +167,36 @@ pub(crate) enum ReadError {
     /// The body is not what Streamable HTTP allows.
     #[error("the server sent a malformed response: {0}")]
     Malformed(String),
+    /// A notification or server request over [`MESSAGE_LIMIT`].
+    #[error(
+        "the server sent a {method} message of {size} bytes, more than the {MESSAGE_LIMIT} \
+         bytes brain reads of a notification or a server request"
+    )]
+    MessageTooLarge {
+        /// The message's method.
+        method: String,
+        /// Its size in bytes.
+        size: usize,
+    },
+}
+
+/// The most bytes of one notification or server request brain reads (a response is read under
+/// the call's own bound instead): a chatty server's messages cost memory one at a time, however
+/// many it sends.
+pub(crate) const MESSAGE_LIMIT: usize = 64 * 1024;
+
+/// `message`, of `size` bytes on the wire, unless it is a notification or a server request over
+/// [`MESSAGE_LIMIT`].
+pub(crate) fn within_message_limit(message: Value, size: usize) -> Result<Value, ReadError> {
+    if size > MESSAGE_LIMIT
+        && let Some(method) = message.get("method").and_then(Value::as_str)
+    {
+        return Err(ReadError::MessageTooLarge {
+            method: method.chars().take(64).collect(),
+            size,
+        });
+    }
+    Ok(message)
 }
 
 impl From<sse_stream::Error> for ReadError {
@@ -199,43 +227,35 @@ pub(crate) fn content_type(response: &Response) -> String {
 /// How long [`Messages::release`] waits for the rest of a response.
 const RELEASE_BOUND: Duration = Duration::from_secs(1);
 
-/// The JSON-RPC messages of one response, in wire order.
+/// The JSON-RPC messages of one response, in wire order. A JSON body is read whole under the
+/// bound; an SSE stream one event at a time, each event under the bound, and each notification
+/// or server request under [`MESSAGE_LIMIT`]: a stream is only bounded in time (by its caller).
 pub(crate) struct Messages {
     kind: Kind,
-    /// Body bytes read so far (of this response and the ones it resumes).
-    read: Arc<AtomicU64>,
     /// The id of the last SSE event that carried one: where a resumed stream starts.
     pub(crate) last_event_id: Option<String>,
     /// The server's last `retry` field: how long to wait before resuming.
     pub(crate) retry: Option<Duration>,
 }
 
+/// An SSE body, each event under its bound.
+type EventBody = sse_stream::ByteStreamBody<Bounded<EventSize>, Bytes>;
+
 enum Kind {
     Json(std::vec::IntoIter<Value>),
-    Sse(Pin<Box<SseStream<sse_stream::ByteStreamBody<Bounded, Bytes>>>>),
+    Sse(Pin<Box<SseStream<EventBody>>>),
     Done,
 }
 
 impl Messages {
-    /// Starts reading `response`, at most `limit` bytes of body in all.
+    /// Starts reading `response`: a JSON body of at most `limit` bytes, or an SSE stream whose
+    /// events are at most `limit` bytes each.
     pub(crate) async fn read(response: Response, limit: u64) -> Result<Self, ReadError> {
-        Self::read_after(response, limit, 0).await
-    }
-
-    /// Starts reading `response`, which continues a stream of which `already` bytes were read;
-    /// the bound covers both.
-    pub(crate) async fn read_after(
-        response: Response,
-        limit: u64,
-        already: u64,
-    ) -> Result<Self, ReadError> {
-        let read = Arc::new(AtomicU64::new(already));
         let content_type = content_type(&response);
-        let body = Bounded::new(response, limit, read.clone());
         if content_type.starts_with("text/event-stream") {
+            let body = Bounded::per_event(response, limit);
             return Ok(Messages {
                 kind: Kind::Sse(Box::pin(SseStream::from_bytes_stream(body))),
-                read,
                 last_event_id: None,
                 retry: None,
             });
@@ -245,15 +265,25 @@ impl Messages {
                 "unexpected content type {content_type:?}"
             )));
         }
+        let body = Bounded::new(response, limit);
         let bytes = body.collect_all().await?;
         let messages = match serde_json::from_slice(&bytes) {
             Ok(Value::Array(batch)) => batch,
             Ok(message) => vec![message],
             Err(error) => return Err(ReadError::Malformed(format!("invalid JSON: {error}"))),
         };
+        // A message's size in a JSON body is that of its own JSON text.
+        let mut checked = Vec::with_capacity(messages.len());
+        for message in messages {
+            let size = if message.get("method").is_some() {
+                serde_json::to_vec(&message).map_or(0, |text| text.len())
+            } else {
+                0
+            };
+            checked.push(within_message_limit(message, size)?);
+        }
         Ok(Messages {
-            kind: Kind::Json(messages.into_iter()),
-            read,
+            kind: Kind::Json(checked.into_iter()),
             last_event_id: None,
             retry: None,
         })
@@ -289,11 +319,6 @@ impl Messages {
         self.release();
     }
 
-    /// Body bytes read so far, counting the streams this one resumes.
-    pub(crate) fn bytes_read(&self) -> u64 {
-        self.read.load(Ordering::Relaxed)
-    }
-
     /// Whether this is an SSE stream that gave an event id, so it can be resumed.
     pub(crate) fn resumable(&self) -> bool {
         matches!(self.kind, Kind::Sse(_) | Kind::Done) && self.last_event_id.is_some()
@@ -321,9 +346,10 @@ impl Messages {
                 let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                     continue;
                 };
-                return Some(serde_json::from_str(&data).map_err(|error| {
+                let message = serde_json::from_str(&data).map_err(|error| {
                     ReadError::Malformed(format!("invalid JSON in an SSE event: {error}"))
-                }));
+                });
+                return Some(message.and_then(|message| within_message_limit(message, data.len())));
             },
             Kind::Done => None,
         }
@@ -347,16 +373,16 @@ pub(crate) trait Budget: Unpin {
     fn limit(&self) -> u64;
 }
 
-/// Every byte of a body (and of the bodies it resumes, which share `read`), against `limit`.
+/// Every byte of a body, against `limit`.
 pub(crate) struct Total {
     limit: u64,
-    read: Arc<AtomicU64>,
+    read: u64,
 }
 
 impl Budget for Total {
     fn fits(&mut self, chunk: &[u8]) -> bool {
-        let size = chunk.len() as u64;
-        self.read.fetch_add(size, Ordering::Relaxed) + size <= self.limit
+        self.read += chunk.len() as u64;
+        self.read <= self.limit
     }
 
     fn limit(&self) -> u64 {
@@ -365,8 +391,8 @@ impl Budget for Total {
 }
 
 impl Bounded {
-    pub(crate) fn new(response: Response, limit: u64, read: Arc<AtomicU64>) -> Self {
-        Bounded::with(response, Total { limit, read })
+    pub(crate) fn new(response: Response, limit: u64) -> Self {
+        Bounded::with(response, Total { limit, read: 0 })
     }
 }
 

@@ -579,6 +579,16 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         }
         Some("tools/call") => {
             stats.calls.fetch_add(1, Ordering::SeqCst);
+            if message["params"]["name"] == "chatty" {
+                let events = chatty_messages(&message).map(|message| {
+                    Ok::<_, std::convert::Infallible>(format!("data: {message}\n\n"))
+                });
+                return (
+                    [(header::CONTENT_TYPE, "text/event-stream")],
+                    Body::from_stream(futures_util::stream::iter(events)),
+                )
+                    .into_response();
+            }
             if let Some(retry) = faults.close_call_stream {
                 let id = format!("call-{}", layer.closed.fetch_add(1, Ordering::SeqCst) + 1);
                 lock(&layer.pending_calls).insert(id.clone(), message.clone());
@@ -609,6 +619,12 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         }
         None if message.get("id").is_some() => {
             stats.client_answers.fetch_add(1, Ordering::SeqCst);
+            if message["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with(CHATTY_PING))
+            {
+                return StatusCode::ACCEPTED.into_response();
+            }
         }
         _ => {}
     }
@@ -794,6 +810,48 @@ fn tool(name: &'static str, description: &'static str, input: Value) -> Tool {
     Tool::new(name, description, object(input))
 }
 
+/// The prefix of the ids of the `chatty` tool's ping requests (answers to them are counted in
+/// [`Stats::client_answers`] and go no further).
+pub const CHATTY_PING: &str = "chatty-ping-";
+
+/// The messages a `chatty` call (`call`: its `tools/call` request) gets, in order, as JSON
+/// text: its progress notifications (with the call's progress token), its ping requests, its
+/// oversized log notification, then its result. The layers (HTTP and stdio) send them
+/// themselves, not rmcp: the same stream at every revision, as fast as the client reads.
+pub fn chatty_messages(call: &Value) -> impl Iterator<Item = String> + Send + 'static {
+    let args = &call["params"]["arguments"];
+    let count = |name: &str| args.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let (progress, pings, bytes) = (
+        count("progress"),
+        count("pings"),
+        count("notification_bytes"),
+    );
+    let token = call["params"]["_meta"]["progressToken"].clone();
+    let id = call["id"].clone();
+    let progress_messages = (1..=progress).map(move |step| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": token, "progress": step, "total": progress
+        }})
+        .to_string()
+    });
+    let ping_messages = (1..=pings).map(|n| {
+        json!({"jsonrpc": "2.0", "id": format!("{CHATTY_PING}{n}"), "method": "ping"}).to_string()
+    });
+    let log = (bytes > 0).then(|| {
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {
+            "level": "info", "data": "x".repeat(bytes as usize)
+        }})
+        .to_string()
+    });
+    let result = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text",
+        "text": format!("chatted: {progress} progress, {pings} pings")}]}})
+    .to_string();
+    progress_messages
+        .chain(ping_messages)
+        .chain(log)
+        .chain(std::iter::once(result))
+}
+
 /// Every tool the server offers, with its schemas.
 pub fn tool_list() -> Vec<Tool> {
     let empty = json!({"type": "object", "properties": {}});
@@ -819,6 +877,7 @@ pub fn tool_list() -> Vec<Tool> {
         tool("fail", "A tool error: isError true.", empty.clone()),
         tool("rpc_error", "Answers with a JSON-RPC error.", empty.clone()),
         tool("huge", "Text of `bytes` bytes.", json!({"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]})),
+        tool("chatty", "Sends `progress` progress notifications, `pings` ping requests and one log notification of `notification_bytes` bytes (when not 0), then the result, on the call's own stream, without waiting for answers.", json!({"type": "object", "properties": {"progress": {"type": "integer", "minimum": 0}, "pings": {"type": "integer", "minimum": 0}, "notification_bytes": {"type": "integer", "minimum": 0}}})),
         tool("elicit", "Asks the user for approval (elicitation/create).", empty.clone()),
         tool("sample", "Asks the client's model for a completion (sampling/createMessage).", empty.clone()),
         tool("roots", "Asks the client for its roots (roots/list).", empty.clone()),

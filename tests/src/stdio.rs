@@ -155,6 +155,20 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
             }
             Some("tools/call") => {
                 stdio.record("tools/call");
+                if message["params"]["name"] == "chatty" {
+                    // On its own thread: the layer goes on reading (and recording) the answers.
+                    let messages = crate::server::chatty_messages(&message);
+                    std::thread::spawn(move || {
+                        let mut out = std::io::stdout().lock();
+                        for message in messages {
+                            if writeln!(out, "{message}").is_err() {
+                                return;
+                            }
+                        }
+                        let _ = out.flush();
+                    });
+                    continue;
+                }
                 if let Some(line) = &stdio.stderr_line {
                     eprintln!("{}", expand(line));
                 }
@@ -178,7 +192,13 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
                 }
             }
             Some("notifications/cancelled") => stdio.record("cancelled"),
-            None if message.get("id").is_some() => stdio.record("answer"),
+            None if message.get("id").is_some() => {
+                stdio.record("answer");
+                let id = message["id"].as_str().unwrap_or_default();
+                if id.starts_with(crate::server::CHATTY_PING) {
+                    continue;
+                }
+            }
             _ => {}
         }
         if to_rmcp.write_all(line.as_bytes()).await.is_err()

@@ -410,3 +410,156 @@ async fn one_result(mut call: Call) -> Result<ToolResult, String> {
         Err(results) => Err(format!("{} results: {results:?}", results.len())),
     }
 }
+
+/// A chatty server (the test server's `chatty` tool, its stream written by the server's layer
+/// at every revision and over stdio) on every MCP transport: 100,000 progress notifications then
+/// the result succeed under a 64 KiB `max_output_bytes` (progress is not the result: it never
+/// counts against the result's bound), every progress event delivered, in order; one
+/// notification over the 64 KiB bound for notifications fails the call; 10,000 pings fail it
+/// after at most 16 answers. Each row: `(is_error, unknown_outcome, tools/call count)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chatty_servers_on_every_transport() {
+    let mut failures = Vec::new();
+    for transport in ["2025-11-25", "2026-07-28", "stdio"] {
+        for (row, arguments) in [
+            ("100,000 progress", json!({"progress": 100_000})),
+            (
+                "a 100 KB notification",
+                json!({"notification_bytes": 100_000}),
+            ),
+            ("10,000 pings", json!({"pings": 10_000})),
+        ] {
+            let outcome = tokio::spawn(chatty_row(transport, arguments))
+                .await
+                .unwrap_or_else(|panic| Err(format!("panicked: {panic}")));
+            let expected_ok = row.starts_with("100,000");
+            match outcome {
+                Err(why) => failures.push(format!("{row} over {transport}: {why}")),
+                Ok(seen) => {
+                    let expected = if expected_ok { OK } else { UNKNOWN };
+                    if (seen.is_error, seen.unknown_outcome, seen.calls) != expected {
+                        failures.push(format!(
+                            "{row} over {transport}: expected {expected:?}, got {:?}: {}",
+                            (seen.is_error, seen.unknown_outcome, seen.calls),
+                            seen.text
+                        ));
+                    }
+                    if expected_ok
+                        && seen.progress != (1..=100_000).map(f64::from).collect::<Vec<_>>()
+                    {
+                        failures.push(format!(
+                            "{row} over {transport}: {} progress events, not 1..=100000 in order",
+                            seen.progress.len()
+                        ));
+                    }
+                    if row.starts_with("a 100 KB") && !seen.text.contains("65536 bytes") {
+                        failures.push(format!("{row} over {transport}: {}", seen.text));
+                    }
+                    if row.starts_with("10,000") {
+                        let most = if transport == "2026-07-28" { 0 } else { 16 };
+                        if seen.answers > most
+                            || !seen.text.contains("more than 16 requests") && most > 0
+                        {
+                            failures.push(format!(
+                                "{row} over {transport}: {} answers (at most {most}): {}",
+                                seen.answers, seen.text
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// What a chatty row ended in.
+struct Chatty {
+    is_error: bool,
+    unknown_outcome: bool,
+    calls: usize,
+    text: String,
+    progress: Vec<f64>,
+    /// Answers to server requests that reached the server.
+    answers: usize,
+}
+
+async fn chatty_row(transport: &str, arguments: Value) -> Result<Chatty, String> {
+    let stats_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let stats_file = stats_dir.path().join("stats");
+    let server = match transport {
+        "stdio" => None,
+        _ => Some(
+            TestServer::start(Faults::default())
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
+    };
+    let url = server
+        .as_ref()
+        .map_or("http://unused.invalid/mcp", |s| s.url.as_str());
+    let text = serde_json::to_string(
+        &json!({"tools": bindings_json(url, |_, binding: &mut Value| {
+            binding["timeout_seconds"] = json!(60);
+            binding["max_output_bytes"] = json!(65_536);
+            if transport == "stdio" {
+                binding.as_object_mut().unwrap().remove("url");
+                binding["command"] = json!([
+                    tests::process::test_server_binary().display().to_string(),
+                    "--stdio", "--stats-file", stats_file.display().to_string()
+                ]);
+            } else {
+                binding["protocol_version"] = json!(transport);
+            }
+        })}),
+    )
+    .unwrap();
+    let config = brain_config::parse(text.as_bytes(), "chatty.json").map_err(|e| e.to_string())?;
+    let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
+    let mut call = runtime.call(CallRequest {
+        tool: "chatty".into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "chatty".into(),
+        },
+        call_id: Some("chatty-1".into()),
+        arguments,
+        parent: None,
+    });
+    let mut progress = Vec::new();
+    let mut result = None;
+    while let Some(event) = call.next().await {
+        match event {
+            Event::Progress(event) => progress.push(event.progress),
+            Event::Result(done) => result = Some(done),
+        }
+    }
+    let result = result.ok_or("no tool.result")?;
+    runtime.wait_for_cleanup().await;
+    drop(runtime);
+    let (calls, answers) = match &server {
+        Some(server) => {
+            server.closed_by_client().await;
+            (
+                Stats::get(&server.stats.calls),
+                Stats::get(&server.stats.client_answers),
+            )
+        }
+        None => (
+            tests::stdio::count(&stats_file, "tools/call"),
+            tests::stdio::count(&stats_file, "answer"),
+        ),
+    };
+    Ok(Chatty {
+        is_error: result.is_error,
+        unknown_outcome: result.unknown_outcome,
+        calls,
+        text: result
+            .content
+            .iter()
+            .map(|c| serde_json::to_string(c).unwrap())
+            .collect(),
+        progress,
+        answers,
+    })
+}

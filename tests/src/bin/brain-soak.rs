@@ -1,5 +1,7 @@
 //! brain-soak: many calls through one runtime against test servers (separate processes), a share
-//! of them with random faults, both protocol revisions over HTTP, and a share to stdio bindings
+//! of them with random faults, both protocol revisions over HTTP (where a healthy call goes to
+//! an echoing server or to a chatty one: 100 progress notifications, and 3 pings over a
+//! session, before its result), and a share to stdio bindings
 //! (`brain-test-server --stdio`, a process per call, healthy or with a stdio fault) and a share to
 //! HTTP and SSE tools (the test server's `/tools` endpoints, healthy or faulty, one server each).
 //! `cargo xtask soak` builds and runs it.
@@ -74,6 +76,10 @@ struct Kind {
     stateless: Flags,
 }
 
+/// The chatty server's kind: its calls go to the test server's `chatty` tool, 100 progress
+/// notifications and (over a session, where brain answers them) 3 pings before the result.
+const CHATTY: &str = "chatty";
+
 /// `(is_error, unknown_outcome)`.
 type Flags = (bool, bool);
 const OK: Flags = (false, false);
@@ -82,9 +88,18 @@ const KNOWN: Flags = (true, false);
 /// The tool may have run.
 const UNKNOWN: Flags = (true, true);
 
+/// The HTTP servers: two healthy ones first (echo, and [`CHATTY`]), then one per fault.
 const KINDS: &[Kind] = &[
     Kind {
         name: "healthy",
+        flags: &[],
+        counted_session: 1,
+        counted_stateless: 1,
+        session: OK,
+        stateless: OK,
+    },
+    Kind {
+        name: CHATTY,
         flags: &[],
         counted_session: 1,
         counted_stateless: 1,
@@ -396,12 +411,20 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         }));
     }
     for (index, server) in servers.iter().enumerate() {
+        let (mcp_tool, input_schema) = if KINDS[index].name == CHATTY {
+            ("chatty", json!({"type": "object"}))
+        } else {
+            (
+                "echo",
+                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            )
+        };
         for revision in ["2025-11-25", "2026-07-28"] {
             tools.push(json!({
                 "name": format!("s{index}_{}", &revision[..4]),
-                "description": "Echo on a soak server.",
-                "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
-                "url": server.url, "mcp_tool": "echo", "tenants": ["soak"],
+                "description": "A tool on a soak server.",
+                "input_schema": input_schema,
+                "url": server.url, "mcp_tool": mcp_tool, "tenants": ["soak"],
                 "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": revision
             }));
         }
@@ -444,11 +467,12 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             let pick = rng.next();
             let stdio = pick < args.stdio_share;
             let tool = !stdio && pick < args.stdio_share + args.tool_share;
-            // The tools have two healthy kinds (HTTP and SSE).
+            // The tools have two healthy kinds (HTTP and SSE), and so do MCP servers over HTTP
+            // (echo, and the chatty server).
             let (healthy, kinds) = match (stdio, tool) {
                 (true, _) => (1, STDIO_KINDS.len()),
                 (false, true) => (2, TOOL_KINDS.len()),
-                (false, false) => (1, KINDS.len()),
+                (false, false) => (2, KINDS.len()),
             };
             let server = if rng.next() < args.fault_rate {
                 healthy + (rng.next() * (kinds - healthy) as f64) as usize % (kinds - healthy)
@@ -510,13 +534,21 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                         format!("s{server}_{}", if stateless { "2026" } else { "2025" }),
                         server,
                         KINDS[server].name,
-                        message(),
+                        if KINDS[server].name == CHATTY {
+                            json!({"progress": 100, "pings": if stateless { 0 } else { 3 }})
+                        } else {
+                            message()
+                        },
                         if stateless {
                             KINDS[server].stateless
                         } else {
                             KINDS[server].session
                         },
-                        "soak",
+                        if KINDS[server].name == CHATTY {
+                            "chatted: 100 progress"
+                        } else {
+                            "soak"
+                        },
                     ),
                     Route::Stdio(server) => (
                         format!("stdio{server}"),
