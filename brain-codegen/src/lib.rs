@@ -292,13 +292,15 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             .map(|auth| serde_json::to_string(auth).expect("JSON"))
             .as_deref(),
     );
-    let annotations = option_str(
-        binding
-            .annotations
-            .as_ref()
-            .map(|map| json(&serde_json::Value::Object(map.clone())))
-            .as_deref(),
-    );
+    let object = |map: &Option<serde_json::Map<String, serde_json::Value>>| {
+        option_str(
+            map.as_ref()
+                .map(|map| json(&serde_json::Value::Object(map.clone())))
+                .as_deref(),
+        )
+    };
+    let annotations = object(&binding.annotations);
+    let execution = object(&binding.execution);
     quote! {
         ::brain_runtime::__codegen::StaticBinding {
             name: #name,
@@ -320,6 +322,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             transport: #transport,
             protocol_version: #protocol_version,
             annotations: #annotations,
+            execution: #execution,
             on_input_request: #on_input_request,
             auth: #auth,
             input_validator: ::std::sync::OnceLock::new(),

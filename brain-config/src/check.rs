@@ -91,6 +91,7 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         transport_on_mcp(draft, &mut out);
         protocol_version(draft, &mut out);
         output_schema_before_structured(draft, &mut out);
+        task_required(draft, &mut out);
         on_input_request_on_http(draft, &mut out);
         auth(draft, &mut out);
     }
@@ -719,6 +720,28 @@ fn output_schema_before_structured(draft: &Draft, out: &mut Vec<Diagnostic>) {
             ),
             "remove `output_schema`, or re-run `cargo xtask discover` if the server now speaks a \
              newer revision",
+        ));
+    }
+}
+
+/// A tool whose pinned `execution.taskSupport` is `required` runs only as an MCP task, and brain
+/// calls tools without tasks: every call would fail, so the binding is refused.
+fn task_required(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let required = draft
+        .binding
+        .execution
+        .as_ref()
+        .and_then(|execution| execution.get("taskSupport"))
+        .and_then(Value::as_str)
+        == Some("required");
+    if required {
+        out.push(draft.error(
+            Rule::TaskRequired,
+            "execution/taskSupport",
+            "the tool requires MCP task augmentation (`taskSupport: \"required\"`), and brain \
+             does not run MCP tasks: every call would fail",
+            "remove this binding; brain can bind the server's tools whose `taskSupport` is \
+             \"optional\" or \"forbidden\" (or absent)",
         ));
     }
 }

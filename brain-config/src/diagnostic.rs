@@ -96,6 +96,8 @@ rules! {
     OnInputRequestOnHttp = "on-input-request-on-http",
     /// `on_input_request` is neither `fail` nor `decline`.
     OnInputRequestUnknown = "on-input-request-unknown",
+    /// The pinned `execution.taskSupport` is `required`: the tool runs only as an MCP task.
+    TaskRequired = "task-required",
     /// A binding has neither `url` nor `command`.
     MissingEndpoint = "missing-endpoint",
     /// A binding has both `url` and `command`.

@@ -111,6 +111,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         transport: None,
         protocol_version: Some(settings.protocol_version.clone()),
         annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
+        execution: tool.get("execution").and_then(Value::as_object).cloned(),
         on_input_request: settings.on_input_request,
         auth: settings.auth.clone(),
     }
@@ -264,16 +265,22 @@ pub fn drift(pinned: &ToolBinding, live: Option<&Value>) -> Vec<String> {
             live.get("outputSchema").unwrap_or(&null),
         ),
     ];
-    let pinned_annotations = pinned
-        .annotations
-        .clone()
-        .map_or(Value::Null, Value::Object);
-    let annotations = (
-        "annotations",
-        &pinned_annotations,
-        live.get("annotations").unwrap_or(&null),
-    );
-    for (field, pinned, live) in fields.into_iter().chain([annotations]) {
+    let object = |map: &Option<Map<String, Value>>| map.clone().map_or(Value::Null, Value::Object);
+    let (pinned_annotations, pinned_execution) =
+        (object(&pinned.annotations), object(&pinned.execution));
+    let objects = [
+        (
+            "annotations",
+            &pinned_annotations,
+            live.get("annotations").unwrap_or(&null),
+        ),
+        (
+            "execution",
+            &pinned_execution,
+            live.get("execution").unwrap_or(&null),
+        ),
+    ];
+    for (field, pinned, live) in fields.into_iter().chain(objects) {
         let mut changes = Vec::new();
         diff(pinned, live, &mut String::new(), &mut changes);
         if !changes.is_empty() {
@@ -354,6 +361,16 @@ mod tests {
             ]
         );
         assert_eq!(drift(&pinned, None), ["the server no longer has this tool"]);
+
+        // `execution` is pinned, and a change of it is drift.
+        let tool = json!({"name": "search", "description": "Search.", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}});
+        let pinned = binding_from_tool(&tool, &settings());
+        assert!(drift(&pinned, Some(&tool)).is_empty());
+        let live = json!({"name": "search", "description": "Search.", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}});
+        assert_eq!(
+            drift(&pinned, Some(&live)),
+            ["execution:", "  /taskSupport: \"optional\" → \"required\"",]
+        );
     }
 
     #[test]

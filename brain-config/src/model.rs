@@ -125,6 +125,11 @@ pub struct ToolBinding {
     /// The tool's MCP annotations as discovered, pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Map<String, Value>>,
+    /// The tool's MCP `execution` as discovered, pinned: its `taskSupport` (`"forbidden"`,
+    /// `"optional"` or `"required"`). brain calls tools without tasks, so a tool that requires
+    /// one cannot be bound (rule `task-required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Map<String, Value>>,
     /// MCP bindings only: what brain does when the server asks for user input during a call.
     /// `"fail"` (the default, the spec's rule): the call fails with `unknown_outcome: true`.
     /// `"decline"`: an elicitation is declined and the call goes on (sampling and roots still

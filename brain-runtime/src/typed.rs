@@ -92,6 +92,8 @@ pub struct StaticBinding {
     pub protocol_version: Option<&'static str>,
     /// `annotations`, as JSON.
     pub annotations: Option<&'static str>,
+    /// `execution`, as JSON.
+    pub execution: Option<&'static str>,
     /// `on_input_request`: `"fail"` or `"decline"`.
     pub on_input_request: Option<&'static str>,
     /// `auth`, as JSON.
@@ -137,6 +139,10 @@ impl StaticBinding {
             }),
             protocol_version: self.protocol_version.map(str::to_owned),
             annotations: self.annotations.map(|text| match json(text) {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            }),
+            execution: self.execution.map(|text| match json(text) {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
             }),

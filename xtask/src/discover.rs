@@ -171,6 +171,32 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
+    // A tool that runs only as an MCP task cannot be called by brain: refused like a missing one.
+    let task_only: Vec<&str> = names
+        .iter()
+        .filter(|name| {
+            discovery.tools.iter().any(|tool| {
+                tool["name"] == name.as_str() && tool["execution"]["taskSupport"] == "required"
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if !task_only.is_empty() {
+        eprintln!(
+            "error: the server {} runs {} only as MCP tasks (`execution.taskSupport: \"required\"`), \
+             and brain does not run MCP tasks: every call would fail\n  help: leave {} out of \
+             --tools; tools whose taskSupport is \"optional\" or \"forbidden\" (or absent) can \
+             be bound",
+            where_(&server),
+            task_only
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if task_only.len() == 1 { "it" } else { "them" }
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     let settings = BindingSettings {
         server,
         token_env: args.token_env.clone(),

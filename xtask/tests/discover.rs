@@ -529,6 +529,29 @@ async fn server_everything() {
         stdout(&output),
         stderr(&output)
     );
+
+    // A tool that runs only as an MCP task is refused like a missing one: exit 1, named, why.
+    let output = xtask(
+        args(&[
+            "discover",
+            "--url",
+            &peer.url,
+            "--tenant",
+            "local",
+            "--tools",
+            "echo,simulate-research-query",
+        ]),
+        vec![],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("\"simulate-research-query\" only as MCP tasks")
+            && said.contains("brain does not run MCP tasks"),
+        "{said}"
+    );
 }
 
 /// Older Python SDK releases: discovery names and pins the revision each negotiates, the

@@ -123,6 +123,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         transport: ::std::option::Option::None,
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
+        execution: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
