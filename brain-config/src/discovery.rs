@@ -201,6 +201,71 @@ pub fn lint(binding: &ToolBinding) -> Vec<Lint> {
     lints
 }
 
+/// The model-visible name of the server's tool `tool` bound with `prefix` (`--prefix`): binding
+/// names must match `^[a-zA-Z0-9_-]{1,64}$`, so every other character becomes `_` and the name
+/// is cut to 64 characters. `mcp_tool` keeps the server's name.
+pub fn binding_name(prefix: &str, tool: &str) -> String {
+    format!("{prefix}{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// A binding of a config that a discovered binding of the same name would replace although it
+/// calls another server or another tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    /// The name both have.
+    pub name: String,
+    /// What the config's binding calls: `TOOL at SERVER`, or its kind and URL.
+    pub existing: String,
+    /// What the discovered binding calls.
+    pub new: String,
+}
+
+/// What `binding` calls, for a [`Collision`]'s message.
+fn target(binding: &ToolBinding) -> String {
+    match (Server::of(binding), &binding.mcp_tool) {
+        (Some(server), Some(tool)) => format!("MCP tool {tool:?} at {server}"),
+        _ => format!(
+            "{} tool at {}",
+            binding.kind().as_str().to_uppercase(),
+            binding.url.as_deref().unwrap_or_default()
+        ),
+    }
+}
+
+/// The bindings of `config` that `bindings` would replace although they call another server
+/// (`url` or `command`) or another tool (`mcp_tool`): a merge replaces by name, and a name
+/// taken by another server's tool is a collision, not an update.
+pub fn collisions(config: &HostConfig, bindings: &[ToolBinding]) -> Vec<Collision> {
+    let calls = |binding: &ToolBinding| {
+        (
+            binding.url.clone(),
+            binding.command.clone(),
+            binding.mcp_tool.clone(),
+        )
+    };
+    bindings
+        .iter()
+        .filter_map(|binding| {
+            let existing = config.tools.iter().find(|b| b.name == binding.name)?;
+            (calls(existing) != calls(binding)).then(|| Collision {
+                name: binding.name.clone(),
+                existing: target(existing),
+                new: target(binding),
+            })
+        })
+        .collect()
+}
+
 /// How a merge changed a config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Merged {
@@ -339,6 +404,43 @@ mod tests {
             on_input_request: None,
             auth: None,
         }
+    }
+
+    #[test]
+    fn binding_names_are_model_visible_names() {
+        assert_eq!(binding_name("", "echo"), "echo");
+        assert_eq!(
+            binding_name("github_", "create-issue"),
+            "github_create-issue"
+        );
+        assert_eq!(binding_name("srv.v2.", "list files"), "srv_v2_list_files");
+        assert_eq!(binding_name("", "añadir"), "a_adir");
+        let long = binding_name("p_", &"x".repeat(100));
+        assert_eq!(long.len(), 64);
+        assert!(is_valid_name(&long));
+    }
+
+    #[test]
+    fn collisions_are_other_servers_or_tools_under_a_name() {
+        let tool =
+            json!({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}});
+        let ours = binding_from_tool(&tool, &settings());
+        let mut config = HostConfig {
+            schema: None,
+            tools: vec![ours.clone()],
+        };
+        // The same server's same tool: an update, not a collision.
+        assert!(collisions(&config, std::slice::from_ref(&ours)).is_empty());
+        let mut elsewhere = ours.clone();
+        elsewhere.url = Some("http://127.0.0.1:9/mcp".into());
+        let mut renamed = ours.clone();
+        renamed.mcp_tool = Some("echo2".into());
+        let found = collisions(&config, &[elsewhere, renamed]);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].new.contains("127.0.0.1:9"), "{found:?}");
+        assert!(found[1].new.contains("\"echo2\""), "{found:?}");
+        config.tools[0].name = "other".into();
+        assert!(collisions(&config, std::slice::from_ref(&ours)).is_empty());
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use brain_config::discovery::{BindingSettings, Server, binding_from_tool, drift, lint, merge};
+use brain_config::discovery::{
+    BindingSettings, Server, binding_from_tool, binding_name, collisions, drift, lint, merge,
+};
 use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
 use brain_runtime::discover::{
     CommandOptions, DiscoverOptions, Discovery, discover, discover_command,
@@ -64,12 +66,20 @@ pub(crate) struct DiscoverArgs {
     /// `decline` (elicitations are declined and the call goes on).
     #[arg(long, value_name = "fail|decline", value_parser = parse_on_input_request)]
     on_input_request: Option<OnInputRequest>,
-    /// Merge the bindings into this host config (same name replaced, others kept), written
-    /// atomically once the result validates.
+    /// Merge the bindings into this host config (a binding of the same name for the same server
+    /// and tool replaced, others kept), written atomically once the result validates.
     #[arg(long, value_name = "CONFIG")]
     write: Option<PathBuf>,
+    /// With `--write`: also replace a binding of the same name that calls another server or
+    /// another tool (without it, such a collision is refused).
+    #[arg(long, requires = "write")]
+    replace: bool,
+    /// Name the bindings PREFIX<tool> (the name the model sees; `mcp_tool` keeps the server's
+    /// name), e.g. `--prefix github_`: how tools of several servers stay apart.
+    #[arg(long, value_name = "PREFIX")]
+    prefix: Option<String>,
     /// Compare every MCP binding of this config with its live server; exit 1 on drift.
-    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "command", "tools", "tenant", "write", "token_env", "auth"])]
+    #[arg(long, value_name = "CONFIG", conflicts_with_all = ["url", "command", "tools", "tenant", "write", "token_env", "auth", "prefix"])]
     check: Option<PathBuf>,
 }
 
@@ -214,16 +224,44 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         where_(&settings.server),
         discovery.protocol_version
     );
-    let bindings: Vec<ToolBinding> = names
+    let mut bindings: Vec<ToolBinding> = names
         .iter()
         .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
         .map(|tool| binding_from_tool(tool, &settings))
         .collect();
+    // The model-visible names: the prefix, and characters a binding name cannot hold rewritten.
+    let prefix = args.prefix.as_deref().unwrap_or_default();
+    for binding in &mut bindings {
+        let wanted = format!("{prefix}{}", binding.name);
+        binding.name = binding_name(prefix, &binding.name);
+        if binding.name != wanted {
+            eprintln!(
+                "note: tool {:?} is bound as {:?}: a binding's name (the name the model sees) \
+                 is 1 to 64 of a-z, A-Z, 0-9, `_` and `-`; other characters become `_` and the \
+                 rest is cut ({:?} stays the server's name in `mcp_tool`)",
+                binding.mcp_tool.as_deref().unwrap_or_default(),
+                binding.name,
+                binding.mcp_tool.as_deref().unwrap_or_default(),
+            );
+        }
+    }
+    for (index, binding) in bindings.iter().enumerate() {
+        if let Some(other) = bindings[..index].iter().find(|b| b.name == binding.name) {
+            eprintln!(
+                "error: tools {:?} and {:?} would both be bound as {:?}\n  help: bind them in \
+                 two runs with different --prefix values",
+                other.mcp_tool.as_deref().unwrap_or_default(),
+                binding.mcp_tool.as_deref().unwrap_or_default(),
+                binding.name
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     for lint in bindings.iter().flat_map(lint) {
         eprintln!("{lint}");
     }
     match &args.write {
-        Some(path) => write(path, bindings),
+        Some(path) => write(path, bindings, args.replace),
         None => {
             println!("{}", serde_json::to_string_pretty(&bindings)?);
             Ok(ExitCode::SUCCESS)
@@ -409,7 +447,7 @@ async fn list(
 }
 
 /// Merges into the config at `path` (created if absent), validates, writes atomically.
-fn write(path: &Path, bindings: Vec<ToolBinding>) -> anyhow::Result<ExitCode> {
+fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Result<ExitCode> {
     let mut config = if path.exists() {
         match brain_config::load_file(path) {
             Ok(config) => config,
@@ -428,6 +466,30 @@ fn write(path: &Path, bindings: Vec<ToolBinding>) -> anyhow::Result<ExitCode> {
             tools: Vec::new(),
         }
     };
+    let collided = collisions(&config, &bindings);
+    if !collided.is_empty() && !replace {
+        for collision in &collided {
+            eprintln!(
+                "error: {} already has a binding {:?} that calls {}; the new one calls {}",
+                path.display(),
+                collision.name,
+                collision.existing,
+                collision.new
+            );
+        }
+        eprintln!(
+            "  help: name the new bindings apart with --prefix (e.g. --prefix server_), or \
+             replace the old ones with --replace; {} was not changed",
+            path.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    for collision in &collided {
+        eprintln!(
+            "note: {:?} replaced: it called {}, it now calls {} (--replace)",
+            collision.name, collision.existing, collision.new
+        );
+    }
     let merged = merge(&mut config, bindings);
     let errors = brain_config::validate(&config);
     if !errors.is_empty() {

@@ -554,6 +554,87 @@ async fn server_everything() {
     );
 }
 
+/// Tools of two servers with the same name: `--write` refuses to replace one with the other
+/// (the file unchanged), `--prefix` binds the second apart (the server's name kept in
+/// `mcp_tool`, a name the model cannot see rewritten and reported), `--replace` replaces.
+#[tokio::test]
+async fn write_refuses_a_collision_unless_prefixed_or_replaced() {
+    let first = TestServer::start(Faults::default()).await.unwrap();
+    let second = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let path = config.to_str().unwrap();
+    let discover = |url: &str, extra: &[&str]| {
+        let mut list = vec![
+            "discover", "--url", url, "--tenant", "local", "--tools", "echo", "--write", path,
+        ];
+        list.extend_from_slice(extra);
+        xtask(args(&list), vec![])
+    };
+    let names = || {
+        let written: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+        written["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_owned(),
+                    t["mcp_tool"].as_str().unwrap().to_owned(),
+                    t["url"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let output = discover(&first.url, &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The same server again: an update, not a collision.
+    let output = discover(&first.url, &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let before = std::fs::read(&config).unwrap();
+
+    let output = discover(&second.url, &[]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains("already has a binding \"echo\" that calls MCP tool \"echo\" at")
+            && said.contains(&second.url)
+            && said.contains("--prefix")
+            && said.contains("--replace"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(&config).unwrap(),
+        before,
+        "the file must not change"
+    );
+
+    let output = discover(&second.url, &["--prefix", "second.v2."]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("tool \"echo\" is bound as \"second_v2_echo\""),
+        "{}",
+        stderr(&output)
+    );
+    let expected_first = ("echo".to_owned(), "echo".to_owned(), first.url.clone());
+    let prefixed = (
+        "second_v2_echo".to_owned(),
+        "echo".to_owned(),
+        second.url.clone(),
+    );
+    assert_eq!(names(), [expected_first, prefixed.clone()]);
+
+    let output = discover(&second.url, &["--replace"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("\"echo\" replaced"),
+        "{}",
+        stderr(&output)
+    );
+    let replaced = ("echo".to_owned(), "echo".to_owned(), second.url.clone());
+    assert_eq!(names(), [replaced, prefixed]);
+}
+
 /// Older Python SDK releases: discovery names and pins the revision each negotiates, the
 /// bindings pass every rule, and `--check` finds no drift.
 #[tokio::test]
