@@ -301,6 +301,13 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     };
     let annotations = object(&binding.annotations);
     let execution = object(&binding.execution);
+    let pin = option_str(
+        binding
+            .pin
+            .as_ref()
+            .map(|pin| serde_json::to_string(pin).expect("JSON"))
+            .as_deref(),
+    );
     quote! {
         ::brain_runtime::__codegen::StaticBinding {
             name: #name,
@@ -323,6 +330,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             protocol_version: #protocol_version,
             annotations: #annotations,
             execution: #execution,
+            pin: #pin,
             on_input_request: #on_input_request,
             auth: #auth,
             input_validator: ::std::sync::OnceLock::new(),

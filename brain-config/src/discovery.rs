@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::check::is_valid_name;
-use crate::model::{Auth, HostConfig, OnInputRequest, ToolBinding};
+use crate::model::{Auth, HostConfig, OnInputRequest, ToolBinding, ToolPin};
 use crate::schema::remote_ref;
 
 /// Where the tools' server is: at a URL, or started from a command (stdio).
@@ -112,6 +112,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         protocol_version: Some(settings.protocol_version.clone()),
         annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
         execution: tool.get("execution").and_then(Value::as_object).cloned(),
+        pin: Some(ToolPin::of(tool)),
         on_input_request: settings.on_input_request,
         auth: settings.auth.clone(),
     }
@@ -353,7 +354,73 @@ pub fn drift(pinned: &ToolBinding, live: Option<&Value>) -> Vec<String> {
             lines.extend(changes.into_iter().map(|change| format!("  {change}")));
         }
     }
+    // Every other field, by its pinned digest.
+    if let Some(pin) = &pinned.pin {
+        let now = ToolPin::of(live);
+        if now.digest != pin.digest {
+            let names: std::collections::BTreeSet<&String> =
+                pin.fields.keys().chain(now.fields.keys()).collect();
+            for name in names
+                .into_iter()
+                .filter(|n| !READABLE.contains(&n.as_str()))
+            {
+                match (pin.fields.get(name), now.fields.get(name)) {
+                    (Some(was), Some(is)) if was != is => lines.push(format!(
+                        "{name}: changed (now {})",
+                        live_value(live.get(name.as_str()))
+                    )),
+                    (Some(_), None) => lines.push(format!("{name}: removed")),
+                    (None, Some(_)) => lines.push(format!(
+                        "{name}: added {}",
+                        live_value(live.get(name.as_str()))
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
     lines
+}
+
+/// The fields of a tool that drift shows in detail (the binding keeps them readable), and its
+/// name (a rename is a missing tool, see [`likely_rename`]).
+const READABLE: &[&str] = &[
+    "name",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "execution",
+];
+
+/// A live value in a drift line, cut to 200 characters.
+fn live_value(value: Option<&Value>) -> String {
+    let text = value.map(Value::to_string).unwrap_or_default();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+/// When the server no longer lists `pinned`'s tool: the one of `live` tools, not bound already
+/// (`bound`: the server's tool names that bindings pin), whose input schema is the pinned one —
+/// most likely the same tool under a new name.
+pub fn likely_rename<'a>(
+    pinned: &ToolBinding,
+    live: &'a [Value],
+    bound: &[&str],
+) -> Option<&'a str> {
+    let schema = pinned.pin.as_ref()?.fields.get("inputSchema")?;
+    let mut candidates = live.iter().filter(|tool| {
+        let name = tool["name"].as_str().unwrap_or_default();
+        !bound.contains(&name) && ToolPin::of(tool).fields.get("inputSchema") == Some(schema)
+    });
+    let found = candidates.next()?;
+    // Two tools with that schema: no telling which.
+    candidates
+        .next()
+        .is_none()
+        .then(|| found["name"].as_str().unwrap_or_default())
 }
 
 /// Pointer-level differences between two JSON values.
@@ -441,6 +508,47 @@ mod tests {
         assert!(found[1].new.contains("\"echo2\""), "{found:?}");
         config.tools[0].name = "other".into();
         assert!(collisions(&config, std::slice::from_ref(&ours)).is_empty());
+    }
+
+    #[test]
+    fn drift_names_every_other_field_by_its_pin() {
+        let tool = json!({"name": "search", "title": "Search", "description": "Search.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "x-mcp-header": "Query"}}}, "_meta": {"a": 1, "b": 2}, "icons": []});
+        let pinned = binding_from_tool(&tool, &settings());
+        // Key order is not a change: the pin is over canonical JSON.
+        let reordered = json!({"icons": [], "_meta": {"b": 2, "a": 1}, "inputSchema": {"properties": {"q": {"x-mcp-header": "Query", "type": "string"}}, "type": "object"}, "description": "Search.", "title": "Search", "name": "search"});
+        assert!(drift(&pinned, Some(&reordered)).is_empty());
+        let live = json!({"name": "search", "title": "Search everything", "description": "Search.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}, "_meta": {"a": 1, "b": 3}, "outputSchema": null, "execution": {"taskSupport": "optional"}});
+        assert_eq!(
+            drift(&pinned, Some(&live)),
+            [
+                "input_schema:",
+                "  /properties/q/x-mcp-header: removed (was \"Query\")",
+                "execution:",
+                "  /: added {\"taskSupport\":\"optional\"}",
+                "_meta: changed (now {\"a\":1,\"b\":3})",
+                "icons: removed",
+                "title: changed (now \"Search everything\")",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_gone_with_its_schema_under_a_new_name_is_a_likely_rename() {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let tool = json!({"name": "search", "description": "Search.", "inputSchema": schema});
+        let pinned = binding_from_tool(&tool, &settings());
+        let renamed = json!({"name": "find", "description": "Find.", "inputSchema": schema});
+        let other =
+            json!({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}});
+        let live = [other.clone(), renamed.clone()];
+        assert_eq!(likely_rename(&pinned, &live, &["echo"]), Some("find"));
+        // Already bound, or ambiguous: no guess.
+        assert_eq!(likely_rename(&pinned, &live, &["find"]), None);
+        let twice = [
+            renamed.clone(),
+            json!({"name": "lookup", "inputSchema": schema}),
+        ];
+        assert_eq!(likely_rename(&pinned, &twice, &[]), None);
     }
 
     #[test]

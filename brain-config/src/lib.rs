@@ -39,7 +39,7 @@ pub use load::{ConfigError, MAX_CONFIG_BYTES, load_file, parse};
 pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
     Grant, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, OnInputRequest,
-    PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, ToolBinding, Transport,
+    PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, ToolBinding, ToolPin, Transport,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use source::Location;

@@ -130,6 +130,11 @@ pub struct ToolBinding {
     /// one cannot be bound (rule `task-required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Map<String, Value>>,
+    /// The whole tool object as the server sent it, pinned by discovery: what
+    /// `cargo xtask discover --check` compares beside the readable fields above, so that a
+    /// change of any field (`title`, `_meta`, `icons`, ...) is drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<ToolPin>,
     /// MCP bindings only: what brain does when the server asks for user input during a call.
     /// `"fail"` (the default, the spec's rule): the call fails with `unknown_outcome: true`.
     /// `"decline"`: an elicitation is declined and the call goes on (sampling and roots still
@@ -281,6 +286,59 @@ pub enum Transport {
     Http,
     /// An HTTP request answered with a server-sent event stream.
     Sse,
+}
+
+/// Digests of a tool object as a server listed it (SHA-256 of canonical JSON: keys sorted, no
+/// whitespace).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPin {
+    /// The whole object's, `sha256:` and 64 hex digits.
+    pub digest: String,
+    /// Each top-level field's, by the field's name as the server spells it.
+    pub fields: BTreeMap<String, String>,
+}
+
+impl ToolPin {
+    /// The pin of `tool`, a `tools/list` entry.
+    pub fn of(tool: &Value) -> ToolPin {
+        ToolPin {
+            digest: digest(tool),
+            fields: tool
+                .as_object()
+                .map(|fields| {
+                    fields
+                        .iter()
+                        .map(|(name, value)| (name.clone(), digest(value)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// `sha256:` and the hex SHA-256 of `value`'s canonical JSON (keys sorted at every level).
+fn digest(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let canonical = serde_json::to_string(&sorted(value)).expect("JSON serializes");
+    let hash = Sha256::digest(canonical.as_bytes());
+    let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// The kind of a binding, from its fields.

@@ -94,6 +94,8 @@ pub struct StaticBinding {
     pub annotations: Option<&'static str>,
     /// `execution`, as JSON.
     pub execution: Option<&'static str>,
+    /// `pin`, as JSON.
+    pub pin: Option<&'static str>,
     /// `on_input_request`: `"fail"` or `"decline"`.
     pub on_input_request: Option<&'static str>,
     /// `auth`, as JSON.
@@ -146,6 +148,9 @@ impl StaticBinding {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
             }),
+            pin: self
+                .pin
+                .map(|text| serde_json::from_str(text).expect("codegen embeds a valid pin")),
             on_input_request: self.on_input_request.map(|choice| match choice {
                 "decline" => OnInputRequest::Decline,
                 _ => OnInputRequest::Fail,

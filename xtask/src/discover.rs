@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use brain_config::discovery::{
-    BindingSettings, Server, binding_from_tool, binding_name, collisions, drift, lint, merge,
+    BindingSettings, Server, binding_from_tool, binding_name, collisions, drift, likely_rename,
+    lint, merge,
 };
 use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
 use brain_runtime::discover::{
@@ -562,11 +563,23 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         let discovery: Discovery = list(&server, token_env, first.auth.as_ref(), tenant)
             .await
             .with_context(|| format!("cannot check the bindings served by {server}"))?;
-        for binding in bindings {
+        for binding in &bindings {
             checked += 1;
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
             let live = discovery.tools.iter().find(|t| t["name"] == mcp_tool);
             let mut lines = drift(binding, live);
+            if live.is_none() {
+                let bound: Vec<&str> = bindings
+                    .iter()
+                    .filter_map(|b| b.mcp_tool.as_deref())
+                    .collect();
+                if let Some(new_name) = likely_rename(binding, &discovery.tools, &bound) {
+                    lines.push(format!(
+                        "it was most likely renamed to {new_name:?} (the only unbound tool with \
+                         the same input schema); bind it with --tools {new_name}"
+                    ));
+                }
+            }
             if let Some(pinned) = binding.pinned_revision()
                 && live.is_some()
                 && pinned != discovery.protocol_version

@@ -67,6 +67,12 @@ async fn prints_one_binding_per_named_tool() {
     let printed = bindings(&output);
     let tools = tool_list();
     let echo = tools.iter().find(|t| t.name == "echo").unwrap();
+    // The whole tool as the server listed it is pinned (rmcp serializes it as the server did).
+    let pin = brain_config::ToolPin::of(&serde_json::to_value(echo).unwrap());
+    assert_eq!(printed[1]["pin"], serde_json::to_value(&pin).unwrap());
+    assert!(pin.fields.contains_key("name") && pin.digest.starts_with("sha256:"));
+    let mut printed = printed;
+    printed[1].as_object_mut().unwrap().remove("pin");
     assert_eq!(
         printed[1],
         json!({

@@ -124,6 +124,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
