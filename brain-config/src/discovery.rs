@@ -403,24 +403,38 @@ fn live_value(value: Option<&Value>) -> String {
 }
 
 /// When the server no longer lists `pinned`'s tool: the one of `live` tools, not bound already
-/// (`bound`: the server's tool names that bindings pin), whose input schema is the pinned one —
-/// most likely the same tool under a new name.
+/// (`bound`: the server's tool names that bindings pin), whose input schema is the pinned one
+/// (and, when several have it, the only one whose description is the pinned one too) — most
+/// likely the same tool under a new name.
 pub fn likely_rename<'a>(
     pinned: &ToolBinding,
     live: &'a [Value],
     bound: &[&str],
 ) -> Option<&'a str> {
-    let schema = pinned.pin.as_ref()?.fields.get("inputSchema")?;
-    let mut candidates = live.iter().filter(|tool| {
-        let name = tool["name"].as_str().unwrap_or_default();
-        !bound.contains(&name) && ToolPin::of(tool).fields.get("inputSchema") == Some(schema)
-    });
-    let found = candidates.next()?;
-    // Two tools with that schema: no telling which.
-    candidates
-        .next()
-        .is_none()
-        .then(|| found["name"].as_str().unwrap_or_default())
+    let pin = pinned.pin.as_ref()?;
+    pin.fields.get("inputSchema")?;
+    let same = |tool: &ToolPin, field: &str| tool.fields.get(field) == pin.fields.get(field);
+    let candidates: Vec<(&Value, ToolPin)> = live
+        .iter()
+        .filter(|tool| !bound.contains(&tool["name"].as_str().unwrap_or_default()))
+        .map(|tool| (tool, ToolPin::of(tool)))
+        .filter(|(_, now)| same(now, "inputSchema"))
+        .collect();
+    let only = |found: Vec<&'a Value>| match found.as_slice() {
+        [one] => one["name"].as_str(),
+        _ => None,
+    };
+    if candidates.len() == 1 {
+        return only(candidates.iter().map(|(tool, _)| *tool).collect());
+    }
+    // Several with that schema: the one that also kept its description, if only one did.
+    only(
+        candidates
+            .iter()
+            .filter(|(_, now)| same(now, "description"))
+            .map(|(tool, _)| *tool)
+            .collect(),
+    )
 }
 
 /// Pointer-level differences between two JSON values.
@@ -549,6 +563,12 @@ mod tests {
             json!({"name": "lookup", "inputSchema": schema}),
         ];
         assert_eq!(likely_rename(&pinned, &twice, &[]), None);
+        // ... unless only one of them kept the description too.
+        let kept = [
+            renamed,
+            json!({"name": "lookup", "description": "Search.", "inputSchema": schema}),
+        ];
+        assert_eq!(likely_rename(&pinned, &kept, &[]), Some("lookup"));
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub struct Faults {
     pub extra_tools: usize,
     /// List tools in pages of this size (`nextCursor`); all at once when `None`.
     pub page_size: Option<usize>,
-    /// Serve `echo` with a changed description and input schema (drift).
+    /// Serve `echo` with a changed description and input schema, `weather` with a `title` and
+    /// `_meta`, and `image` renamed `picture` (drift).
     pub drifted: bool,
     /// Answer `tools/call` with an SSE stream that sends only a priming event (an id and this
     /// `retry` in ms) and closes; the result comes on the GET that resumes after that id.
@@ -774,6 +775,15 @@ fn catalog(faults: &Faults) -> Vec<Tool> {
                     json!({"type": "object", "properties": {"message": {"type": "string"}, "volume": {"type": "integer"}}, "required": ["message"]}),
                 ),
             );
+        }
+        // Fields drift reads only through the pin: `title` and `_meta`.
+        for tool in tools.iter_mut().filter(|t| t.name == "weather") {
+            tool.title = Some("Weather now".into());
+            tool.meta = serde_json::from_value(json!({"version": 2})).ok();
+        }
+        // A rename: the same tool, the same schema, another name.
+        for tool in tools.iter_mut().filter(|t| t.name == "image") {
+            tool.name = "picture".into();
         }
     }
     if faults.stdio {

@@ -575,8 +575,8 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
                     .collect();
                 if let Some(new_name) = likely_rename(binding, &discovery.tools, &bound) {
                     lines.push(format!(
-                        "it was most likely renamed to {new_name:?} (the only unbound tool with \
-                         the same input schema); bind it with --tools {new_name}"
+                        "it was most likely renamed to {new_name:?} (an unbound tool with the \
+                         same input schema); bind it with --tools {new_name}"
                     ));
                 }
             }

@@ -316,7 +316,7 @@ async fn write_merges_atomically_and_check_finds_drift() {
             "--tenant",
             "local",
             "--tools",
-            "echo,weather",
+            "echo,weather,image",
             "--write",
             path,
         ]),
@@ -325,7 +325,7 @@ async fn write_merges_atomically_and_check_finds_drift() {
     .await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stdout(&output).contains(": 1 replaced, 1 added, 3 bindings in all"),
+        stdout(&output).contains(": 1 replaced, 2 added, 4 bindings in all"),
         "{}",
         stdout(&output)
     );
@@ -336,7 +336,7 @@ async fn write_merges_atomically_and_check_finds_drift() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["keep_me", "echo", "weather"]);
+    assert_eq!(names, ["keep_me", "echo", "weather", "image"]);
     assert_eq!(
         written["tools"][1]["description"],
         json!("Echo a message back.")
@@ -356,7 +356,7 @@ async fn write_merges_atomically_and_check_finds_drift() {
         stderr(&output)
     );
     assert!(
-        stdout(&output).contains("ok: 2 MCP bindings match their servers"),
+        stdout(&output).contains("ok: 3 MCP bindings match their servers"),
         "{}",
         stdout(&output)
     );
@@ -391,8 +391,10 @@ async fn write_merges_atomically_and_check_finds_drift() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let out = stdout(&output);
     assert!(out.contains(&format!("drift: tool \"echo\" (mcp_tool \"echo\" at {url}):\n  description:\n    - pinned: \"Echo a message back.\"\n    + live:   \"Echo a message back, louder.\"\n  input_schema:\n    /properties/volume: added {{\"type\":\"integer\"}}\n")), "{out}");
-    assert!(out.contains("error: 1 of 2 MCP bindings drifted"), "{out}");
-    assert!(!out.contains("\"weather\""), "weather did not drift: {out}");
+    // Fields read only through the pin, and a rename.
+    assert!(out.contains(&format!("drift: tool \"weather\" (mcp_tool \"weather\" at {url}):\n  _meta: added {{\"version\":2}}\n  title: added \"Weather now\"\n")), "{out}");
+    assert!(out.contains(&format!("drift: tool \"image\" (mcp_tool \"image\" at {url}):\n  the server no longer has this tool\n  it was most likely renamed to \"picture\" (an unbound tool with the same input schema); bind it with --tools picture\n")), "{out}");
+    assert!(out.contains("error: 3 of 3 MCP bindings drifted"), "{out}");
 }
 
 #[tokio::test]
