@@ -276,7 +276,8 @@ pub struct Merged {
     pub added: usize,
 }
 
-/// Merges `bindings` into `config`: a binding with the same name is replaced where it stands
+/// Merges `bindings` into `config` (callers refuse [`collisions`] first, unless told to replace):
+/// a binding with the same name is replaced where it stands
 /// (keeping its `on_input_request`, `auth`, `cwd` and `prewarm` unless the new binding sets them:
 /// those are a reviewer's choices, not something the server says), others are appended; every
 /// other binding is kept.

@@ -319,7 +319,6 @@ impl ToolPin {
 
 /// `sha256:` and the hex SHA-256 of `value`'s canonical JSON (keys sorted at every level).
 fn digest(value: &Value) -> String {
-    use sha2::{Digest, Sha256};
     fn sorted(value: &Value) -> Value {
         match value {
             Value::Object(map) => {
@@ -335,8 +334,13 @@ fn digest(value: &Value) -> String {
             other => other.clone(),
         }
     }
-    let canonical = serde_json::to_string(&sorted(value)).expect("JSON serializes");
-    let hash = Sha256::digest(canonical.as_bytes());
+    sha256(&serde_json::to_string(&sorted(value)).expect("JSON serializes"))
+}
+
+/// `sha256:` and the hex SHA-256 of `text`.
+fn sha256(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(text.as_bytes());
     let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
     format!("sha256:{hex}")
 }
@@ -356,11 +360,7 @@ impl HostConfig {
     /// A digest of the bindings (everything but `$schema`), in canonical JSON: generated code
     /// records it, and `bindings/build.rs` compares it to prove the code fresh.
     pub fn digest(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let canonical = serde_json::to_string(&self.tools).expect("a config serializes");
-        let hash = Sha256::digest(canonical.as_bytes());
-        let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
-        format!("sha256:{hex}")
+        sha256(&serde_json::to_string(&self.tools).expect("a config serializes"))
     }
 }
 

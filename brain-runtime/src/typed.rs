@@ -116,6 +116,10 @@ impl StaticBinding {
     /// The binding as the config model has it.
     pub fn to_binding(&self) -> ToolBinding {
         let json = |text: &str| serde_json::from_str(text).expect("codegen embeds valid JSON");
+        let object = |text: &str| match json(text) {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
         ToolBinding {
             name: self.name.to_owned(),
             description: self.description.to_owned(),
@@ -140,14 +144,8 @@ impl StaticBinding {
                 _ => Transport::Http,
             }),
             protocol_version: self.protocol_version.map(str::to_owned),
-            annotations: self.annotations.map(|text| match json(text) {
-                Value::Object(map) => map,
-                _ => serde_json::Map::new(),
-            }),
-            execution: self.execution.map(|text| match json(text) {
-                Value::Object(map) => map,
-                _ => serde_json::Map::new(),
-            }),
+            annotations: self.annotations.map(object),
+            execution: self.execution.map(object),
             pin: self
                 .pin
                 .map(|text| serde_json::from_str(text).expect("codegen embeds a valid pin")),
