@@ -158,7 +158,7 @@ impl Endpoint<'_> {
 /// Why reading a response's messages failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReadError {
-    /// The body exceeded the byte bound; reading stopped there.
+    /// The body (for an SSE stream: one event) exceeded the byte bound; reading stopped there.
     #[error("the response exceeded {0} bytes")]
     TooLarge(u64),
     /// The connection failed mid-body (dropped, reset, truncated).
