@@ -17,13 +17,52 @@ pub(crate) fn unfaithful(schema: &Value) -> Option<String> {
             ("oneOf" | "anyOf", _) => Some(format!(
                 "`{keyword}`: typify's enums reject some inputs the schema accepts"
             )),
-            ("patternProperties" | "unevaluatedProperties" | "dependentSchemas" | "if", _) => {
-                Some(format!("`{keyword}`: typify cannot represent it"))
-            }
+            (
+                "patternProperties" | "unevaluatedProperties" | "dependentSchemas" | "if" | "not",
+                _,
+            ) => Some(format!("`{keyword}`: typify cannot represent it")),
+            ("enum", Value::Array(values)) => colliding_variants(values)
+                .map(|(a, b)| format!("`enum`: typify would give {a:?} and {b:?} one Rust name")),
             _ => None,
         };
     });
     reason
+}
+
+/// Two values of a string `enum` that typify 0.8 cannot name apart (it panics on them). typify
+/// Pascal-cases each value, characters an identifier cannot hold dropped; when two names
+/// collide it tries again with those characters (and `_`) as `X`; when they still collide it
+/// gives up: `reactions-+1` and `reactions--1` both become `ReactionsX1`. This mirrors
+/// typify-impl 0.8.0's `sanitize` (typify is pinned); codegen also survives a panic it misses.
+fn colliding_variants(values: &[Value]) -> Option<(String, String)> {
+    let values: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+    let named = |rewrite: &dyn Fn(&str) -> String| {
+        let names: Vec<String> = values.iter().map(|v| variant_name(&rewrite(v))).collect();
+        (0..names.len()).find_map(|j| {
+            (0..j)
+                .find(|&i| names[i] == names[j])
+                .map(|i| (values[i].to_owned(), values[j].to_owned()))
+        })
+    };
+    named(&|value| value.to_owned())?;
+    named(&|value| value.replace(|c| c == '_' || !unicode_ident::is_xid_continue(c), "X"))
+}
+
+/// typify's variant name for a string value.
+fn variant_name(value: &str) -> String {
+    use heck::ToPascalCase as _;
+    let name = match value {
+        "+1" => "plus1".to_owned(),
+        "-1" => "minus1".to_owned(),
+        _ => value
+            .replace('\'', "")
+            .replace(|c| !unicode_ident::is_xid_continue(c), "-")
+            .to_pascal_case(),
+    };
+    match name.chars().next() {
+        Some(c) if unicode_ident::is_xid_start(c) => name,
+        _ => format!("X{name}"),
+    }
 }
 
 /// Calls `visit(keyword, value)` for every keyword of every subschema.
@@ -136,9 +175,55 @@ mod tests {
         assert!(unfaithful(&extra).unwrap().contains("additionalProperties"));
         let one_of = json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}});
         assert!(unfaithful(&one_of).unwrap().contains("oneOf"));
+        let not = json!({"type": "object", "properties": {"a": {"not": {"type": "string"}}}});
+        assert!(unfaithful(&not).unwrap().contains("`not`"));
+        // Values typify would name alike (it panics on them); values it can name apart.
+        let reactions = json!({"type": "object", "properties": {"sort": {"type": "string", "enum": ["reactions", "reactions-+1", "reactions--1"]}}});
+        assert!(
+            unfaithful(&reactions)
+                .unwrap()
+                .contains(r#""reactions-+1" and "reactions--1""#)
+        );
+        let renamed = json!({"type": "object", "properties": {"sort": {"type": "string", "enum": ["a-b", "a_c", "+1", "-1"]}}});
+        assert_eq!(unfaithful(&renamed), None);
         // A property named like a keyword is not the keyword.
         let named = json!({"type": "object", "properties": {"oneOf": {"type": "string"}}});
         assert_eq!(unfaithful(&named), None);
+    }
+
+    /// The mirror of typify's variant naming agrees with typify: it finds a collision exactly
+    /// when typify panics.
+    #[test]
+    fn colliding_variants_are_those_typify_panics_on() {
+        let cases: &[&[&str]] = &[
+            &["reactions", "reactions-+1", "reactions--1"],
+            &["a-b", "a_b"],
+            &["a-b", "aB"],
+            &["a b", "a-b", "a_b"],
+            &["+1", "-1", "plus1"],
+            &["+1", "-1", "Plus1", "a", "A"],
+            &["", "x"],
+            &["1", "_1"],
+            &["Ä-x", "ä_x"],
+            &["it's", "its"],
+            &["self", "Self"],
+            &["created", "updated", "comments"],
+        ];
+        for values in cases {
+            let schema = json!({"type": "string", "enum": values, "title": "Choice"});
+            let typify_panics = std::panic::catch_unwind(|| {
+                let mut space = typify::TypeSpace::new(&typify::TypeSpaceSettings::default());
+                let root: schemars08::schema::RootSchema = serde_json::from_value(schema).unwrap();
+                let _ = space.add_root_schema(root);
+            })
+            .is_err();
+            let values: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+            assert_eq!(
+                colliding_variants(&values).is_some(),
+                typify_panics,
+                "{values:?}"
+            );
+        }
     }
 
     #[test]

@@ -118,6 +118,12 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
     }
 }
 
+/// Whether a listed tool runs only as an MCP task (`execution.taskSupport: "required"`): brain
+/// runs no tasks, so every call of it would fail, and discovery refuses to bind it.
+pub fn task_only(tool: &Value) -> bool {
+    tool["execution"]["taskSupport"] == "required"
+}
+
 /// A warning about a discovered tool: worth a reviewer's look before the binding is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lint {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use brain_config::discovery::{
     BindingSettings, Server, binding_from_tool, binding_name, collisions, drift, likely_rename,
-    lint, merge,
+    lint, merge, task_only,
 };
 use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
 use brain_runtime::discover::{
@@ -186,9 +186,10 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let task_only: Vec<&str> = names
         .iter()
         .filter(|name| {
-            discovery.tools.iter().any(|tool| {
-                tool["name"] == name.as_str() && tool["execution"]["taskSupport"] == "required"
-            })
+            discovery
+                .tools
+                .iter()
+                .any(|tool| tool["name"] == name.as_str() && task_only(tool))
         })
         .map(String::as_str)
         .collect();
