@@ -143,6 +143,7 @@ fn module_items(binding: &ToolBinding, schemas: &[Schema<'_>]) -> Result<Module,
             );
         let mut file: syn::File = syn::parse_str(&code).expect("typify's code still parses");
         prune_defaults(&mut file);
+        syn::visit_mut::VisitMut::visit_file_mut(&mut KeepEmpty, &mut file);
         items.push(quote!(#file));
     }
     let doc = format!(
@@ -195,6 +196,46 @@ fn prune_defaults(file: &mut syn::File) {
     file.items.insert(index, syn::Item::Mod(defaults));
 }
 
+/// typify types an optional array or map property without a default as `Vec<T>` (or a map)
+/// that is left out when empty (`skip_serializing_if = "…::is_empty"`): an empty one given
+/// would not be sent, and `"labels": []` ("no labels") would reach the server as "leave the
+/// labels". Such a field becomes `Option<…>`, left out only when absent: what the caller gave
+/// is what brain sends.
+struct KeepEmpty;
+
+impl syn::visit_mut::VisitMut for KeepEmpty {
+    fn visit_field_mut(&mut self, field: &mut syn::Field) {
+        for attr in &mut field.attrs {
+            let syn::Meta::List(list) = &mut attr.meta else {
+                continue;
+            };
+            if !list.path.is_ident("serde") {
+                continue;
+            }
+            let options = list.tokens.to_string();
+            let Some(start) = options.find("skip_serializing_if = \"") else {
+                continue;
+            };
+            let value = start + "skip_serializing_if = \"".len();
+            let Some(length) = options[value..].find('"') else {
+                continue;
+            };
+            if !options[value..value + length].ends_with("::is_empty") {
+                continue;
+            }
+            let options = format!(
+                "{}::std::option::Option::is_none{}",
+                &options[..value],
+                &options[value + length..]
+            );
+            list.tokens = options.parse().expect("serde's options still parse");
+            let ty = &field.ty;
+            field.ty = syn::parse_quote!(::std::option::Option<#ty>);
+        }
+        syn::visit_mut::visit_field_mut(self, field);
+    }
+}
+
 /// A schema typify would not represent faithfully: a JSON object, and why, in the doc.
 fn json_object(binding: &ToolBinding, field: &str, name: &str, reason: &str) -> TokenStream {
     let ident = format_ident!("{name}");
@@ -239,6 +280,27 @@ mod tests {
             code.contains("typify 0.8 cannot type it: $ref #/definitions/missing is missing"),
             "{code}"
         );
+    }
+
+    /// An optional array or map without a default is an `Option`: an empty one is sent.
+    #[test]
+    fn empty_arrays_and_maps_are_kept() {
+        let tool = binding(serde_json::json!({"type": "object", "properties": {
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+            "tags": {"type": "array", "items": {"type": "string"}, "default": ["a"]}}}));
+        let code = binding_module(&tool).unwrap().tokens.to_string();
+        assert!(!code.contains("is_empty"), "{code}");
+        assert!(
+            code.contains("pub labels : :: std :: option :: Option < :: std :: vec :: Vec < :: std :: string :: String > >"),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub meta : :: std :: option :: Option <"),
+            "{code}"
+        );
+        // With a default other than `[]`, typify's `Vec` (filled by the default) is kept.
+        assert!(code.contains("pub tags : :: std :: vec :: Vec <"), "{code}");
     }
 
     /// Only the default helpers the types call are kept.

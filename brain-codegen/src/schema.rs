@@ -4,7 +4,9 @@
 use serde_json::{Map, Value};
 
 /// Why typify's types would not accept exactly what the schema accepts, if they would not.
+/// Only what the schema uses counts: a definition nothing refers to is no type (see [`used`]).
 pub(crate) fn unfaithful(schema: &Value) -> Option<String> {
+    let schema = &used(schema);
     let mut reason = None;
     walk(schema, &mut |keyword, value| {
         if reason.is_some() {
@@ -26,7 +28,41 @@ pub(crate) fn unfaithful(schema: &Value) -> Option<String> {
             _ => None,
         };
     });
-    reason
+    reason.or_else(|| optional_null(schema))
+}
+
+/// An optional property whose own `type` or `enum` allows `null` (`"type": ["integer", "null"]`): typify
+/// makes it an `Option` left out when `None`, so a `null` given (often "clear it") would not be
+/// sent. (`anyOf` with a `null` branch is unfaithful already.)
+fn optional_null(schema: &Value) -> Option<String> {
+    let Value::Object(map) = schema else {
+        return None;
+    };
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        let required = |name: &str| {
+            map.get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|names| names.iter().any(|n| n == name))
+        };
+        for (name, property) in properties {
+            let nullable = match property.get("type") {
+                Some(Value::String(ty)) => ty == "null",
+                Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+                _ => false,
+            } || property
+                .get("enum")
+                .and_then(Value::as_array)
+                .is_some_and(|values| values.contains(&Value::Null));
+            if nullable && !required(name) {
+                return Some(format!(
+                    "optional `{name}` allows `null`: typed fields would not send a null given"
+                ));
+            }
+        }
+    }
+    map.iter()
+        .flat_map(|(keyword, value)| subschemas(keyword, value))
+        .find_map(optional_null)
 }
 
 /// Two values of a string `enum` that typify 0.8 cannot name apart (it panics on them). typify
@@ -63,6 +99,56 @@ fn variant_name(value: &str) -> String {
         Some(c) if unicode_ident::is_xid_start(c) => name,
         _ => format!("X{name}"),
     }
+}
+
+/// The schema without the definitions (`$defs`, `definitions`) nothing in it refers to, directly
+/// or through other definitions. Servers generated from one API description often give every
+/// tool the same large `$defs`; typed, each tool would carry types for all of them, and one
+/// definition typify cannot type faithfully would make every tool a JSON object.
+pub(crate) fn used(schema: &Value) -> Value {
+    let Value::Object(root) = schema else {
+        return schema.clone();
+    };
+    let mut used: std::collections::BTreeSet<(&str, &str)> = std::collections::BTreeSet::new();
+    let mut pending: Vec<&Value> = root
+        .iter()
+        .filter(|(keyword, _)| !matches!(keyword.as_str(), "$defs" | "definitions"))
+        .map(|(_, value)| value)
+        .collect();
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(reference)) = map.get("$ref") {
+                    for keyword in ["$defs", "definitions"] {
+                        let name = reference
+                            .strip_prefix("#/")
+                            .and_then(|r| r.strip_prefix(keyword))
+                            .and_then(|r| r.strip_prefix('/'))
+                            .map(|r| r.split('/').next().unwrap_or(r));
+                        if let Some(name) = name
+                            && let Some(definition) = root.get(keyword).and_then(|d| d.get(name))
+                            && used.insert((keyword, name))
+                        {
+                            pending.push(definition);
+                        }
+                    }
+                }
+                pending.extend(map.values());
+            }
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    let mut schema = root.clone();
+    for keyword in ["$defs", "definitions"] {
+        if let Some(Value::Object(definitions)) = schema.get_mut(keyword) {
+            definitions.retain(|name, _| used.contains(&(keyword, name.as_str())));
+            if definitions.is_empty() {
+                schema.remove(keyword);
+            }
+        }
+    }
+    Value::Object(schema)
 }
 
 /// Calls `visit(keyword, value)` for every keyword of every subschema.
@@ -116,7 +202,7 @@ fn subschemas<'a>(keyword: &str, value: &'a Value) -> Vec<&'a Value> {
 /// or `format` (validated by jsonschema before any typed parse; as types they would pull in
 /// regex, date and uuid crates), and the root titled `title` so that typify names it.
 pub(crate) fn for_typify(schema: &Value, title: &str) -> Value {
-    let mut schema = schema.clone();
+    let mut schema = used(schema);
     prepare(&mut schema);
     if let Value::Object(root) = &mut schema {
         if let Some(defs) = root.remove("$defs") {
@@ -175,6 +261,16 @@ mod tests {
         assert!(unfaithful(&extra).unwrap().contains("additionalProperties"));
         let one_of = json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}});
         assert!(unfaithful(&one_of).unwrap().contains("oneOf"));
+        let null = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"m": {"type": ["integer", "null"]}}}}});
+        assert!(
+            unfaithful(&null)
+                .unwrap()
+                .contains("optional `m` allows `null`")
+        );
+        let null_enum = json!({"type": "object", "properties": {"m": {"enum": ["a", null]}}});
+        assert!(unfaithful(&null_enum).is_some());
+        let required_null = json!({"type": "object", "properties": {"m": {"type": ["integer", "null"]}}, "required": ["m"]});
+        assert_eq!(unfaithful(&required_null), None);
         let not = json!({"type": "object", "properties": {"a": {"not": {"type": "string"}}}});
         assert!(unfaithful(&not).unwrap().contains("`not`"));
         // Values typify would name alike (it panics on them); values it can name apart.
@@ -224,6 +320,28 @@ mod tests {
                 "{values:?}"
             );
         }
+    }
+
+    /// Definitions nothing refers to are left out, however deep the chain of references.
+    #[test]
+    fn unused_definitions() {
+        let schema = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
+            "$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/b"}}, "b": {"type": "string"},
+                "loose": {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": true}},
+            "definitions": {"old": {"type": "integer"}}});
+        assert_eq!(
+            used(&schema),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
+                "$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/b"}}, "b": {"type": "string"}}})
+        );
+        assert_eq!(unfaithful(&schema), None);
+        let mut refers = schema.clone();
+        refers["properties"]["l"] = json!({"$ref": "#/$defs/loose"});
+        assert!(
+            unfaithful(&refers)
+                .unwrap()
+                .contains("additionalProperties")
+        );
     }
 
     #[test]

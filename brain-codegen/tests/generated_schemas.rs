@@ -24,8 +24,14 @@ fn the_generated_code_works() {
         panic!("a search call")
     };
     assert_eq!(args.mode, Some(search::SearchArgsMode::Fast));
-    assert_eq!(args.filters[0].field, "lang");
+    assert_eq!(args.filters.as_ref().unwrap()[0].field, "lang");
     assert_eq!(call.arguments()["filters"][0]["value"], "en");
+
+    // An empty optional array is sent as given, and an absent one stays absent.
+    let call = ToolCall::parse("search", serde_json::json!({"query": "q", "filters": []})).unwrap();
+    assert_eq!(call.arguments()["filters"], serde_json::json!([]));
+    let call = ToolCall::parse("search", serde_json::json!({"query": "q"})).unwrap();
+    assert!(call.arguments().get("filters").is_none());
 
     // Extra keys survive: `annotate` is a JSON object, not a struct that would drop them.
     let call = ToolCall::parse("annotate", serde_json::json!({"note": "n", "extra": 1})).unwrap();

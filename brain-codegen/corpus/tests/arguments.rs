@@ -1,8 +1,9 @@
 //! Every corpus tool, called through its generated types: the table compiled in is
 //! `host.json`, names round-trip, and arguments the schema accepts parse into the typed call and
-//! come back out (`TypedCall::arguments`, what brain sends) still valid against the schema — for
-//! a minimal instance (required properties only) and a full one (every property), made from
-//! each schema.
+//! come back out (`TypedCall::arguments`, what brain sends) still valid against the schema and
+//! with nothing lost — for a minimal instance (required properties only), a full one (every
+//! property, and a key no property names where the schema allows one) and a full one with
+//! `null` wherever the schema allows it, made from each schema.
 
 use std::str::FromStr;
 
@@ -33,8 +34,8 @@ fn arguments_the_schema_accepts_parse_and_come_back_valid() {
         let binding = name.binding();
         let schema: Value = serde_json::from_str(binding.input_schema).unwrap();
         let mut any = false;
-        for full in [false, true] {
-            let Some(arguments) = instance(&schema, &schema, full, 0) else {
+        for shape in [Shape::Minimal, Shape::Full, Shape::Nulls] {
+            let Some(arguments) = instance(&schema, &schema, shape, 0) else {
                 continue;
             };
             if binding.validate(&arguments).is_err() {
@@ -49,6 +50,10 @@ fn arguments_the_schema_accepts_parse_and_come_back_valid() {
             binding.validate(&sent).unwrap_or_else(|e| {
                 panic!("{name}: {arguments} parsed, and came back as {sent}, which the schema refuses: {e}")
             });
+            assert!(
+                keeps(&sent, &arguments),
+                "{name}: {arguments} parsed, and came back as {sent}, without some of it"
+            );
         }
         if any {
             exercised += 1;
@@ -63,9 +68,36 @@ fn arguments_the_schema_accepts_parse_and_come_back_valid() {
     assert_eq!(exercised + without.len(), ToolName::ALL.len());
 }
 
-/// An instance of `schema` (`full`: every property, else the required ones), or `None` when
-/// this simple generator cannot make one.
-fn instance(schema: &Value, root: &Value, full: bool, depth: usize) -> Option<Value> {
+/// Whether `sent` holds everything `given` held (the typed call may add defaults, but loses
+/// nothing: no key a schema allows is dropped, no value changed).
+fn keeps(sent: &Value, given: &Value) -> bool {
+    match (sent, given) {
+        (Value::Object(sent), Value::Object(given)) => given
+            .iter()
+            .all(|(key, value)| sent.get(key).is_some_and(|s| keeps(s, value))),
+        (Value::Array(sent), Value::Array(given)) => {
+            sent.len() == given.len() && sent.iter().zip(given).all(|(s, g)| keeps(s, g))
+        }
+        (Value::Number(sent), Value::Number(given)) => sent.as_f64() == given.as_f64(),
+        _ => sent == given,
+    }
+}
+
+/// Which instance of a schema to make.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// The required properties.
+    Minimal,
+    /// Every property, and a key no property names where the schema allows one.
+    Full,
+    /// As `Full`, with `null` wherever the schema allows it.
+    Nulls,
+}
+
+/// An instance of `schema` in `shape`, or `None` when this simple generator cannot make one.
+fn instance(schema: &Value, root: &Value, shape: Shape, depth: usize) -> Option<Value> {
+    let full = shape != Shape::Minimal;
+    let nulls = shape == Shape::Nulls;
     if depth > 12 {
         return None;
     }
@@ -87,21 +119,25 @@ fn instance(schema: &Value, root: &Value, full: bool, depth: usize) -> Option<Va
     }
     if let Some(Value::String(reference)) = schema.get("$ref") {
         let target = root.pointer(reference.strip_prefix('#')?)?;
-        return instance(target, root, full, depth + 1);
+        return instance(target, root, shape, depth + 1);
     }
     for combinator in ["anyOf", "oneOf"] {
         if let Some(Value::Array(branches)) = schema.get(combinator) {
             let made: Vec<Value> = branches
                 .iter()
-                .filter_map(|branch| instance(branch, root, full, depth + 1))
+                .filter_map(|branch| instance(branch, root, shape, depth + 1))
                 .collect();
-            return made.iter().find(|v| !v.is_null()).or(made.first()).cloned();
+            return made
+                .iter()
+                .find(|v| v.is_null() == nulls)
+                .or(made.first())
+                .cloned();
         }
     }
     if let Some(Value::Array(branches)) = schema.get("allOf") {
         let mut merged = Map::new();
         for branch in branches {
-            match instance(branch, root, full, depth + 1)? {
+            match instance(branch, root, shape, depth + 1)? {
                 Value::Object(part) => merged.extend(part),
                 other => return Some(other),
             }
@@ -113,7 +149,7 @@ fn instance(schema: &Value, root: &Value, full: bool, depth: usize) -> Option<Va
         Some(Value::Array(types)) => types
             .iter()
             .filter_map(Value::as_str)
-            .find(|t| *t != "null")
+            .find(|t| (*t == "null") == nulls)
             .unwrap_or("null"),
         _ if schema.contains_key("properties") => "object",
         _ if schema.contains_key("items") => "array",
@@ -150,13 +186,23 @@ fn instance(schema: &Value, root: &Value, full: bool, depth: usize) -> Option<Va
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             let mut object = Map::new();
+            // A full instance has one key no property names, where the schema allows it.
+            match schema.get("additionalProperties") {
+                Some(Value::Bool(false)) | None => {}
+                Some(extra) if full => {
+                    if let Some(value) = instance(extra, root, shape, depth + 1) {
+                        object.insert("extra_key".into(), value);
+                    }
+                }
+                Some(_) => {}
+            }
             if let Some(Value::Object(properties)) = schema.get("properties") {
                 for (key, property) in properties {
                     let needed = required.contains(&key.as_str());
                     if !needed && !full {
                         continue;
                     }
-                    match instance(property, root, full, depth + 1) {
+                    match instance(property, root, shape, depth + 1) {
                         Some(value) => {
                             object.insert(key.clone(), value);
                         }
@@ -171,7 +217,7 @@ fn instance(schema: &Value, root: &Value, full: bool, depth: usize) -> Option<Va
             let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
             let count = if full { min.max(1) } else { min };
             let item = match schema.get("items") {
-                Some(items) if count > 0 => instance(items, root, full, depth + 1)?,
+                Some(items) if count > 0 => instance(items, root, shape, depth + 1)?,
                 _ => Value::Null,
             };
             Value::Array((0..count).map(|_| item.clone()).collect())

@@ -20,8 +20,8 @@
 #[serde(deny_unknown_fields)]
 pub struct ChromeDevtoolsEvaluateScriptArgs {
     ///An optional list of arguments (element uids from the page content snapshot) to pass to the function.
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub args: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///Handle dialogs while execution. "accept", "dismiss", or string for response of window.prompt. Defaults to accept.
     #[serde(
         rename = "dialogAction",

@@ -41,8 +41,10 @@ pub struct ChromeDevtoolsListConsoleMessagesArgs {
     )]
     pub service_worker_id: ::std::option::Option<::std::string::String>,
     ///Filter messages to only return messages of the specified resource types. When omitted or empty, returns all messages.
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub types: ::std::vec::Vec<ChromeDevtoolsListConsoleMessagesArgsTypesItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub types: ::std::option::Option<
+        ::std::vec::Vec<ChromeDevtoolsListConsoleMessagesArgsTypesItem>,
+    >,
 }
 ///`ChromeDevtoolsListConsoleMessagesArgsTypesItem`
 #[derive(

@@ -35,10 +35,10 @@ pub struct ChromeDevtoolsListNetworkRequestsArgs {
     #[serde(
         rename = "resourceTypes",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub resource_types: ::std::vec::Vec<
-        ChromeDevtoolsListNetworkRequestsArgsResourceTypesItem,
+    pub resource_types: ::std::option::Option<
+        ::std::vec::Vec<ChromeDevtoolsListNetworkRequestsArgsResourceTypesItem>,
     >,
 }
 ///`ChromeDevtoolsListNetworkRequestsArgsResourceTypesItem`

@@ -21,9 +21,9 @@ pub struct FilesystemDirectoryTreeArgs {
     #[serde(
         rename = "excludePatterns",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_patterns: ::std::vec::Vec<::std::string::String>,
+    pub exclude_patterns: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     pub path: ::std::string::String,
 }
 ///`FilesystemDirectoryTreeOutput`

@@ -20,16 +20,15 @@
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlAgentArgs {
     pub prompt: FirecrawlFirecrawlAgentArgsPrompt,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub urls: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub urls: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 ///`FirecrawlFirecrawlAgentArgsPrompt`
 #[derive(

@@ -44,9 +44,9 @@ pub struct FirecrawlFirecrawlCrawlArgs {
     #[serde(
         rename = "excludePaths",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_paths: ::std::vec::Vec<::std::string::String>,
+    pub exclude_paths: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "ignoreQueryParameters",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -55,9 +55,9 @@ pub struct FirecrawlFirecrawlCrawlArgs {
     #[serde(
         rename = "includePaths",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_paths: ::std::vec::Vec<::std::string::String>,
+    pub include_paths: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub limit: ::std::option::Option<f64>,
     #[serde(
@@ -85,11 +85,10 @@ pub struct FirecrawlFirecrawlCrawlArgs {
     #[serde(
         rename = "webhookHeaders",
         default,
-        skip_serializing_if = ":: std :: collections :: HashMap::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub webhook_headers: ::std::collections::HashMap<
-        ::std::string::String,
-        ::std::string::String,
+    pub webhook_headers: ::std::option::Option<
+        ::std::collections::HashMap<::std::string::String, ::std::string::String>,
     >,
 }
 ///`FirecrawlFirecrawlCrawlArgsScrapeOptions`
@@ -103,22 +102,26 @@ pub struct FirecrawlFirecrawlCrawlArgs {
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlCrawlArgsScrapeOptions {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub actions: ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsActionsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub actions: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsActionsItem>,
+    >,
     #[serde(
         rename = "excludeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_tags: ::std::vec::Vec<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub formats: ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsFormatsItem>,
+    pub exclude_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub formats: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsFormatsItem>,
+    >,
     #[serde(
         rename = "includeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_tags: ::std::vec::Vec<::std::string::String>,
+    pub include_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "jsonOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -141,8 +144,10 @@ pub struct FirecrawlFirecrawlCrawlArgsScrapeOptions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub only_main_content: ::std::option::Option<bool>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub parsers: ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsParsersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub parsers: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlCrawlArgsScrapeOptionsParsersItem>,
+    >,
     #[serde(
         rename = "pdfOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -478,13 +483,12 @@ for FirecrawlFirecrawlCrawlArgsScrapeOptionsFormatsItem {
 pub struct FirecrawlFirecrawlCrawlArgsScrapeOptionsJsonOptions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
 }
 ///`FirecrawlFirecrawlCrawlArgsScrapeOptionsLocation`
@@ -500,8 +504,8 @@ pub struct FirecrawlFirecrawlCrawlArgsScrapeOptionsJsonOptions {
 pub struct FirecrawlFirecrawlCrawlArgsScrapeOptionsLocation {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub country: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub languages: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub languages: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 ///`FirecrawlFirecrawlCrawlArgsScrapeOptionsParsersItem`
 #[derive(

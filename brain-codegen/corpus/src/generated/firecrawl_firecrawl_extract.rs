@@ -36,13 +36,12 @@ pub struct FirecrawlFirecrawlExtractArgs {
     pub include_subdomains: ::std::option::Option<bool>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
     pub urls: ::std::vec::Vec<::std::string::String>,
 }

@@ -20,34 +20,35 @@
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlFeedbackArgs {
     pub endpoint: FirecrawlFirecrawlFeedbackArgsEndpoint,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub issues: ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsIssuesItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub issues: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsIssuesItem>,
+    >,
     #[serde(rename = "jobId")]
     pub job_id: ::std::string::String,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub metadata: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub metadata: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
     #[serde(
         rename = "missingContent",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub missing_content: ::std::vec::Vec<
-        FirecrawlFirecrawlFeedbackArgsMissingContentItem,
+    pub missing_content: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsMissingContentItem>,
     >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub note: ::std::option::Option<FirecrawlFirecrawlFeedbackArgsNote>,
     #[serde(
         rename = "pageNumbers",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub page_numbers: ::std::vec::Vec<::std::num::NonZeroU64>,
+    pub page_numbers: ::std::option::Option<::std::vec::Vec<::std::num::NonZeroU64>>,
     #[serde(
         rename = "querySuggestions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -56,17 +57,19 @@ pub struct FirecrawlFirecrawlFeedbackArgs {
         FirecrawlFirecrawlFeedbackArgsQuerySuggestions,
     >,
     pub rating: FirecrawlFirecrawlFeedbackArgsRating,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub tags: ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsTagsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub tags: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsTagsItem>,
+    >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
     #[serde(
         rename = "valuableSources",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub valuable_sources: ::std::vec::Vec<
-        FirecrawlFirecrawlFeedbackArgsValuableSourcesItem,
+    pub valuable_sources: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlFeedbackArgsValuableSourcesItem>,
     >,
 }
 ///`FirecrawlFirecrawlFeedbackArgsEndpoint`

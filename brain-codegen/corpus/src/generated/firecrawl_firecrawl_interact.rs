@@ -318,22 +318,26 @@ for FirecrawlFirecrawlInteractArgsScrapeId {
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlInteractArgsScrapeOptions {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub actions: ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsActionsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub actions: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsActionsItem>,
+    >,
     #[serde(
         rename = "excludeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_tags: ::std::vec::Vec<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub formats: ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsFormatsItem>,
+    pub exclude_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub formats: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsFormatsItem>,
+    >,
     #[serde(
         rename = "includeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_tags: ::std::vec::Vec<::std::string::String>,
+    pub include_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "jsonOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -356,8 +360,10 @@ pub struct FirecrawlFirecrawlInteractArgsScrapeOptions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub only_main_content: ::std::option::Option<bool>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub parsers: ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsParsersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub parsers: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlInteractArgsScrapeOptionsParsersItem>,
+    >,
     #[serde(
         rename = "pdfOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -695,13 +701,12 @@ for FirecrawlFirecrawlInteractArgsScrapeOptionsFormatsItem {
 pub struct FirecrawlFirecrawlInteractArgsScrapeOptionsJsonOptions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
 }
 ///`FirecrawlFirecrawlInteractArgsScrapeOptionsLocation`
@@ -717,8 +722,8 @@ pub struct FirecrawlFirecrawlInteractArgsScrapeOptionsJsonOptions {
 pub struct FirecrawlFirecrawlInteractArgsScrapeOptionsLocation {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub country: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub languages: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub languages: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 ///`FirecrawlFirecrawlInteractArgsScrapeOptionsParsersItem`
 #[derive(

@@ -20,22 +20,21 @@
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlMonitorCreateArgs {
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub body: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub body: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub email: ::std::option::Option<::std::string::String>,
     #[serde(
         rename = "excludeDomains",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_domains: ::std::vec::Vec<::std::string::String>,
+    pub exclude_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub goal: ::std::option::Option<::std::string::String>,
     #[serde(
@@ -46,9 +45,9 @@ pub struct FirecrawlFirecrawlMonitorCreateArgs {
     #[serde(
         rename = "includeDomains",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_domains: ::std::vec::Vec<::std::string::String>,
+    pub include_domains: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "maxResults",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -58,10 +57,10 @@ pub struct FirecrawlFirecrawlMonitorCreateArgs {
     pub name: ::std::option::Option<::std::string::String>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub page: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub pages: ::std::vec::Vec<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub queries: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub pages: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub queries: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "scheduleText",
         skip_serializing_if = "::std::option::Option::is_none"

@@ -28,20 +28,22 @@ pub struct FirecrawlFirecrawlParseArgs {
     #[serde(
         rename = "excludeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_tags: ::std::vec::Vec<::std::string::String>,
+    pub exclude_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///Absolute or relative path to a local file to parse. Supported: .html, .htm, .pdf, .docx, .doc, .odt, .rtf, .xlsx, .xls
     #[serde(rename = "filePath")]
     pub file_path: FirecrawlFirecrawlParseArgsFilePath,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub formats: ::std::vec::Vec<FirecrawlFirecrawlParseArgsFormatsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub formats: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlParseArgsFormatsItem>,
+    >,
     #[serde(
         rename = "includeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_tags: ::std::vec::Vec<::std::string::String>,
+    pub include_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "jsonOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -54,8 +56,10 @@ pub struct FirecrawlFirecrawlParseArgs {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub only_main_content: ::std::option::Option<bool>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub parsers: ::std::vec::Vec<FirecrawlFirecrawlParseArgsParsersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub parsers: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlParseArgsParsersItem>,
+    >,
     #[serde(
         rename = "pdfOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -253,13 +257,12 @@ for FirecrawlFirecrawlParseArgsFormatsItem {
 pub struct FirecrawlFirecrawlParseArgsJsonOptions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
 }
 ///`FirecrawlFirecrawlParseArgsParsersItem`

@@ -20,11 +20,11 @@
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlResearchSearchPapersArgs {
     ///Author substring filter(s); ALL must match (case-insensitive).
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub authors: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub authors: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///arXiv category filter(s) (e.g. `cs.LG`); ALL must match.
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub categories: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub categories: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///Inclusive lower bound on created/updated date (`YYYY-MM-DD`).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub from: ::std::option::Option<::std::string::String>,

@@ -19,22 +19,26 @@
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlScrapeArgs {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub actions: ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsActionsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub actions: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsActionsItem>,
+    >,
     #[serde(
         rename = "excludeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_tags: ::std::vec::Vec<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub formats: ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsFormatsItem>,
+    pub exclude_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub formats: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsFormatsItem>,
+    >,
     #[serde(
         rename = "includeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_tags: ::std::vec::Vec<::std::string::String>,
+    pub include_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "jsonOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -53,8 +57,10 @@ pub struct FirecrawlFirecrawlScrapeArgs {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub only_main_content: ::std::option::Option<bool>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub parsers: ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsParsersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub parsers: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlScrapeArgsParsersItem>,
+    >,
     #[serde(
         rename = "pdfOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -382,13 +388,12 @@ for FirecrawlFirecrawlScrapeArgsFormatsItem {
 pub struct FirecrawlFirecrawlScrapeArgsJsonOptions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
 }
 ///`FirecrawlFirecrawlScrapeArgsLocation`
@@ -404,8 +409,8 @@ pub struct FirecrawlFirecrawlScrapeArgsJsonOptions {
 pub struct FirecrawlFirecrawlScrapeArgsLocation {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub country: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub languages: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub languages: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 ///`FirecrawlFirecrawlScrapeArgsParsersItem`
 #[derive(

@@ -19,22 +19,28 @@
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlSearchArgs {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub enterprise: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsEnterpriseItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub enterprise: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsEnterpriseItem>,
+    >,
     #[serde(
         rename = "excludeDomains",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_domains: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsExcludeDomainsItem>,
+    pub exclude_domains: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsExcludeDomainsItem>,
+    >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub filter: ::std::option::Option<::std::string::String>,
     #[serde(
         rename = "includeDomains",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_domains: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsIncludeDomainsItem>,
+    pub include_domains: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsIncludeDomainsItem>,
+    >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub limit: ::std::option::Option<f64>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -45,8 +51,10 @@ pub struct FirecrawlFirecrawlSearchArgs {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scrape_options: ::std::option::Option<FirecrawlFirecrawlSearchArgsScrapeOptions>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub sources: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsSourcesItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub sources: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsSourcesItem>,
+    >,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub tbs: ::std::option::Option<::std::string::String>,
 }
@@ -334,22 +342,26 @@ for FirecrawlFirecrawlSearchArgsQuery {
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct FirecrawlFirecrawlSearchArgsScrapeOptions {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub actions: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsActionsItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub actions: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsActionsItem>,
+    >,
     #[serde(
         rename = "excludeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub exclude_tags: ::std::vec::Vec<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub formats: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsFormatsItem>,
+    pub exclude_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub formats: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsFormatsItem>,
+    >,
     #[serde(
         rename = "includeTags",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub include_tags: ::std::vec::Vec<::std::string::String>,
+    pub include_tags: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(
         rename = "jsonOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -372,8 +384,10 @@ pub struct FirecrawlFirecrawlSearchArgsScrapeOptions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub only_main_content: ::std::option::Option<bool>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub parsers: ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsParsersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub parsers: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchArgsScrapeOptionsParsersItem>,
+    >,
     #[serde(
         rename = "pdfOptions",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -709,13 +723,12 @@ for FirecrawlFirecrawlSearchArgsScrapeOptionsFormatsItem {
 pub struct FirecrawlFirecrawlSearchArgsScrapeOptionsJsonOptions {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub prompt: ::std::option::Option<::std::string::String>,
-    #[serde(
-        default,
-        skip_serializing_if = "::brain_runtime::__codegen::serde_json::Map::is_empty"
-    )]
-    pub schema: ::brain_runtime::__codegen::serde_json::Map<
-        ::std::string::String,
-        ::brain_runtime::__codegen::serde_json::Value,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub schema: ::std::option::Option<
+        ::brain_runtime::__codegen::serde_json::Map<
+            ::std::string::String,
+            ::brain_runtime::__codegen::serde_json::Value,
+        >,
     >,
 }
 ///`FirecrawlFirecrawlSearchArgsScrapeOptionsLocation`
@@ -731,8 +744,8 @@ pub struct FirecrawlFirecrawlSearchArgsScrapeOptionsJsonOptions {
 pub struct FirecrawlFirecrawlSearchArgsScrapeOptionsLocation {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub country: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub languages: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub languages: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 ///`FirecrawlFirecrawlSearchArgsScrapeOptionsParsersItem`
 #[derive(

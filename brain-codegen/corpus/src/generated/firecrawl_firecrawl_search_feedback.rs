@@ -23,10 +23,10 @@ pub struct FirecrawlFirecrawlSearchFeedbackArgs {
     #[serde(
         rename = "missingContent",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub missing_content: ::std::vec::Vec<
-        FirecrawlFirecrawlSearchFeedbackArgsMissingContentItem,
+    pub missing_content: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchFeedbackArgsMissingContentItem>,
     >,
     #[serde(
         rename = "querySuggestions",
@@ -41,10 +41,10 @@ pub struct FirecrawlFirecrawlSearchFeedbackArgs {
     #[serde(
         rename = "valuableSources",
         default,
-        skip_serializing_if = "::std::vec::Vec::is_empty"
+        skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub valuable_sources: ::std::vec::Vec<
-        FirecrawlFirecrawlSearchFeedbackArgsValuableSourcesItem,
+    pub valuable_sources: ::std::option::Option<
+        ::std::vec::Vec<FirecrawlFirecrawlSearchFeedbackArgsValuableSourcesItem>,
     >,
 }
 ///`FirecrawlFirecrawlSearchFeedbackArgsMissingContentItem`

@@ -19,12 +19,12 @@
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 #[serde(deny_unknown_fields)]
 pub struct GithubCreateIssueArgs {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub assignees: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub assignees: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub body: ::std::option::Option<::std::string::String>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub labels: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub milestone: ::std::option::Option<f64>,
     pub owner: ::std::string::String,

@@ -21,8 +21,8 @@
 pub struct GithubListIssuesArgs {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub direction: ::std::option::Option<GithubListIssuesArgsDirection>,
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub labels: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub labels: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     pub owner: ::std::string::String,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub page: ::std::option::Option<f64>,

@@ -9,8 +9,61 @@
     irrefutable_let_patterns,
     unused_qualifications
 )]
-/// The `input_schema` of `notion_API-list-data-source-templates`, as a JSON object: typed fields would not be faithful to the schema (`additionalProperties: true`: typed structs would drop the extra keys). brain validates it against the schema all the same.
-pub type NotionApiListDataSourceTemplatesArgs = ::brain_runtime::__codegen::serde_json::Map<
-    ::std::string::String,
-    ::brain_runtime::__codegen::serde_json::Value,
->;
+///`NotionApiListDataSourceTemplatesArgs`
+#[derive(
+    ::brain_runtime::__codegen::serde::Deserialize,
+    ::brain_runtime::__codegen::serde::Serialize,
+    Clone,
+    Debug
+)]
+#[serde(crate = "::brain_runtime::__codegen::serde")]
+pub struct NotionApiListDataSourceTemplatesArgs {
+    ///Identifier for a Notion data source
+    pub data_source_id: ::std::string::String,
+    #[serde(default = "defaults::default_u64::<i64, 100>")]
+    pub page_size: i64,
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub start_cursor: ::std::option::Option<::std::string::String>,
+}
+/// Generation of default values for serde.
+pub mod defaults {
+    pub(super) fn default_u64<T, const V: u64>() -> T
+    where
+        T: ::std::convert::TryFrom<u64>,
+        <T as ::std::convert::TryFrom<u64>>::Error: ::std::fmt::Debug,
+    {
+        T::try_from(V).unwrap()
+    }
+}
+/// Error types.
+pub mod error {
+    /// Error from a `TryFrom` or `FromStr` implementation.
+    pub struct ConversionError(::std::borrow::Cow<'static, str>);
+    impl ::std::error::Error for ConversionError {}
+    impl ::std::fmt::Display for ConversionError {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
+            ::std::fmt::Display::fmt(&self.0, f)
+        }
+    }
+    impl ::std::fmt::Debug for ConversionError {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
+            ::std::fmt::Debug::fmt(&self.0, f)
+        }
+    }
+    impl From<&'static str> for ConversionError {
+        fn from(value: &'static str) -> Self {
+            Self(value.into())
+        }
+    }
+    impl From<String> for ConversionError {
+        fn from(value: String) -> Self {
+            Self(value.into())
+        }
+    }
+}

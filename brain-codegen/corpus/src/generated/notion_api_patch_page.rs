@@ -9,7 +9,7 @@
     irrefutable_let_patterns,
     unused_qualifications
 )]
-/// The `input_schema` of `notion_API-patch-page`, as a JSON object: typed fields would not be faithful to the schema (`additionalProperties: true`: typed structs would drop the extra keys). brain validates it against the schema all the same.
+/// The `input_schema` of `notion_API-patch-page`, as a JSON object: typed fields would not be faithful to the schema (`anyOf`: typify's enums reject some inputs the schema accepts). brain validates it against the schema all the same.
 pub type NotionApiPatchPageArgs = ::brain_runtime::__codegen::serde_json::Map<
     ::std::string::String,
     ::brain_runtime::__codegen::serde_json::Value,

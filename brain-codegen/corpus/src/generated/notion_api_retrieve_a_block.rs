@@ -9,8 +9,47 @@
     irrefutable_let_patterns,
     unused_qualifications
 )]
-/// The `input_schema` of `notion_API-retrieve-a-block`, as a JSON object: typed fields would not be faithful to the schema (`additionalProperties: true`: typed structs would drop the extra keys). brain validates it against the schema all the same.
-pub type NotionApiRetrieveABlockArgs = ::brain_runtime::__codegen::serde_json::Map<
-    ::std::string::String,
-    ::brain_runtime::__codegen::serde_json::Value,
->;
+///`NotionApiRetrieveABlockArgs`
+#[derive(
+    ::brain_runtime::__codegen::serde::Deserialize,
+    ::brain_runtime::__codegen::serde::Serialize,
+    Clone,
+    Debug
+)]
+#[serde(crate = "::brain_runtime::__codegen::serde")]
+pub struct NotionApiRetrieveABlockArgs {
+    ///Identifier for a Notion block
+    pub block_id: ::std::string::String,
+}
+/// Error types.
+pub mod error {
+    /// Error from a `TryFrom` or `FromStr` implementation.
+    pub struct ConversionError(::std::borrow::Cow<'static, str>);
+    impl ::std::error::Error for ConversionError {}
+    impl ::std::fmt::Display for ConversionError {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
+            ::std::fmt::Display::fmt(&self.0, f)
+        }
+    }
+    impl ::std::fmt::Debug for ConversionError {
+        fn fmt(
+            &self,
+            f: &mut ::std::fmt::Formatter<'_>,
+        ) -> Result<(), ::std::fmt::Error> {
+            ::std::fmt::Debug::fmt(&self.0, f)
+        }
+    }
+    impl From<&'static str> for ConversionError {
+        fn from(value: &'static str) -> Self {
+            Self(value.into())
+        }
+    }
+    impl From<String> for ConversionError {
+        fn from(value: String) -> Self {
+            Self(value.into())
+        }
+    }
+}

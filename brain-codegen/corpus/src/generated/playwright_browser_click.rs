@@ -32,8 +32,10 @@ pub struct PlaywrightBrowserClickArgs {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub element: ::std::option::Option<::std::string::String>,
     ///Modifier keys to press
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub modifiers: ::std::vec::Vec<PlaywrightBrowserClickArgsModifiersItem>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub modifiers: ::std::option::Option<
+        ::std::vec::Vec<PlaywrightBrowserClickArgsModifiersItem>,
+    >,
     ///Exact target element reference from the page snapshot, or a unique element selector
     pub target: ::std::string::String,
 }

@@ -20,14 +20,16 @@
 #[serde(deny_unknown_fields)]
 pub struct PlaywrightBrowserDropArgs {
     ///Data to drop, as a map of MIME type to string value (e.g. {"text/plain": "hello", "text/uri-list": "https://example.com"}).
-    #[serde(default, skip_serializing_if = ":: std :: collections :: HashMap::is_empty")]
-    pub data: ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub data: ::std::option::Option<
+        ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+    >,
     ///Human-readable element description used to obtain permission to interact with the element
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub element: ::std::option::Option<::std::string::String>,
     ///Absolute paths to files to drop onto the element.
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub paths: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub paths: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///Exact target element reference from the page snapshot, or a unique element selector
     pub target: ::std::string::String,
 }

@@ -21,8 +21,8 @@
 #[serde(deny_unknown_fields)]
 pub struct PlaywrightBrowserFileUploadArgs {
     ///The absolute paths to the files to upload. Can be single file or multiple files. If omitted, file chooser is cancelled.
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub paths: ::std::vec::Vec<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub paths: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
 }
 /// Error types.
 pub mod error {

@@ -30,8 +30,8 @@ pub struct Filter {
 )]
 #[serde(crate = "::brain_runtime::__codegen::serde")]
 pub struct SearchArgs {
-    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    pub filters: ::std::vec::Vec<Filter>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub filters: ::std::option::Option<::std::vec::Vec<Filter>>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub limit: ::std::option::Option<::std::num::NonZeroU64>,
     ///How hard to look.
