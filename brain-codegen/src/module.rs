@@ -64,10 +64,14 @@ pub(crate) fn binding_module(binding: &ToolBinding) -> Result<Module, CodegenErr
             .find(|&i| schemas[i].untyped.is_none() && attempt(&schemas[i..=i]).is_err());
         match culprit {
             Some(i) => schemas[i].untyped = Some(format!("typify 0.8 cannot type it: {panic}")),
+            // Each alone is fine, together they are not (or typify panics on what is left).
             None => {
                 return Err(CodegenError::Typify {
                     tool: binding.name.clone(),
-                    field: "input_schema",
+                    field: match schemas.as_slice() {
+                        [only] => only.field,
+                        _ => "input_schema and output_schema",
+                    },
                     message: panic,
                 });
             }

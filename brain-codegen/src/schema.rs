@@ -31,9 +31,9 @@ pub(crate) fn unfaithful(schema: &Value) -> Option<String> {
     reason.or_else(|| optional_null(schema))
 }
 
-/// An optional property whose own `type` or `enum` allows `null` (`"type": ["integer", "null"]`): typify
-/// makes it an `Option` left out when `None`, so a `null` given (often "clear it") would not be
-/// sent. (`anyOf` with a `null` branch is unfaithful already.)
+/// An optional property whose own `type` or `enum` allows `null` (`"type": ["integer",
+/// "null"]`): typify makes it an `Option` left out when `None`, so a `null` given (often "clear
+/// it") would not be sent. (`anyOf` with a `null` branch is unfaithful already.)
 fn optional_null(schema: &Value) -> Option<String> {
     let Value::Object(map) = schema else {
         return None;
@@ -125,9 +125,11 @@ pub(crate) fn used(schema: &Value) -> Value {
                             .and_then(|r| r.strip_prefix(keyword))
                             .and_then(|r| r.strip_prefix('/'))
                             .map(|r| r.split('/').next().unwrap_or(r));
-                        if let Some(name) = name
-                            && let Some(definition) = root.get(keyword).and_then(|d| d.get(name))
-                            && used.insert((keyword, name))
+                        // A JSON pointer's escapes: `~1` is `/`, `~0` is `~`.
+                        if let Some((name, definition)) = name.and_then(|name| {
+                            let name = name.replace("~1", "/").replace("~0", "~");
+                            root.get(keyword)?.as_object()?.get_key_value(&name)
+                        }) && used.insert((keyword, name.as_str()))
                         {
                             pending.push(definition);
                         }
@@ -328,7 +330,13 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
             "$defs": {"a": {"type": "array", "items": {"$ref": "#/$defs/b"}}, "b": {"type": "string"},
                 "loose": {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": true}},
-            "definitions": {"old": {"type": "integer"}}});
+            "definitions": {"old": {"type": "integer"}, "a/b": {"type": "string"}}});
+        let mut escaped = schema.clone();
+        escaped["properties"]["e"] = json!({"$ref": "#/definitions/a~1b"});
+        assert_eq!(
+            used(&escaped)["definitions"],
+            json!({"a/b": {"type": "string"}})
+        );
         assert_eq!(
             used(&schema),
             json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
