@@ -6,10 +6,13 @@
 //! then the typed parse) and the static `BINDINGS` table the runtime needs. The code names only
 //! `::brain_runtime::__codegen` and `::std`, and is deterministic: same config, same bytes.
 //!
-//! jsonschema is the contract; typed structs are a convenience. typify ignores some keywords
-//! (fine: arguments are validated first) but drops keys kept by `additionalProperties: true` and
-//! rejects some valid `oneOf`/`anyOf` inputs; a schema using those gets a JSON-object argument
-//! type instead, with a note in its doc.
+//! jsonschema is the contract; typed structs are a convenience, and send what they were given.
+//! typify ignores some keywords (fine: arguments are validated first) but drops keys kept by
+//! `additionalProperties: true` and the `null` of an optional nullable property, rejects some
+//! valid `oneOf`/`anyOf` inputs, and panics on `not` and on enum values it cannot name apart; a
+//! schema using those (in what it uses: unused definitions do not count) gets a JSON-object type
+//! instead, with the reason in its doc. An optional array or map without a default is an
+//! `Option`, so that an empty one is sent.
 //!
 //! ```
 //! let config = brain_config::parse(br#"{"tools": [{"name": "get-page", "description": "Fetch a page.",

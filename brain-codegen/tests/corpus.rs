@@ -11,6 +11,8 @@
 //! Update with `EXPECTORATE=overwrite cargo test -p brain-codegen --test corpus`, then review the
 //! diff.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -135,13 +137,11 @@ fn the_corpus_generates_its_crate() {
     let config = brain_config::parse(host.as_bytes(), "brain-codegen/corpus/host.json").unwrap();
     let files = brain_codegen::generate(&config, "brain-codegen/corpus/host.json").unwrap();
 
-    let out = here("corpus/src/generated");
-    std::fs::create_dir_all(&out).unwrap();
+    common::assert_generated(&here("corpus/src/generated"), &files);
     // The types typify would not make faithful, from their doc: "The `input_schema` of `x`, as
     // a JSON object: typed fields would not be faithful to the schema (REASON). brain …".
     let mut json_objects = Vec::new();
     for file in &files {
-        expectorate::assert_contents(out.join(&file.path), &file.contents);
         for line in file.contents.lines() {
             if let Some(doc) = line.trim().strip_prefix("/// The `")
                 && let Some((field, rest)) = doc.split_once("` of `")
@@ -165,13 +165,4 @@ fn the_corpus_generates_its_crate() {
         writeln!(report, "{line}").unwrap();
     }
     expectorate::assert_contents(here("corpus/report.txt"), &report);
-
-    let mut on_disk: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    on_disk.sort();
-    let mut expected: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-    expected.sort();
-    assert_eq!(on_disk, expected, "stray files in corpus/src/generated");
 }

@@ -9,6 +9,8 @@
 
 #![allow(clippy::print_stdout)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 fn dir(name: &str) -> PathBuf {
@@ -39,19 +41,7 @@ fn fixtures_generate_their_snapshots() {
         match brain_config::parse(&std::fs::read(&path).unwrap(), &source) {
             Ok(config) => {
                 let files = brain_codegen::generate(&config, &source).unwrap();
-                let out = dir("snapshots").join(&name);
-                std::fs::create_dir_all(&out).unwrap();
-                for file in &files {
-                    expectorate::assert_contents(out.join(&file.path), &file.contents);
-                }
-                let mut on_disk: Vec<String> = std::fs::read_dir(&out)
-                    .unwrap()
-                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect();
-                on_disk.sort();
-                let mut expected: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-                expected.sort();
-                assert_eq!(on_disk, expected, "stray files in tests/snapshots/{name}");
+                common::assert_generated(&dir("snapshots").join(&name), &files);
             }
             Err(diagnostics) => {
                 let out = dir("snapshots").join(format!("{name}.rejected.txt"));
