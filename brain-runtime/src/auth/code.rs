@@ -6,18 +6,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use brain_config::ToolBinding;
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::OAuth;
+use super::dpop::{DpopKey, Nonces};
 use super::grant::{self, Authn, Issued};
 use super::metadata::ServerMetadata;
-use super::store::{StoreKey, TokenStore};
+use crate::http::HttpClient;
 
 /// What takes the user to the authorization server and brings back where it redirected them.
 pub trait UserAgent: Send + Sync {
@@ -121,7 +119,14 @@ pub(crate) struct CodeFlow<'a> {
 }
 
 impl CodeFlow<'_> {
-    pub(crate) async fn run(&self, oauth: &OAuth, agent: &dyn UserAgent) -> Result<Issued, String> {
+    /// Takes the user to the authorization server through `agent` and spends the code it sends
+    /// back at the token endpoint, over `http`, with a DPoP proof when `dpop`.
+    pub(crate) async fn run(
+        &self,
+        http: &HttpClient,
+        dpop: Option<(&DpopKey, &Nonces)>,
+        agent: &dyn UserAgent,
+    ) -> Result<Issued, String> {
         let metadata = self.metadata;
         // OAuth 2.1 and the MCP spec: no PKCE with S256, no authorization.
         if !metadata.pkce_s256 {
@@ -207,11 +212,11 @@ impl CodeFlow<'_> {
             ("resource", self.resource.to_owned()),
         ];
         grant::token_request(
-            &oauth.http,
+            http,
             &metadata.token_endpoint,
             form,
             Some(&self.authn),
-            oauth.dpop_pair(),
+            dpop,
         )
         .await
         .map_err(|refused| refused.message)
@@ -223,42 +228,4 @@ fn random_text(bytes: usize) -> Result<String, String> {
     let mut buffer = vec![0u8; bytes];
     getrandom::fill(&mut buffer).map_err(|error| format!("no randomness: {error}"))?;
     Ok(URL_SAFE_NO_PAD.encode(buffer))
-}
-
-/// Runs the authorization code flow for `binding` (whose `auth.type` is `authorization_code`)
-/// on behalf of `tenant`, and stores the tokens in `store`: asks the server for its challenge,
-/// finds its authorization server, takes the user there through `agent`. Returns a line about
-/// what was stored (issuer, scopes, expiry; never a token). `env` reads the binding's secret
-/// variables.
-pub async fn login(
-    binding: &ToolBinding,
-    tenant: &str,
-    store: Arc<dyn TokenStore>,
-    agent: Arc<dyn UserAgent>,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    let http = crate::http::client(true)?;
-    let auth = binding
-        .auth
-        .clone()
-        .ok_or_else(|| format!("{} has no `auth`: it needs no login", binding.name))?;
-    let url = binding.url.as_deref().unwrap_or_default();
-    let oauth = OAuth::new(
-        &binding.name,
-        url,
-        auth,
-        http,
-        &env,
-        Some(store),
-        Some(agent),
-    )?;
-    oauth.login(tenant).await
-}
-
-/// Removes the tokens `login` stored for `binding` and `tenant`; whether there were any.
-pub fn logout(binding: &ToolBinding, tenant: &str, store: &dyn TokenStore) -> Result<bool, String> {
-    store.remove(&StoreKey {
-        resource: binding.url.clone().unwrap_or_default(),
-        tenant: tenant.to_owned(),
-    })
 }

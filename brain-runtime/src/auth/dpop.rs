@@ -12,7 +12,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
 use sha2::Digest;
 
-use super::metadata::split_url;
+use super::request::split_url;
 
 /// A key pair generated when the runtime starts (ES256); it never leaves the process.
 pub(crate) struct DpopKey {

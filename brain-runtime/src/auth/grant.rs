@@ -1,26 +1,18 @@
-//! Requests to the authorization server: metadata documents, token requests of every grant
-//! with the client's authentication (`client_secret_basic`, `client_secret_post`,
-//! `private_key_jwt`, none), DPoP proofs with the server's nonce, and dynamic client
-//! registration (RFC 7591). Bodies are bounded; redirects are never followed.
-
-use std::time::Duration;
+//! Requests to the authorization server: token requests of every grant with the client's
+//! authentication (`client_secret_basic`, `client_secret_post`, `private_key_jwt`, none), DPoP
+//! proofs with the server's nonce, and dynamic client registration (RFC 7591).
 
 use base64::Engine;
 use bytes::Bytes;
-use http::StatusCode;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use super::Secret;
 use super::dpop::{DpopKey, Nonces};
+use super::request::{require_secure, send};
+use super::secret::{Secret, sensitive};
 use crate::http::HttpClient;
-
-/// Bound on a response body from an authorization server.
-const BODY_LIMIT: usize = 1024 * 1024;
-/// Bound on one request to an authorization server.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) const GRANT_CLIENT_CREDENTIALS: &str = "client_credentials";
 pub(crate) const GRANT_AUTHORIZATION_CODE: &str = "authorization_code";
@@ -28,54 +20,6 @@ pub(crate) const GRANT_REFRESH_TOKEN: &str = "refresh_token";
 pub(crate) const GRANT_JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub(crate) const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ASSERTION_TYPE_JWT: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-
-/// A response: status, headers, body (bounded).
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-async fn send(http: &HttpClient, request: http::Request<Full<Bytes>>) -> Result<Answer, String> {
-    let url = request.uri().to_string();
-    let exchange = async {
-        let response = http
-            .request(request)
-            .await
-            .map_err(|error| format!("{url}: {}", crate::http::error_chain(&error)))?;
-        let (parts, body) = response.into_parts();
-        let body = Limited::new(body, BODY_LIMIT)
-            .collect()
-            .await
-            .map_err(|error| format!("{url}: the response could not be read: {error}"))?
-            .to_bytes();
-        Ok(Answer {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-        })
-    };
-    tokio::time::timeout(REQUEST_TIMEOUT, exchange)
-        .await
-        .map_err(|_| format!("{url} did not answer within {}s", REQUEST_TIMEOUT.as_secs()))?
-}
-
-/// GETs a JSON metadata document: `None` when the server has none there (any status but 2xx,
-/// or a body that is not a JSON object).
-pub(crate) async fn get_json(http: &HttpClient, url: &str) -> Result<Option<Value>, String> {
-    let request = http::Request::get(url)
-        .header(ACCEPT, "application/json")
-        .body(Full::new(Bytes::new()))
-        .map_err(|error| format!("{url:?} cannot be requested: {error}"))?;
-    let answer = send(http, request).await?;
-    if !answer.status.is_success() {
-        tracing::debug!(url, status = %answer.status, "no metadata");
-        return Ok(None);
-    }
-    Ok(serde_json::from_slice::<Value>(&answer.body)
-        .ok()
-        .filter(Value::is_object))
-}
 
 /// How a client proves who it is at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,8 +109,7 @@ impl Authn<'_> {
                     "Basic {}",
                     base64::engine::general_purpose::STANDARD.encode(pair)
                 );
-                let value =
-                    super::sensitive(&value).ok_or("the client id cannot be sent in a header")?;
+                let value = sensitive(&value).ok_or("the client id cannot be sent in a header")?;
                 headers.insert(AUTHORIZATION, value);
             }
             ClientAuth::Post => {
@@ -238,7 +181,7 @@ pub(crate) async fn token_request(
         error: None,
         message,
     };
-    super::metadata::require_secure(endpoint, "the token endpoint").map_err(refused)?;
+    require_secure(endpoint, "the token endpoint").map_err(refused)?;
     let mut headers = HeaderMap::new();
     if let Some(authn) = authn {
         authn.apply(&mut form, &mut headers).map_err(refused)?;
@@ -367,7 +310,7 @@ pub(crate) async fn register(
     supported: Option<&[String]>,
     scope: Option<&str>,
 ) -> Result<Client, String> {
-    super::metadata::require_secure(endpoint, "the registration endpoint")?;
+    require_secure(endpoint, "the registration endpoint")?;
     let wanted = match supported {
         Some(methods) if methods.iter().any(|m| m == "none") => ClientAuth::None,
         Some(methods) => ClientAuth::for_secret(Some(methods)),

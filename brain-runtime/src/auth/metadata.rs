@@ -9,7 +9,7 @@
 use http::header::HeaderMap;
 use serde_json::Value;
 
-use super::grant::get_json;
+use super::request::{get_json, require_secure, split_url};
 use crate::http::HttpClient;
 
 /// One challenge of a `WWW-Authenticate` header.
@@ -30,6 +30,28 @@ pub(crate) fn challenges(headers: &HeaderMap) -> Vec<Challenge> {
         .filter_map(|value| value.to_str().ok())
         .flat_map(parse_challenges)
         .collect()
+}
+
+/// The challenge of a refusal: the Bearer or DPoP one, a DPoP nonce challenge first, with the
+/// `scope` and `resource_metadata` any of them gave.
+pub(crate) fn merged_challenge(headers: &HeaderMap) -> Challenge {
+    let challenges: Vec<Challenge> = challenges(headers)
+        .into_iter()
+        .filter(|c| c.scheme == "dpop" || c.scheme == "bearer")
+        .collect();
+    let mut merged = challenges
+        .iter()
+        .find(|c| c.error.as_deref() == Some("use_dpop_nonce"))
+        .or_else(|| challenges.first())
+        .cloned()
+        .unwrap_or_default();
+    for other in &challenges {
+        merged.scope = merged.scope.or_else(|| other.scope.clone());
+        merged.resource_metadata = merged
+            .resource_metadata
+            .or_else(|| other.resource_metadata.clone());
+    }
+    merged
 }
 
 /// Parses `Bearer error="invalid_token", scope="a b", DPoP algs="ES256"` into challenges.
@@ -175,47 +197,6 @@ fn resource_covers(resource: &str, server_url: &str) -> bool {
     server_path == path
         || server_path.trim_end_matches('/') == path
         || server_path.starts_with(&format!("{path}/"))
-}
-
-/// `https://host:port` and the path (without query) of an absolute URL, as written.
-pub(crate) fn split_url(url: &str) -> Result<(String, String), String> {
-    let parsed = url::Url::parse(url).map_err(|error| format!("{url:?} is not a URL: {error}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("{url:?} is not an http(s) URL"));
-    }
-    let origin = parsed.origin().ascii_serialization();
-    let after_scheme = url.split_once("://").map_or("", |(_, rest)| rest);
-    let path = match after_scheme.find(['/', '?', '#']) {
-        Some(start) if after_scheme[start..].starts_with('/') => {
-            let path = &after_scheme[start..];
-            path.split(['?', '#']).next().unwrap_or_default().to_owned()
-        }
-        _ => String::new(),
-    };
-    Ok((origin, path))
-}
-
-/// Refuses a URL that secrets would travel to in clear text: `http` is allowed to loopback hosts
-/// only (`localhost`, 127.0.0.0/8, `::1`), as for a binding's `token_env`.
-pub(crate) fn require_secure(url: &str, what: &str) -> Result<(), String> {
-    let parsed =
-        url::Url::parse(url).map_err(|error| format!("{what} {url:?} is not a URL: {error}"))?;
-    let loopback = match parsed.host() {
-        Some(url::Host::Domain(domain)) => {
-            domain.eq_ignore_ascii_case("localhost")
-                || domain.to_ascii_lowercase().ends_with(".localhost")
-        }
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(format!(
-            "{what} {url} is not https: brain sends no credentials there in clear text"
-        )),
-    }
 }
 
 /// An authorization server, from its metadata.
@@ -391,32 +372,5 @@ mod tests {
             "http://localhost:6/mcp",
             "http://localhost:5/mcp"
         ));
-    }
-
-    #[test]
-    fn credentials_travel_over_https_or_to_loopback_only() {
-        assert!(require_secure("https://as.example/token", "t").is_ok());
-        assert!(require_secure("http://127.0.0.1:5/token", "t").is_ok());
-        assert!(require_secure("http://localhost:5/token", "t").is_ok());
-        assert!(require_secure("http://[::1]:5/token", "t").is_ok());
-        let refused = require_secure("http://as.example/token", "the token endpoint").unwrap_err();
-        assert!(refused.contains("not https"), "{refused}");
-        assert!(require_secure("ftp://as.example/token", "t").is_err());
-    }
-
-    #[test]
-    fn splits_urls_without_normalizing_the_path() {
-        assert_eq!(
-            split_url("http://localhost:5").unwrap(),
-            ("http://localhost:5".into(), String::new())
-        );
-        assert_eq!(
-            split_url("https://a.example/t1/?x=1").unwrap(),
-            ("https://a.example".into(), "/t1/".into())
-        );
-        assert_eq!(
-            split_url("http://h.example?x=/y").unwrap(),
-            ("http://h.example".into(), String::new())
-        );
     }
 }

@@ -10,6 +10,12 @@
 //!   may be sent once more ([`Retry`]). The caller allows that once per request, so nothing
 //!   loops; a step-up that asks for nothing new fails at once.
 //! - Keys: user-delegated tokens (`authorization_code`) per tenant, others per binding.
+//!
+//! This file holds the client, its cache of keys and what a request and a refusal do with them;
+//! `oauth/tokens.rs` one key's tokens, `oauth/obtain.rs` how a key gets new ones.
+
+mod obtain;
+mod tokens;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -20,24 +26,14 @@ use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use jsonwebtoken::EncodingKey;
 
-use super::code::{CodeFlow, UserAgent};
+use self::tokens::{Slot, Tokens, defer_refresh, words};
+use super::code::UserAgent;
 use super::dpop::{DpopKey, Nonces};
-use super::grant::{self, Authn, Client, ClientAuth, Issued};
-use super::metadata::{self, Resource, ServerMetadata};
-use super::store::{StoreKey, StoredTokens, TokenStore};
-use super::{Secret, sensitive};
+use super::grant::Client;
+use super::metadata::{self, Resource, ServerMetadata, merged_challenge};
+use super::secret::{Secret, sensitive};
+use super::store::{StoreKey, TokenStore};
 use crate::http::HttpClient;
-
-/// A token is refreshed this long before it expires, at most (and at most a third of its
-/// lifetime before).
-const REFRESH_MARGIN: Duration = Duration::from_secs(60);
-/// A stored token (whose lifetime is not known any more) is refreshed this long before it
-/// expires.
-const STORED_REFRESH_MARGIN: Duration = Duration::from_secs(30);
-/// The longest lifetime brain believes a server gives a token.
-const MAX_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
-/// After a failed early refresh, the next try waits this long (or until the token expires).
-const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(30);
 
 /// What the caller may do after a refused request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,148 +56,6 @@ struct Discovered {
     metadata: ServerMetadata,
 }
 
-/// A token and what refreshing it needs.
-#[derive(Debug, Clone)]
-struct Tokens {
-    access: Secret,
-    /// The key a DPoP-bound token is bound to.
-    dpop: Option<Arc<DpopKey>>,
-    refresh: Option<Secret>,
-    expires_at: Option<SystemTime>,
-    refresh_at: Option<SystemTime>,
-    issuer: String,
-    token_endpoint: String,
-    resource: String,
-    client: Client,
-    scopes: Vec<String>,
-}
-
-impl Tokens {
-    fn new(
-        issued: Issued,
-        (issuer, token_endpoint): (&str, &str),
-        resource: &str,
-        client: Client,
-        scopes: Vec<String>,
-        previous_refresh: Option<Secret>,
-        key: Option<&Arc<DpopKey>>,
-    ) -> Tokens {
-        let now = SystemTime::now();
-        let (expires_at, refresh_at) = match issued.expires_in {
-            Some(seconds) => {
-                // A server's number, capped: a year is longer than any token lives.
-                let lifetime = Duration::from_secs(seconds.min(MAX_LIFETIME.as_secs()));
-                let margin = REFRESH_MARGIN.min(lifetime / 3);
-                (Some(now + lifetime), Some(now + lifetime - margin))
-            }
-            None => (None, None),
-        };
-        Tokens {
-            access: issued.access_token,
-            dpop: key
-                .filter(|_| issued.token_type.eq_ignore_ascii_case("dpop"))
-                .cloned(),
-            // A server that does not rotate refresh tokens sends none with a refresh.
-            refresh: issued.refresh_token.or(previous_refresh),
-            expires_at,
-            refresh_at,
-            issuer: issuer.to_owned(),
-            token_endpoint: token_endpoint.to_owned(),
-            resource: resource.to_owned(),
-            client,
-            scopes,
-        }
-    }
-
-    /// Due for a refresh (or a new grant).
-    fn due(&self) -> bool {
-        self.refresh_at.is_some_and(|at| SystemTime::now() >= at)
-    }
-
-    fn expired(&self) -> bool {
-        self.expires_at.is_some_and(|at| SystemTime::now() >= at)
-    }
-
-    fn stored(&self) -> Result<StoredTokens, String> {
-        let unix = |t: SystemTime| {
-            t.duration_since(SystemTime::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .ok()
-        };
-        Ok(StoredTokens {
-            issuer: self.issuer.clone(),
-            token_endpoint: self.token_endpoint.clone(),
-            resource: self.resource.clone(),
-            client_id: self.client.id.clone(),
-            client_secret: self.client.secret.as_ref().map(|s| s.expose().to_owned()),
-            client_auth: self.client.auth.name().to_owned(),
-            access_token: self.access.expose().to_owned(),
-            token_type: if self.dpop.is_some() {
-                "DPoP"
-            } else {
-                "Bearer"
-            }
-            .to_owned(),
-            refresh_token: self.refresh.as_ref().map(|s| s.expose().to_owned()),
-            expires_at: self.expires_at.and_then(unix),
-            scopes: self.scopes.clone(),
-            dpop_key: self.dpop.as_ref().map(|key| key.to_pem()).transpose()?,
-        })
-    }
-
-    fn from_stored(stored: StoredTokens) -> Result<Tokens, String> {
-        let at = |secs: u64| {
-            SystemTime::UNIX_EPOCH
-                .checked_add(Duration::from_secs(secs))
-                .unwrap_or(SystemTime::UNIX_EPOCH)
-        };
-        let dpop = match (
-            &stored.dpop_key,
-            stored.token_type.eq_ignore_ascii_case("dpop"),
-        ) {
-            (Some(pem), true) => Some(Arc::new(DpopKey::from_pem(pem)?)),
-            (None, true) => return Err("a stored DPoP-bound token has no key".into()),
-            _ => None,
-        };
-        Ok(Tokens {
-            access: Secret::new(stored.access_token),
-            dpop,
-            refresh: stored.refresh_token.map(Secret::new),
-            expires_at: stored.expires_at.map(at),
-            refresh_at: stored.expires_at.map(|secs| {
-                at(secs)
-                    .checked_sub(STORED_REFRESH_MARGIN)
-                    .unwrap_or(SystemTime::UNIX_EPOCH)
-            }),
-            issuer: stored.issuer,
-            token_endpoint: stored.token_endpoint,
-            resource: stored.resource,
-            client: Client {
-                id: stored.client_id,
-                secret: stored.client_secret.map(Secret::new),
-                auth: ClientAuth::from_name(&stored.client_auth).unwrap_or(ClientAuth::None),
-            },
-            scopes: stored.scopes,
-        })
-    }
-}
-
-/// One key's tokens.
-#[derive(Debug, Default)]
-struct Slot {
-    tokens: Option<Tokens>,
-    /// Bumped at every new token: a refusal of an older one is already handled.
-    generation: u64,
-    /// The store was read (user-delegated tokens).
-    loaded: bool,
-    /// The scope of the server's last `401` challenge.
-    challenge_scope: Option<String>,
-    /// Scopes added by step-up (`403 insufficient_scope`).
-    stepped_up: BTreeSet<String>,
-    /// The scopes last requested.
-    requested: BTreeSet<String>,
-}
-
 /// The secrets an `auth` names, read when the runtime starts.
 #[derive(Debug, Default)]
 struct Secrets {
@@ -215,7 +69,7 @@ pub(crate) struct OAuth {
     config: Auth,
     binding: String,
     server_url: String,
-    pub(super) http: HttpClient,
+    http: HttpClient,
     secrets: Secrets,
     /// The key of `private_key_jwt`.
     key: Option<EncodingKey>,
@@ -308,7 +162,7 @@ impl OAuth {
     }
 
     /// The key and nonces new token requests use.
-    pub(super) fn dpop_pair(&self) -> Option<(&DpopKey, &Nonces)> {
+    fn dpop_pair(&self) -> Option<(&DpopKey, &Nonces)> {
         self.dpop.as_deref().map(|key| (key, &self.nonces))
     }
 
@@ -505,319 +359,6 @@ impl OAuth {
         Ok(discovered)
     }
 
-    /// The scopes to request: those requested before (SEP-2350: a new authorization keeps
-    /// them), the challenge's, the config's and those stepped up to; else the resource's
-    /// `scopes_supported`; plus `offline_access` for a user when the server offers it (so that a
-    /// refresh token is issued).
-    fn scopes(&self, slot: &Slot, discovered: &Discovered) -> BTreeSet<String> {
-        let mut scopes: BTreeSet<String> = words(slot.challenge_scope.as_deref());
-        scopes.extend(slot.requested.iter().cloned());
-        scopes.extend(self.config.scopes.iter().flatten().cloned());
-        scopes.extend(slot.stepped_up.iter().cloned());
-        if scopes.is_empty() {
-            scopes.extend(discovered.resource.scopes_supported.iter().cloned());
-        }
-        if self.user_delegated()
-            && discovered
-                .metadata
-                .scopes_supported
-                .iter()
-                .any(|s| s == "offline_access")
-        {
-            scopes.insert("offline_access".into());
-        }
-        scopes
-    }
-
-    /// Obtains a token for `slot`: a refresh when the cached token has a refresh token from the
-    /// same issuer (not for a step-up, which needs a new grant), else the binding's grant.
-    async fn obtain(
-        &self,
-        slot: &mut Slot,
-        tenant: &str,
-        discovered: &Discovered,
-        step_up: bool,
-    ) -> Result<(), String> {
-        let same_issuer = slot
-            .tokens
-            .as_ref()
-            .is_some_and(|t| t.refresh.is_some() && t.issuer == discovered.metadata.issuer);
-        if same_issuer && !step_up {
-            match self.refresh(slot, tenant).await {
-                Ok(()) => return Ok(()),
-                Err(error) => {
-                    tracing::debug!(binding = %self.binding, %error, "refresh failed; a new grant follows")
-                }
-            }
-        }
-        let scopes = self.scopes(slot, discovered);
-        let scope =
-            (!scopes.is_empty()).then(|| scopes.iter().cloned().collect::<Vec<_>>().join(" "));
-        let metadata = &discovered.metadata;
-        let resource = discovered.resource.resource.as_str();
-        let (issued, client) = match self.config.grant {
-            // The grants without a user: the client's credentials, or an assertion (the
-            // workload's JWT, or the ID-JAG the IdP exchanged the user's ID token for).
-            Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
-                let assertion = match self.config.grant {
-                    Grant::JwtBearer => self.secrets.assertion.clone(),
-                    Grant::EnterpriseManaged => Some(
-                        self.exchange_id_token(metadata, resource, scope.as_deref())
-                            .await?,
-                    ),
-                    _ => None,
-                };
-                let grant_type = match assertion {
-                    Some(_) => grant::GRANT_JWT_BEARER,
-                    None => grant::GRANT_CLIENT_CREDENTIALS,
-                };
-                let mut form = vec![("grant_type", grant_type.to_owned())];
-                form.extend(assertion.map(|a| ("assertion", a.expose().to_owned())));
-                let form = scoped(form, scope.as_deref(), resource);
-                let client = self.configured_client(metadata);
-                (self.token(metadata, form, &client).await?, client)
-            }
-            Grant::AuthorizationCode => {
-                let Some(agent) = &self.agent else {
-                    return Err(format!(
-                        "no user tokens for tenant {tenant:?} at {}: run `brain-harness login --tenant {tenant} {}` first",
-                        self.server_url, self.binding
-                    ));
-                };
-                let client = self
-                    .user_client(metadata, agent.as_ref(), scope.as_deref())
-                    .await?;
-                let authn = Authn {
-                    client: &client,
-                    key: self.key.as_ref(),
-                    issuer: &metadata.issuer,
-                };
-                let flow = CodeFlow {
-                    metadata,
-                    authn,
-                    scope: scope.as_deref(),
-                    resource,
-                };
-                (flow.run(self, agent.as_ref()).await?, client)
-            }
-        };
-        let tokens = Tokens::new(
-            issued,
-            (&metadata.issuer, &metadata.token_endpoint),
-            resource,
-            client,
-            scopes.iter().cloned().collect(),
-            None,
-            self.dpop.as_ref(),
-        );
-        slot.requested = scopes;
-        self.install(slot, tenant, tokens)
-    }
-
-    /// Refreshes the slot's token with its refresh token (spent once: a rotated one replaces it).
-    async fn refresh(&self, slot: &mut Slot, tenant: &str) -> Result<(), String> {
-        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
-        let refresh = tokens.refresh.clone().ok_or("no refresh token")?;
-        let form = vec![
-            ("grant_type", grant::GRANT_REFRESH_TOKEN.to_owned()),
-            ("refresh_token", refresh.expose().to_owned()),
-            ("resource", tokens.resource.clone()),
-        ];
-        // No `scope`: a refresh keeps the granted scope (RFC 6749 §6), and a server may not
-        // count `offline_access` among a refresh token's scopes.
-        let authn = Authn {
-            client: &tokens.client,
-            key: self.key.as_ref(),
-            issuer: &tokens.issuer,
-        };
-        // A DPoP-bound refresh token is refreshed with the key it is bound to.
-        let key = tokens.dpop.clone().or_else(|| self.dpop.clone());
-        let dpop = key.as_deref().map(|key| (key, &self.nonces));
-        let result =
-            grant::token_request(&self.http, &tokens.token_endpoint, form, Some(&authn), dpop)
-                .await;
-        let issued = match result {
-            Ok(issued) => issued,
-            Err(refused) => {
-                if refused.error.as_deref() == Some("invalid_grant") {
-                    // Revoked or spent: never try it again.
-                    if let Some(tokens) = &mut slot.tokens {
-                        tokens.refresh = None;
-                    }
-                    if self.user_delegated() {
-                        return Err(format!(
-                            "{}; the stored authorization is no longer valid: run `brain-harness login --tenant {tenant} {}` again",
-                            refused.message, self.binding
-                        ));
-                    }
-                }
-                return Err(refused.message);
-            }
-        };
-        // The same grant, renewed: everything but the tokens stays.
-        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
-        let new = Tokens::new(
-            issued,
-            (&tokens.issuer, &tokens.token_endpoint),
-            &tokens.resource,
-            tokens.client.clone(),
-            tokens.scopes.clone(),
-            Some(refresh),
-            key.as_ref(),
-        );
-        tracing::debug!(binding = %self.binding, "token refreshed");
-        self.install(slot, tenant, new)
-    }
-
-    /// Makes `tokens` the slot's, then stores user-delegated ones: the slot first, so that a
-    /// store that fails never makes brain use a refresh token the server already rotated out.
-    fn install(&self, slot: &mut Slot, tenant: &str, tokens: Tokens) -> Result<(), String> {
-        let stored = (self.user_delegated() && self.store.is_some())
-            .then(|| tokens.stored())
-            .transpose();
-        slot.tokens = Some(tokens);
-        slot.generation += 1;
-        if let Some(store) = &self.store
-            && let Some(stored) = stored?
-            && let Err(error) = store.save(&self.store_key(tenant), &stored)
-        {
-            tracing::warn!(binding = %self.binding, %error, "the new tokens could not be stored");
-        }
-        Ok(())
-    }
-
-    /// A token request authenticated as `client`.
-    async fn token(
-        &self,
-        metadata: &ServerMetadata,
-        form: Vec<(&'static str, String)>,
-        client: &Client,
-    ) -> Result<Issued, String> {
-        let authn = Authn {
-            client,
-            key: self.key.as_ref(),
-            issuer: &metadata.issuer,
-        };
-        // A workload may present its assertion without a client id: no client authentication.
-        let authn = (!client.id.is_empty()).then_some(&authn);
-        grant::token_request(
-            &self.http,
-            &metadata.token_endpoint,
-            form,
-            authn,
-            self.dpop_pair(),
-        )
-        .await
-        .map_err(|refused| refused.message)
-    }
-
-    /// The client the config names, authenticated as the server's metadata allows.
-    fn configured_client(&self, metadata: &ServerMetadata) -> Client {
-        let auth = if self.key.is_some() {
-            ClientAuth::PrivateKeyJwt
-        } else if self.secrets.client_secret.is_some() {
-            ClientAuth::for_secret(metadata.auth_methods.as_deref())
-        } else {
-            ClientAuth::None
-        };
-        Client {
-            id: self.config.client_id.clone().unwrap_or_default(),
-            secret: self.secrets.client_secret.clone(),
-            auth,
-        }
-    }
-
-    /// The client of a user-delegated flow: the configured one, else a client ID metadata
-    /// document the server accepts, else one registered dynamically (once per issuer).
-    async fn user_client(
-        &self,
-        metadata: &ServerMetadata,
-        agent: &dyn UserAgent,
-        scope: Option<&str>,
-    ) -> Result<Client, String> {
-        if self.config.client_id.is_some() {
-            return Ok(self.configured_client(metadata));
-        }
-        if let Some(url) = &self.config.client_metadata_url
-            && metadata.client_id_metadata_document_supported
-        {
-            return Ok(Client {
-                id: url.clone(),
-                secret: None,
-                auth: ClientAuth::None,
-            });
-        }
-        let mut clients = self.clients.lock().await;
-        if let Some(client) = clients.get(&metadata.issuer) {
-            return Ok(client.clone());
-        }
-        let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| {
-            format!(
-                "the authorization server {} offers neither dynamic registration nor client ID \
-                 metadata documents: set auth.client_id (and client_secret_env) of {} to a \
-                 client registered there",
-                metadata.issuer, self.binding
-            )
-        })?;
-        let client = grant::register(
-            &self.http,
-            endpoint,
-            &agent.redirect_uri(),
-            metadata.auth_methods.as_deref(),
-            scope,
-        )
-        .await?;
-        clients.insert(metadata.issuer.clone(), client.clone());
-        Ok(client)
-    }
-
-    /// Enterprise-managed authorization: the user's ID token exchanged at the IdP (RFC 8693) for
-    /// an identity assertion grant (ID-JAG) for this authorization server and resource.
-    async fn exchange_id_token(
-        &self,
-        metadata: &ServerMetadata,
-        resource: &str,
-        scope: Option<&str>,
-    ) -> Result<Secret, String> {
-        let endpoint = self
-            .config
-            .idp_token_endpoint
-            .as_deref()
-            .unwrap_or_default();
-        let id_token = self
-            .secrets
-            .id_token
-            .as_ref()
-            .map(Secret::expose)
-            .unwrap_or_default();
-        let mut form = vec![
-            ("grant_type", grant::GRANT_TOKEN_EXCHANGE.to_owned()),
-            (
-                "requested_token_type",
-                "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
-            ),
-            ("subject_token", id_token.to_owned()),
-            (
-                "subject_token_type",
-                "urn:ietf:params:oauth:token-type:id_token".to_owned(),
-            ),
-            ("audience", metadata.issuer.clone()),
-        ];
-        form.extend(
-            self.config
-                .idp_client_id
-                .clone()
-                .map(|id| ("client_id", id)),
-        );
-        let form = scoped(form, scope, resource);
-        let issued = grant::token_request(&self.http, endpoint, form, None, None)
-            .await
-            .map_err(|refused| {
-                format!("the IdP refused the token exchange: {}", refused.message)
-            })?;
-        Ok(issued.access_token)
-    }
-
     /// `brain-harness login`: asks the server for its challenge, finds its authorization
     /// server, runs the authorization code flow and stores the tokens.
     pub(crate) async fn login(&self, tenant: &str) -> Result<String, String> {
@@ -891,61 +432,9 @@ impl OAuth {
     }
 }
 
-/// After a failed early refresh of a token that still works: the next try waits a little (or
-/// until the token expires), so that calls are not held up by a refresh on every request.
-fn defer_refresh(slot: &mut Slot) {
-    if let Some(tokens) = &mut slot.tokens {
-        let later = SystemTime::now() + RETRY_REFRESH_AFTER;
-        tokens.refresh_at = Some(tokens.expires_at.map_or(later, |at| at.min(later)));
-    }
-}
-
-/// The challenge of a refusal: the Bearer or DPoP one, a DPoP nonce challenge first, with the
-/// `scope` and `resource_metadata` any of them gave.
-fn merged_challenge(headers: &HeaderMap) -> metadata::Challenge {
-    let challenges: Vec<metadata::Challenge> = metadata::challenges(headers)
-        .into_iter()
-        .filter(|c| c.scheme == "dpop" || c.scheme == "bearer")
-        .collect();
-    let mut merged = challenges
-        .iter()
-        .find(|c| c.error.as_deref() == Some("use_dpop_nonce"))
-        .or_else(|| challenges.first())
-        .cloned()
-        .unwrap_or_default();
-    for other in &challenges {
-        merged.scope = merged.scope.or_else(|| other.scope.clone());
-        merged.resource_metadata = merged
-            .resource_metadata
-            .or_else(|| other.resource_metadata.clone());
-    }
-    merged
-}
-
-/// A token request's form with the `scope` (when there is one) and the RFC 8707 `resource`
-/// after the grant's own parameters.
-fn scoped(
-    mut form: Vec<(&'static str, String)>,
-    scope: Option<&str>,
-    resource: &str,
-) -> Vec<(&'static str, String)> {
-    form.extend(scope.map(|s| ("scope", s.to_owned())));
-    form.push(("resource", resource.to_owned()));
-    form
-}
-
 /// A binding's name, for messages.
 struct Named<'a> {
     name: &'a str,
-}
-
-/// The words of a space-separated scope string.
-fn words(scope: Option<&str>) -> BTreeSet<String> {
-    scope
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// An ES256 signing key from PEM: PKCS#8 (`PRIVATE KEY`) or SEC1 (`EC PRIVATE KEY`).

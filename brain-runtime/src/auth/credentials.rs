@@ -1,0 +1,35 @@
+//! How a binding's requests are authorized ([`Credentials`]) and for whom ([`Authorizing`]).
+
+use std::sync::Arc;
+
+use http::header::HeaderMap;
+
+use super::oauth::OAuth;
+use super::secret::Token;
+
+/// How a binding's requests are authorized.
+#[derive(Debug, Default)]
+pub(crate) enum Credentials {
+    /// No `Authorization` header.
+    #[default]
+    None,
+    /// The token of `token_env`.
+    Static(Token),
+    /// Tokens from the server's authorization server (`auth`).
+    OAuth(Arc<OAuth>),
+}
+
+/// The credentials of one request, and for whom it is made (user-delegated tokens are per
+/// tenant).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Authorizing<'a> {
+    pub(crate) credentials: &'a Credentials,
+    pub(crate) tenant: &'a str,
+}
+
+/// Adds the static token, when there is one; OAuth goes through [`OAuth::authorize`].
+pub(crate) fn add_static(credentials: &Credentials, headers: &mut HeaderMap) {
+    if let Credentials::Static(token) = credentials {
+        headers.insert(http::header::AUTHORIZATION, token.header());
+    }
+}

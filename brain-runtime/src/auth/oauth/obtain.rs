@@ -1,0 +1,346 @@
+//! How a key gets a token: a refresh when it can, else the binding's grant — client
+//! credentials, a JWT bearer assertion, enterprise-managed authorization (an ID token exchanged
+//! at the IdP) or the authorization code flow — with the client each one authenticates as; and
+//! how a new token replaces the old one (and is stored).
+
+use std::collections::BTreeSet;
+
+use brain_config::Grant;
+
+use super::tokens::{Slot, Tokens, words};
+use super::{Discovered, OAuth};
+use crate::auth::code::{CodeFlow, UserAgent};
+use crate::auth::grant::{self, Authn, Client, ClientAuth, Issued};
+use crate::auth::metadata::ServerMetadata;
+use crate::auth::secret::Secret;
+
+impl OAuth {
+    /// The scopes to request: those requested before (SEP-2350: a new authorization keeps
+    /// them), the challenge's, the config's and those stepped up to; else the resource's
+    /// `scopes_supported`; plus `offline_access` for a user when the server offers it (so that a
+    /// refresh token is issued).
+    fn scopes(&self, slot: &Slot, discovered: &Discovered) -> BTreeSet<String> {
+        let mut scopes: BTreeSet<String> = words(slot.challenge_scope.as_deref());
+        scopes.extend(slot.requested.iter().cloned());
+        scopes.extend(self.config.scopes.iter().flatten().cloned());
+        scopes.extend(slot.stepped_up.iter().cloned());
+        if scopes.is_empty() {
+            scopes.extend(discovered.resource.scopes_supported.iter().cloned());
+        }
+        if self.user_delegated()
+            && discovered
+                .metadata
+                .scopes_supported
+                .iter()
+                .any(|s| s == "offline_access")
+        {
+            scopes.insert("offline_access".into());
+        }
+        scopes
+    }
+
+    /// Obtains a token for `slot`: a refresh when the cached token has a refresh token from the
+    /// same issuer (not for a step-up, which needs a new grant), else the binding's grant.
+    pub(super) async fn obtain(
+        &self,
+        slot: &mut Slot,
+        tenant: &str,
+        discovered: &Discovered,
+        step_up: bool,
+    ) -> Result<(), String> {
+        let same_issuer = slot
+            .tokens
+            .as_ref()
+            .is_some_and(|t| t.refresh.is_some() && t.issuer == discovered.metadata.issuer);
+        if same_issuer && !step_up {
+            match self.refresh(slot, tenant).await {
+                Ok(()) => return Ok(()),
+                Err(error) => {
+                    tracing::debug!(binding = %self.binding, %error, "refresh failed; a new grant follows")
+                }
+            }
+        }
+        let scopes = self.scopes(slot, discovered);
+        let scope =
+            (!scopes.is_empty()).then(|| scopes.iter().cloned().collect::<Vec<_>>().join(" "));
+        let metadata = &discovered.metadata;
+        let resource = discovered.resource.resource.as_str();
+        let (issued, client) = match self.config.grant {
+            // The grants without a user: the client's credentials, or an assertion (the
+            // workload's JWT, or the ID-JAG the IdP exchanged the user's ID token for).
+            Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
+                let assertion = match self.config.grant {
+                    Grant::JwtBearer => self.secrets.assertion.clone(),
+                    Grant::EnterpriseManaged => Some(
+                        self.exchange_id_token(metadata, resource, scope.as_deref())
+                            .await?,
+                    ),
+                    _ => None,
+                };
+                let grant_type = match assertion {
+                    Some(_) => grant::GRANT_JWT_BEARER,
+                    None => grant::GRANT_CLIENT_CREDENTIALS,
+                };
+                let mut form = vec![("grant_type", grant_type.to_owned())];
+                form.extend(assertion.map(|a| ("assertion", a.expose().to_owned())));
+                let form = scoped(form, scope.as_deref(), resource);
+                let client = self.configured_client(metadata);
+                (self.token(metadata, form, &client).await?, client)
+            }
+            Grant::AuthorizationCode => {
+                let Some(agent) = &self.agent else {
+                    return Err(format!(
+                        "no user tokens for tenant {tenant:?} at {}: run `brain-harness login --tenant {tenant} {}` first",
+                        self.server_url, self.binding
+                    ));
+                };
+                let client = self
+                    .user_client(metadata, agent.as_ref(), scope.as_deref())
+                    .await?;
+                let authn = Authn {
+                    client: &client,
+                    key: self.key.as_ref(),
+                    issuer: &metadata.issuer,
+                };
+                let flow = CodeFlow {
+                    metadata,
+                    authn,
+                    scope: scope.as_deref(),
+                    resource,
+                };
+                (
+                    flow.run(&self.http, self.dpop_pair(), agent.as_ref())
+                        .await?,
+                    client,
+                )
+            }
+        };
+        let tokens = Tokens::new(
+            issued,
+            (&metadata.issuer, &metadata.token_endpoint),
+            resource,
+            client,
+            scopes.iter().cloned().collect(),
+            None,
+            self.dpop.as_ref(),
+        );
+        slot.requested = scopes;
+        self.install(slot, tenant, tokens)
+    }
+
+    /// Refreshes the slot's token with its refresh token (spent once: a rotated one replaces it).
+    pub(super) async fn refresh(&self, slot: &mut Slot, tenant: &str) -> Result<(), String> {
+        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
+        let refresh = tokens.refresh.clone().ok_or("no refresh token")?;
+        let form = vec![
+            ("grant_type", grant::GRANT_REFRESH_TOKEN.to_owned()),
+            ("refresh_token", refresh.expose().to_owned()),
+            ("resource", tokens.resource.clone()),
+        ];
+        // No `scope`: a refresh keeps the granted scope (RFC 6749 §6), and a server may not
+        // count `offline_access` among a refresh token's scopes.
+        let authn = Authn {
+            client: &tokens.client,
+            key: self.key.as_ref(),
+            issuer: &tokens.issuer,
+        };
+        // A DPoP-bound refresh token is refreshed with the key it is bound to.
+        let key = tokens.dpop.clone().or_else(|| self.dpop.clone());
+        let dpop = key.as_deref().map(|key| (key, &self.nonces));
+        let result =
+            grant::token_request(&self.http, &tokens.token_endpoint, form, Some(&authn), dpop)
+                .await;
+        let issued = match result {
+            Ok(issued) => issued,
+            Err(refused) => {
+                if refused.error.as_deref() == Some("invalid_grant") {
+                    // Revoked or spent: never try it again.
+                    if let Some(tokens) = &mut slot.tokens {
+                        tokens.refresh = None;
+                    }
+                    if self.user_delegated() {
+                        return Err(format!(
+                            "{}; the stored authorization is no longer valid: run `brain-harness login --tenant {tenant} {}` again",
+                            refused.message, self.binding
+                        ));
+                    }
+                }
+                return Err(refused.message);
+            }
+        };
+        // The same grant, renewed: everything but the tokens stays.
+        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
+        let new = Tokens::new(
+            issued,
+            (&tokens.issuer, &tokens.token_endpoint),
+            &tokens.resource,
+            tokens.client.clone(),
+            tokens.scopes.clone(),
+            Some(refresh),
+            key.as_ref(),
+        );
+        tracing::debug!(binding = %self.binding, "token refreshed");
+        self.install(slot, tenant, new)
+    }
+
+    /// Makes `tokens` the slot's, then stores user-delegated ones: the slot first, so that a
+    /// store that fails never makes brain use a refresh token the server already rotated out.
+    fn install(&self, slot: &mut Slot, tenant: &str, tokens: Tokens) -> Result<(), String> {
+        let stored = (self.user_delegated() && self.store.is_some())
+            .then(|| tokens.stored())
+            .transpose();
+        slot.tokens = Some(tokens);
+        slot.generation += 1;
+        if let Some(store) = &self.store
+            && let Some(stored) = stored?
+            && let Err(error) = store.save(&self.store_key(tenant), &stored)
+        {
+            tracing::warn!(binding = %self.binding, %error, "the new tokens could not be stored");
+        }
+        Ok(())
+    }
+
+    /// A token request authenticated as `client`.
+    async fn token(
+        &self,
+        metadata: &ServerMetadata,
+        form: Vec<(&'static str, String)>,
+        client: &Client,
+    ) -> Result<Issued, String> {
+        let authn = Authn {
+            client,
+            key: self.key.as_ref(),
+            issuer: &metadata.issuer,
+        };
+        // A workload may present its assertion without a client id: no client authentication.
+        let authn = (!client.id.is_empty()).then_some(&authn);
+        grant::token_request(
+            &self.http,
+            &metadata.token_endpoint,
+            form,
+            authn,
+            self.dpop_pair(),
+        )
+        .await
+        .map_err(|refused| refused.message)
+    }
+
+    /// The client the config names, authenticated as the server's metadata allows.
+    fn configured_client(&self, metadata: &ServerMetadata) -> Client {
+        let auth = if self.key.is_some() {
+            ClientAuth::PrivateKeyJwt
+        } else if self.secrets.client_secret.is_some() {
+            ClientAuth::for_secret(metadata.auth_methods.as_deref())
+        } else {
+            ClientAuth::None
+        };
+        Client {
+            id: self.config.client_id.clone().unwrap_or_default(),
+            secret: self.secrets.client_secret.clone(),
+            auth,
+        }
+    }
+
+    /// The client of a user-delegated flow: the configured one, else a client ID metadata
+    /// document the server accepts, else one registered dynamically (once per issuer).
+    async fn user_client(
+        &self,
+        metadata: &ServerMetadata,
+        agent: &dyn UserAgent,
+        scope: Option<&str>,
+    ) -> Result<Client, String> {
+        if self.config.client_id.is_some() {
+            return Ok(self.configured_client(metadata));
+        }
+        if let Some(url) = &self.config.client_metadata_url
+            && metadata.client_id_metadata_document_supported
+        {
+            return Ok(Client {
+                id: url.clone(),
+                secret: None,
+                auth: ClientAuth::None,
+            });
+        }
+        let mut clients = self.clients.lock().await;
+        if let Some(client) = clients.get(&metadata.issuer) {
+            return Ok(client.clone());
+        }
+        let endpoint = metadata.registration_endpoint.as_deref().ok_or_else(|| {
+            format!(
+                "the authorization server {} offers neither dynamic registration nor client ID \
+                 metadata documents: set auth.client_id (and client_secret_env) of {} to a \
+                 client registered there",
+                metadata.issuer, self.binding
+            )
+        })?;
+        let client = grant::register(
+            &self.http,
+            endpoint,
+            &agent.redirect_uri(),
+            metadata.auth_methods.as_deref(),
+            scope,
+        )
+        .await?;
+        clients.insert(metadata.issuer.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// Enterprise-managed authorization: the user's ID token exchanged at the IdP (RFC 8693) for
+    /// an identity assertion grant (ID-JAG) for this authorization server and resource.
+    async fn exchange_id_token(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<Secret, String> {
+        let endpoint = self
+            .config
+            .idp_token_endpoint
+            .as_deref()
+            .unwrap_or_default();
+        let id_token = self
+            .secrets
+            .id_token
+            .as_ref()
+            .map(Secret::expose)
+            .unwrap_or_default();
+        let mut form = vec![
+            ("grant_type", grant::GRANT_TOKEN_EXCHANGE.to_owned()),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
+            ),
+            ("subject_token", id_token.to_owned()),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token".to_owned(),
+            ),
+            ("audience", metadata.issuer.clone()),
+        ];
+        form.extend(
+            self.config
+                .idp_client_id
+                .clone()
+                .map(|id| ("client_id", id)),
+        );
+        let form = scoped(form, scope, resource);
+        let issued = grant::token_request(&self.http, endpoint, form, None, None)
+            .await
+            .map_err(|refused| {
+                format!("the IdP refused the token exchange: {}", refused.message)
+            })?;
+        Ok(issued.access_token)
+    }
+}
+
+/// A token request's form with the `scope` (when there is one) and the RFC 8707 `resource`
+/// after the grant's own parameters.
+fn scoped(
+    mut form: Vec<(&'static str, String)>,
+    scope: Option<&str>,
+    resource: &str,
+) -> Vec<(&'static str, String)> {
+    form.extend(scope.map(|s| ("scope", s.to_owned())));
+    form.push(("resource", resource.to_owned()));
+    form
+}
