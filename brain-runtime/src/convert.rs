@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::event::{ContentBlock, ToolResult};
-use crate::outcome::Failure;
+use crate::outcome::{Fact, Failure};
 
 /// Converts a `tools/call` result. `output` validates `structuredContent` of non-error results;
 /// `max_output_bytes` bounds the converted result.
@@ -18,7 +18,12 @@ pub(crate) fn convert(
     let blocks = match result.get("content") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(blocks)) => blocks.as_slice(),
-        Some(_) => return Err(Failure::sent("the result's `content` is not an array")),
+        Some(_) => {
+            return Err(Failure::new(
+                Fact::Unconvertible,
+                "the result's `content` is not an array",
+            ));
+        }
     };
     for (i, block) in blocks.iter().enumerate() {
         content.push(content_block(i, block)?);
@@ -40,16 +45,20 @@ pub(crate) fn convert(
     }
     if let (Some(validator), false) = (output, is_error) {
         let Some(structured) = &structured else {
-            return Err(Failure::sent(
+            return Err(Failure::new(
+                Fact::Unconvertible,
                 "the tool has an output_schema but its result has no structuredContent",
             ));
         };
         if let Some(error) = validator.iter_errors(structured).next() {
             let at = error.instance_path().to_string();
             let at = if at.is_empty() { "/" } else { at.as_str() };
-            return Err(Failure::sent(format!(
-                "the result's structuredContent does not match output_schema at `{at}`: {error}"
-            )));
+            return Err(Failure::new(
+                Fact::Unconvertible,
+                format!(
+                    "the result's structuredContent does not match output_schema at `{at}`: {error}"
+                ),
+            ));
         }
     }
     let result = ToolResult {
@@ -62,9 +71,10 @@ pub(crate) fn convert(
     // The structured content travels in a text block now (above): it counts once.
     let size: u64 = result.content.iter().map(|b| b.size() as u64).sum();
     if size > max_output_bytes {
-        return Err(Failure::sent(format!(
-            "the result is {size} bytes, over max_output_bytes ({max_output_bytes})"
-        )));
+        return Err(Failure::new(
+            Fact::Unconvertible,
+            format!("the result is {size} bytes, over max_output_bytes ({max_output_bytes})"),
+        ));
     }
     Ok(result)
 }
@@ -76,9 +86,10 @@ fn content_block(index: usize, block: &Value) -> Result<ContentBlock, Failure> {
         .unwrap_or_default();
     let field = |name: &str| {
         block.get(name).and_then(Value::as_str).ok_or_else(|| {
-            Failure::sent(format!(
-                "content block {index} of type `{kind}` has no string `{name}`"
-            ))
+            Failure::new(
+                Fact::Unconvertible,
+                format!("content block {index} of type `{kind}` has no string `{name}`"),
+            )
         })
     };
     match kind {
@@ -87,9 +98,12 @@ fn content_block(index: usize, block: &Value) -> Result<ContentBlock, Failure> {
             data: field("data")?.to_owned(),
             mime_type: field("mimeType")?.to_owned(),
         }),
-        other => Err(Failure::sent(format!(
-            "the result has a content block of type `{other}`, which brain does not support \
+        other => Err(Failure::new(
+            Fact::Unconvertible,
+            format!(
+                "the result has a content block of type `{other}`, which brain does not support \
              (text, image and structured content only)"
-        ))),
+            ),
+        )),
     }
 }

@@ -14,9 +14,10 @@ use serde_json::{Value, json};
 
 use crate::auth::{Authorizing, Credentials, OAuth, Token};
 use crate::http::HttpError;
-use crate::runtime::http_client;
-use crate::stateless;
-use crate::wire::{Endpoint, Messages, PROTOCOL_HEADER, SESSION_HEADER, error_chain};
+use crate::mcp::{UNSUPPORTED_PROTOCOL_VERSION, stateless_meta};
+use crate::revision::{PROTOCOL_HEADER, STATELESS};
+use crate::transport::session::{self, OpenError};
+use crate::wire::{Endpoint, Messages, SESSION_HEADER, error_chain};
 
 /// Bound on one discovery response body (128 tools with large schemas fit many times over).
 const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;
@@ -24,10 +25,9 @@ const RESPONSE_LIMIT: u64 = 64 * 1024 * 1024;
 const MAX_PAGES: usize = 1000;
 /// Bound on the body of an HTTP error response read for its JSON-RPC error.
 const ERROR_BODY_LIMIT: u64 = 64 * 1024;
-use crate::session::UNSUPPORTED_PROTOCOL_VERSION;
 /// The revisions discovery negotiates, newest first.
 const SPOKEN: &[&str] = &[
-    crate::revision::STATELESS,
+    STATELESS,
     crate::revision::SESSIONS[0],
     crate::revision::SESSIONS[1],
     crate::revision::SESSIONS[2],
@@ -142,7 +142,9 @@ pub enum DiscoverError {
 
 /// Lists every tool of the server at `options.url`.
 pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverError> {
-    let http = http_client().map_err(|error| DiscoverError::Protocol(error.to_string()))?;
+    let http = crate::http::client(true).map_err(|error| {
+        DiscoverError::Protocol(format!("cannot build the HTTP client: {error}"))
+    })?;
     let credentials = match (&options.token, &options.auth) {
         (Some((var, value)), _) => Credentials::Static(
             Token::new(value).ok_or_else(|| DiscoverError::InvalidToken(var.clone()))?,
@@ -216,14 +218,14 @@ impl std::fmt::Debug for CommandOptions {
 /// Lists every tool of the stdio server `options.command` starts: one process, a session, every
 /// page of `tools/list`, then the process shut down (stdin closed, then its group signalled).
 pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, DiscoverError> {
-    let launch = crate::stdio::Launch {
+    let launch = crate::transport::stdio::Launch {
         command: options.command.clone(),
         env: options.env.clone(),
         secrets: options.secrets.clone(),
         cwd: None,
     };
     let shown = options.command.join(" ");
-    let listed = tokio::time::timeout(options.timeout, crate::stdio::list_tools(launch))
+    let listed = tokio::time::timeout(options.timeout, crate::transport::stdio::list_tools(launch))
         .await
         .map_err(|_| {
             DiscoverError::Process(format!(
@@ -255,7 +257,7 @@ impl Client<'_> {
         let result = loop {
             let request = json!({
                 "jsonrpc": "2.0", "id": 1, "method": "server/discover",
-                "params": {"_meta": stateless::meta()}
+                "params": {"_meta": stateless_meta()}
             });
             match self
                 .request(&request, stateless_headers("server/discover"))
@@ -263,7 +265,7 @@ impl Client<'_> {
             {
                 Ok(result) => break result,
                 Err(DiscoverError::UnsupportedVersion { supported, .. })
-                    if supported.iter().any(|v| v == stateless::REVISION) && !asked_again =>
+                    if supported.iter().any(|v| v == STATELESS) && !asked_again =>
                 {
                     asked_again = true;
                 }
@@ -285,74 +287,70 @@ impl Client<'_> {
         let speaks = result
             .get("supportedVersions")
             .and_then(Value::as_array)
-            .is_some_and(|versions| versions.iter().any(|v| v == stateless::REVISION));
+            .is_some_and(|versions| versions.iter().any(|v| v == STATELESS));
         if !speaks {
             return Ok(None);
         }
         let tools = self
-            .list_tools(|| stateless_headers("tools/list"), Some(stateless::meta()))
+            .list_tools(|| stateless_headers("tools/list"), Some(stateless_meta()))
             .await?;
         Ok(Some(Discovery {
-            protocol_version: stateless::REVISION.to_owned(),
+            protocol_version: STATELESS.to_owned(),
             tools,
         }))
     }
 
-    /// A session: initialize (offering the newest session revision), list, DELETE.
+    /// A session, opened as a call's is (`transport::session`): initialize offering the newest
+    /// session revision, `notifications/initialized`, every page of `tools/list`, DELETE.
     async fn with_session(&self) -> Result<Discovery, DiscoverError> {
-        let version = crate::revision::SESSIONS[0];
-        let request = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
-            }
-        });
-        let response = self.post(&request, HeaderMap::new()).await?;
-        let session = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| HeaderValue::from_str(v).ok());
-        let result = self.answer(response, &request).await?;
-        let negotiated = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                DiscoverError::Protocol(
-                    "the server's initialize result has no protocolVersion".into(),
-                )
-            })?
-            .to_owned();
-        let negotiated = crate::revision::known(&negotiated)
-            .filter(|revision| *revision != stateless::REVISION)
-            .ok_or_else(|| {
-                DiscoverError::Protocol(format!(
-                    "the server offered MCP {negotiated}, which brain does not speak over a \
-                     session (it speaks {})",
-                    crate::revision::SESSIONS.join(", ")
-                ))
-            })?;
-        let mut headers = HeaderMap::new();
-        if let Some(session) = session {
-            headers.insert(HeaderName::from_static(SESSION_HEADER), session);
-        }
-        crate::revision::set_protocol_header(&mut headers, negotiated);
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let response = self.post(&initialized, headers.clone()).await?;
-        if !response.status().is_success() {
-            return Err(self.status_error(response.status()));
-        }
+        let (_, opened) = session::initialize(&self.endpoint, None, &tracing::Span::none()).await;
+        let opened = opened.map_err(|error| self.open_error(error, "initialize"))?;
+        let headers = opened.headers;
+        session::initialized(&self.endpoint, &headers)
+            .await
+            .map_err(|error| self.open_error(error, "notifications/initialized"))?;
         let listed = self.list_tools(|| headers.clone(), None).await;
         if headers.contains_key(SESSION_HEADER) {
-            let delete = self.endpoint.delete(headers.clone());
-            let _ = tokio::time::timeout(Duration::from_secs(5), delete).await;
+            session::close(&self.endpoint, headers.clone(), None).await;
         }
         Ok(Discovery {
-            protocol_version: negotiated.to_owned(),
+            protocol_version: opened.revision.to_owned(),
             tools: listed?,
         })
+    }
+
+    /// Discovery's error for a session that could not be opened.
+    fn open_error(&self, error: OpenError, method: &str) -> DiscoverError {
+        match error {
+            OpenError::Post(HttpError::Auth(why)) => DiscoverError::Auth(why),
+            OpenError::Post(error) => DiscoverError::Connect {
+                url: self.endpoint.url.to_owned(),
+                message: error_chain(&error),
+            },
+            OpenError::Status { status, .. } if matches!(status.as_u16(), 401 | 403) => {
+                self.status_error(status)
+            }
+            OpenError::Status {
+                error: Some(error), ..
+            } => rpc_error(method, &error),
+            OpenError::Status { status, .. } => self.status_error(status),
+            OpenError::Read(what) => DiscoverError::Protocol(format!("{method}: {what}")),
+            OpenError::Unanswered => DiscoverError::Protocol(format!(
+                "the server ended its response to {method} without an answer"
+            )),
+            OpenError::Rpc(error) | OpenError::StatelessOnly(error) => rpc_error(method, &error),
+            OpenError::Revision { offered: None, .. } => DiscoverError::Protocol(
+                "the server's initialize result has no protocolVersion".into(),
+            ),
+            OpenError::Revision {
+                offered: Some(offered),
+                ..
+            } => DiscoverError::Protocol(format!(
+                "the server offered MCP {offered}, which brain does not speak over a session \
+                 (it speaks {})",
+                crate::revision::SESSIONS.join(", ")
+            )),
+        }
     }
 
     /// Every page of `tools/list`.
@@ -512,7 +510,7 @@ fn stateless_headers(method: &'static str) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(
         HeaderName::from_static(PROTOCOL_HEADER),
-        HeaderValue::from_static(stateless::REVISION),
+        HeaderValue::from_static(STATELESS),
     );
     headers.insert(
         HeaderName::from_static("mcp-method"),

@@ -66,24 +66,23 @@ mod convert;
 pub mod discover;
 mod event;
 mod http;
-mod http_tool;
+mod mcp;
 mod outcome;
 mod revision;
 mod routing;
 mod runtime;
-mod session;
 mod session_token;
-mod stateless;
-mod stdio;
 mod telemetry;
+mod tool;
+mod transport;
 mod typed;
 mod wire;
 
-pub use call::Scope;
 pub use event::{ContentBlock, Event, Progress, ToolResult};
 pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{
     MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,
     SessionTokenError, verify_session_token,
 };
+pub use tool::Scope;
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};

@@ -1,28 +1,364 @@
-//! Failed calls, and whether the tool may have run (`unknown_outcome`, DESIGN.md §3).
+//! The one classifier: what a failed call's facts mean for the caller — `unknown_outcome` (might
+//! the tool have run?) and the failure's kind, which telemetry reports as `error.type`.
+//!
+//! Transports and the lifecycle never decide `unknown_outcome` themselves: they report a
+//! [`Fact`] (was `tools/call` written? what status or JSON-RPC error came back? how did the
+//! stream end?) with a message, and [`classify`] turns it into an [`Outcome`]. The table (README,
+//! "Failures and `unknown_outcome`"):
+//!
+//! | fact | `unknown_outcome` |
+//! |---|---|
+//! | refused by the gate, could not connect or start, session setup failed | false |
+//! | `tools/call` not written (round 0) | false |
+//! | `tools/call` answered with 401, 403, 404, 405, 406 or 415 (round 0), or JSON-RPC -32601 | false |
+//! | an HTTP tool's 4xx, except 408, 409 and 429 | false |
+//! | anything else after `tools/call` was written (another status or JSON-RPC error, a dropped, truncated, malformed or oversized response, a request for user input, a result brain cannot convert) | true |
+//! | timeout or interruption | whether `tools/call` had been written |
 
-/// A call that did not produce a tool result.
+/// What happened to a call that produced no tool result, as a transport or the lifecycle saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fact {
+    /// Refused before any I/O: the gate, or a value no request can carry.
+    Refused,
+    /// Nothing reached the server: no connection, no usable token, no process.
+    Unreachable,
+    /// The session (or the server process) could not be set up; `tools/call` was never written.
+    SetupFailed,
+    /// `tools/call` of `round` could not be written (no connection, a closed pipe).
+    NotWritten {
+        /// 0 for the call, 1.. for the rounds the server asked for.
+        round: u64,
+    },
+    /// The server answered the request carrying `tools/call` of `round` with an HTTP error
+    /// status.
+    CallStatus {
+        /// The status.
+        status: u16,
+        /// 0 for the call, 1.. for the rounds.
+        round: u64,
+    },
+    /// The server answered `tools/call` with a JSON-RPC error.
+    RpcError {
+        /// Its code, when it has one.
+        code: Option<i64>,
+    },
+    /// An HTTP or SSE tool answered with a non-2xx status.
+    ToolStatus(u16),
+    /// After `tools/call` was written: the exchange broke (the connection failed, the stream
+    /// ended without a result, a malformed or oversized message, a server that would not stop
+    /// asking) or the server asked for something brain does not do (user input, an unknown
+    /// result type).
+    Broken,
+    /// The result cannot be converted: an unsupported content type, over `max_output_bytes`,
+    /// `structuredContent` that does not match `output_schema`.
+    Unconvertible,
+    /// The call's timeout passed, or the caller cancelled it.
+    Interrupted {
+        /// Which of the two.
+        by: Interruption,
+        /// `tools/call` had been written when it happened.
+        written: bool,
+    },
+}
+
+/// What ended a call from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interruption {
+    /// `timeout_seconds` passed.
+    Timeout,
+    /// The caller dropped or cancelled the call.
+    Cancelled,
+}
+
+/// A failure's kind, as telemetry's `error.type` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Refused by the gate.
+    Refused,
+    /// The tool cannot have run.
+    NotSent,
+    /// The tool may have run.
+    UnknownOutcome,
+    /// The call timed out.
+    Timeout,
+    /// The call was cancelled.
+    Cancelled,
+    /// The tool ran and reported an error (`isError`).
+    ToolError,
+}
+
+impl Kind {
+    /// The value of `error.type`.
+    pub(crate) fn error_type(self) -> &'static str {
+        match self {
+            Kind::Refused => "refused",
+            Kind::NotSent => "not_sent",
+            Kind::UnknownOutcome => "unknown_outcome",
+            Kind::Timeout => "timeout",
+            Kind::Cancelled => "cancelled",
+            Kind::ToolError => "tool_error",
+        }
+    }
+}
+
+/// What a fact means for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Whether the tool may have run.
+    pub(crate) unknown_outcome: bool,
+    /// The kind, for telemetry.
+    pub(crate) kind: Kind,
+}
+
+/// The classification: the only place that decides `unknown_outcome`.
+pub(crate) fn classify(fact: Fact) -> Outcome {
+    let (unknown_outcome, kind) = match fact {
+        Fact::Refused => (false, Kind::Refused),
+        Fact::Unreachable | Fact::SetupFailed => (false, Kind::NotSent),
+        Fact::NotWritten { .. } | Fact::CallStatus { .. } if fact.before_execution() => {
+            (false, Kind::NotSent)
+        }
+        Fact::NotWritten { .. } | Fact::CallStatus { .. } => (true, Kind::UnknownOutcome),
+        Fact::RpcError { code: Some(-32601) } => (false, Kind::NotSent),
+        Fact::RpcError { .. } => (true, Kind::UnknownOutcome),
+        Fact::ToolStatus(status) => match status {
+            408 | 409 | 429 => (true, Kind::UnknownOutcome),
+            400..=499 => (false, Kind::NotSent),
+            _ => (true, Kind::UnknownOutcome),
+        },
+        Fact::Broken | Fact::Unconvertible => (true, Kind::UnknownOutcome),
+        Fact::Interrupted { by, written } => (
+            written,
+            match by {
+                Interruption::Timeout => Kind::Timeout,
+                Interruption::Cancelled => Kind::Cancelled,
+            },
+        ),
+    };
+    Outcome {
+        unknown_outcome,
+        kind,
+    }
+}
+
+impl Fact {
+    /// Whether the server has not seen the call's `tools/call` at all, or refused it before
+    /// running it: nothing was sent, the first round's request was not written, or it was
+    /// rejected at the HTTP layer (401, 403, 404 unknown session, 405, 406, 415). Nothing is
+    /// left to cancel.
+    pub(crate) fn before_execution(self) -> bool {
+        match self {
+            Fact::Refused | Fact::Unreachable | Fact::SetupFailed => true,
+            Fact::NotWritten { round } => round == 0,
+            Fact::CallStatus { status, round } => {
+                round == 0 && matches!(status, 401 | 403 | 404 | 405 | 406 | 415)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A call that did not produce a tool result: what happened, and the message for the model and
+/// the operator (never a token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Failure {
-    /// Whether `tools/call` may have reached the tool.
-    pub(crate) unknown_outcome: bool,
-    /// What happened, for the model and the operator (never a token).
+    /// What happened.
+    pub(crate) fact: Fact,
+    /// What happened, in words.
     pub(crate) message: String,
 }
 
 impl Failure {
-    /// `tools/call` was never sent, or was rejected before the tool ran.
-    pub(crate) fn not_sent(message: impl Into<String>) -> Self {
+    pub(crate) fn new(fact: Fact, message: impl Into<String>) -> Self {
         Failure {
-            unknown_outcome: false,
+            fact,
             message: message.into(),
         }
     }
 
-    /// The failure came after `tools/call` was sent: the tool may have run.
-    pub(crate) fn sent(message: impl Into<String>) -> Self {
-        Failure {
-            unknown_outcome: true,
-            message: message.into(),
+    /// The exchange broke after `tools/call` was written ([`Fact::Broken`]).
+    pub(crate) fn broken(message: impl Into<String>) -> Self {
+        Failure::new(Fact::Broken, message)
+    }
+
+    /// What the failure means for the caller.
+    pub(crate) fn outcome(&self) -> Outcome {
+        classify(self.fact)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table, row by row: each fact and the `unknown_outcome` and kind it must give.
+    #[test]
+    fn facts_classify_as_the_table_says() {
+        use Interruption::{Cancelled, Timeout};
+        use Kind::*;
+        let rows: &[(Fact, bool, Kind)] = &[
+            (Fact::Refused, false, Refused),
+            (Fact::Unreachable, false, NotSent),
+            (Fact::SetupFailed, false, NotSent),
+            (Fact::NotWritten { round: 0 }, false, NotSent),
+            (Fact::NotWritten { round: 1 }, true, UnknownOutcome),
+            (
+                Fact::CallStatus {
+                    status: 401,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 403,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 404,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 405,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 406,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 415,
+                    round: 0,
+                },
+                false,
+                NotSent,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 401,
+                    round: 2,
+                },
+                true,
+                UnknownOutcome,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 400,
+                    round: 0,
+                },
+                true,
+                UnknownOutcome,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 500,
+                    round: 0,
+                },
+                true,
+                UnknownOutcome,
+            ),
+            (
+                Fact::CallStatus {
+                    status: 502,
+                    round: 0,
+                },
+                true,
+                UnknownOutcome,
+            ),
+            (Fact::RpcError { code: Some(-32601) }, false, NotSent),
+            (Fact::RpcError { code: Some(-32602) }, true, UnknownOutcome),
+            (Fact::RpcError { code: Some(-32603) }, true, UnknownOutcome),
+            (Fact::RpcError { code: None }, true, UnknownOutcome),
+            (Fact::ToolStatus(400), false, NotSent),
+            (Fact::ToolStatus(401), false, NotSent),
+            (Fact::ToolStatus(403), false, NotSent),
+            (Fact::ToolStatus(404), false, NotSent),
+            (Fact::ToolStatus(408), true, UnknownOutcome),
+            (Fact::ToolStatus(409), true, UnknownOutcome),
+            (Fact::ToolStatus(422), false, NotSent),
+            (Fact::ToolStatus(429), true, UnknownOutcome),
+            (Fact::ToolStatus(500), true, UnknownOutcome),
+            (Fact::ToolStatus(502), true, UnknownOutcome),
+            (Fact::ToolStatus(503), true, UnknownOutcome),
+            (Fact::ToolStatus(303), true, UnknownOutcome),
+            (Fact::ToolStatus(307), true, UnknownOutcome),
+            (Fact::ToolStatus(101), true, UnknownOutcome),
+            (Fact::Broken, true, UnknownOutcome),
+            (Fact::Unconvertible, true, UnknownOutcome),
+            (
+                Fact::Interrupted {
+                    by: Timeout,
+                    written: false,
+                },
+                false,
+                Kind::Timeout,
+            ),
+            (
+                Fact::Interrupted {
+                    by: Timeout,
+                    written: true,
+                },
+                true,
+                Kind::Timeout,
+            ),
+            (
+                Fact::Interrupted {
+                    by: Cancelled,
+                    written: false,
+                },
+                false,
+                Kind::Cancelled,
+            ),
+            (
+                Fact::Interrupted {
+                    by: Cancelled,
+                    written: true,
+                },
+                true,
+                Kind::Cancelled,
+            ),
+        ];
+        for &(fact, unknown_outcome, kind) in rows {
+            assert_eq!(
+                classify(fact),
+                Outcome {
+                    unknown_outcome,
+                    kind
+                },
+                "{fact:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_types_are_the_semantic_conventions_values() {
+        let kinds = [
+            (Kind::Refused, "refused"),
+            (Kind::NotSent, "not_sent"),
+            (Kind::UnknownOutcome, "unknown_outcome"),
+            (Kind::Timeout, "timeout"),
+            (Kind::Cancelled, "cancelled"),
+            (Kind::ToolError, "tool_error"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(kind.error_type(), name);
         }
     }
 }

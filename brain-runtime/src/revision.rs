@@ -2,7 +2,8 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::wire::PROTOCOL_HEADER;
+/// The header that names the revision on every request after initialize (from 2025-06-18 on).
+pub(crate) const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 
 /// The revision without sessions (one POST per call).
 pub(crate) const STATELESS: &str = "2026-07-28";
@@ -17,28 +18,6 @@ pub(crate) fn known(revision: &str) -> Option<&'static str> {
         .chain(&[STATELESS])
         .find(|known| **known == revision)
         .copied()
-}
-
-/// The `initialize` request (JSON-RPC id 0) offering `revision`, with no client capabilities: brain
-/// offers no elicitation, sampling or roots.
-/// Within a call, `_meta` carries the trace context of `span`, the call's `initialize` span.
-pub(crate) fn initialize(revision: &str, span: &tracing::Span) -> serde_json::Value {
-    let mut request = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": revision,
-            "capabilities": {},
-            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
-        }
-    });
-    let mut meta = serde_json::Map::new();
-    crate::telemetry::inject(&mut meta, span);
-    if !meta.is_empty() {
-        request["params"]["_meta"] = serde_json::Value::Object(meta);
-    }
-    request
 }
 
 /// The session revision to use when the server answered initialize with `offered`: exactly the

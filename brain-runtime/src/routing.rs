@@ -7,8 +7,8 @@ use base64::prelude::BASE64_STANDARD;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::revision::PROTOCOL_HEADER;
 use crate::revision::STATELESS;
-use crate::wire::PROTOCOL_HEADER;
 
 /// An argument promoted to a header: the property path from the schema root, and the header.
 #[derive(Debug, Clone)]

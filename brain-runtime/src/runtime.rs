@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use brain_config::{BindingKind, HostConfig, ToolBinding, compile_schema};
@@ -14,17 +13,13 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
-use crate::call::{Scope, Tool, run};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
-use crate::http_tool::HttpTool;
-use crate::outcome::Failure;
-use crate::routing::param_headers;
-use crate::session::Session;
+use crate::outcome::{Fact, Failure};
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
-use crate::stateless::Stateless;
-use crate::stdio::{Launch, Spares, Stdio};
 use crate::telemetry::{Instruments, Peer};
+use crate::tool::{Scope, Tool, Unavailable};
+use crate::transport::Route;
 
 /// Why a runtime could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -224,59 +219,21 @@ impl<'a> RuntimeBuilder<'a> {
                     }
                 },
             };
-            let mut missing_env = Vec::new();
-            let launch = binding.command.as_ref().map(|command| {
-                let mut env: Vec<(String, String)> = binding
-                    .env
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                let mut secrets = Vec::new();
-                for (child, host) in binding.env_from.iter().flatten() {
-                    match (self.env)(host) {
-                        Some(value) => {
-                            secrets.push(value.clone());
-                            env.push((child.clone(), value));
-                        }
-                        None => {
-                            missing
-                                .entry(host.clone())
-                                .or_default()
-                                .push(format!("env_from of {}", binding.name));
-                            missing_env.push(host.clone());
-                        }
-                    }
-                }
-                Arc::new(Launch {
-                    command: command.clone(),
-                    env,
-                    secrets,
-                    cwd: binding.cwd.clone(),
-                })
-            });
-            let spares = match (binding.prewarm, &launch) {
-                (Some(wanted), Some(_)) if wanted > 0 && missing_env.is_empty() => {
-                    Some(Arc::new(Spares::new(wanted as usize)))
-                }
-                _ => None,
-            };
+            let (route, route_missing) =
+                Route::of(binding, &*self.env, session_key.as_ref(), &mut missing);
+            let unavailable = unavailable(binding, missing_token, &missing_auth, &route_missing);
             let tool = Tool {
-                param_headers: param_headers(&binding.input_schema),
                 binding: binding.clone(),
                 input,
                 output,
                 credentials,
-                missing_token,
-                missing_auth,
-                missing_env,
-                stateless_only: AtomicBool::new(false),
-                launch,
-                spares,
-                session_key: session_key.as_ref().filter(|_| inspects(binding)).cloned(),
-                missing_session_key: inspects(binding) && session_key.is_none(),
+                unavailable,
                 peer: Peer::of(binding),
                 instruments: instruments.clone(),
+            };
+            let tool = Bound {
+                tool: Arc::new(tool),
+                route,
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -285,10 +242,8 @@ impl<'a> RuntimeBuilder<'a> {
         }
         // Spares start now when there is a tokio runtime to start them on, else after the first call.
         if tokio::runtime::Handle::try_current().is_ok() {
-            for tool in tools.values() {
-                if let Some(spares) = &tool.spares {
-                    spares.refill(tool);
-                }
+            for bound in tools.values() {
+                bound.route.refill();
             }
         }
         Ok(Runtime {
@@ -349,8 +304,58 @@ pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
     crate::http::client(true).map_err(RuntimeError::Http)
 }
 
+/// Why calls to a binding are refused before any I/O, if they are: the first variable it needs
+/// that is missing (its token, its session token key, its `auth`'s, its `env_from`'s).
+fn unavailable(
+    binding: &ToolBinding,
+    missing_token: bool,
+    missing_auth: &[String],
+    missing: &crate::transport::Missing,
+) -> Option<Unavailable> {
+    let (why, fix) = if missing_token {
+        (
+            format!(
+                "the token variable {} is not set",
+                binding.token_env.as_deref().unwrap_or_default()
+            ),
+            "set it to the server's API key and restart".to_owned(),
+        )
+    } else if missing.session_key {
+        (
+            format!("the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"),
+            format!(
+                "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
+                 with the host's session inspection endpoint, and restart"
+            ),
+        )
+    } else if !missing_auth.is_empty() {
+        (
+            format!("the auth variable {} is not set", missing_auth.join(", ")),
+            "set it to the secret its `auth` field names (README, \"OAuth\") and restart"
+                .to_owned(),
+        )
+    } else if !missing.env.is_empty() {
+        (
+            format!(
+                "the env_from variable {} is not set",
+                missing.env.join(", ")
+            ),
+            "set it to the server's API key and restart".to_owned(),
+        )
+    } else {
+        return None;
+    };
+    Some(Unavailable { why, fix })
+}
+
+/// A binding ready to call: its shared facts, and its transport's own value.
+struct Bound {
+    tool: Arc<Tool>,
+    route: Route,
+}
+
 struct Inner {
-    tools: HashMap<String, Arc<Tool>>,
+    tools: HashMap<String, Arc<Bound>>,
     /// The metric instruments, made from the global meter provider when the runtime was built.
     instruments: Arc<Instruments>,
     http: HttpClient,
@@ -429,23 +434,27 @@ impl Runtime {
             .parent
             .clone()
             .unwrap_or_else(tracing::Span::current);
-        let tool = match self.check(&request.tool, &request.scope, &request.arguments) {
-            Ok(tool) => tool,
+        let bound = match self.check(&request.tool, &request.scope, &request.arguments) {
+            Ok(bound) => bound,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
+                let outcome = failure.outcome();
                 crate::telemetry::refused_span(
                     &parent,
                     &request.tool,
                     &call_id,
                     &request.scope.tenant_id,
+                    outcome.kind.error_type(),
                 );
-                let result = ToolResult::failure(&call_id, false, failure.message);
+                let unknown_outcome = outcome.unknown_outcome;
+                let result = ToolResult::failure(&call_id, unknown_outcome, failure.message);
                 sender
                     .try_send(Box::new(Event::Result(result)))
                     .expect("a new channel has room");
                 return call;
             }
         };
+        let tool = Arc::clone(&bound.tool);
         let span = crate::telemetry::call_span(
             &parent,
             &tool.binding,
@@ -461,37 +470,20 @@ impl Runtime {
                 BindingKind::Http => inner.http_plain.clone(),
                 _ => inner.http.clone(),
             };
-            let (scope, arguments) = (&request.scope, &request.arguments);
-            let cleanups = &inner.cleanups;
-            let stateless = match tool.binding.pinned_revision() {
-                Some(revision) => revision == crate::revision::STATELESS,
-                None => tool.stateless_only.load(Ordering::Relaxed),
-            };
-            let result = if tool.binding.kind() != BindingKind::Mcp {
-                run(
-                    HttpTool, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
+            let result = bound
+                .route
+                .call(
+                    http,
+                    tool,
+                    &call_id,
+                    &request.scope,
+                    &request.arguments,
+                    &sender,
+                    cancel,
+                    &inner.cleanups,
                     &span,
                 )
-                .await
-            } else if tool.launch.is_some() {
-                let stdio = Stdio::new();
-                run(
-                    stdio, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups, &span,
-                )
-                .await
-            } else if stateless {
-                run(
-                    Stateless, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                    &span,
-                )
-                .await
-            } else {
-                run(
-                    Session, http, tool, &call_id, scope, arguments, &sender, cancel, cleanups,
-                    &span,
-                )
-                .await
-            };
+                .await;
             let _ = sender.send(Box::new(Event::Result(result))).await;
         });
         call
@@ -512,36 +504,14 @@ impl Runtime {
     /// they are: its token, `env_from` or session token key variables were not set (with
     /// [`RuntimeBuilder::allow_missing_tokens`]). `None` for a callable or unknown binding.
     pub fn unavailable(&self, name: &str) -> Option<String> {
-        let tool = self.inner.tools.get(name)?;
-        if tool.missing_token {
-            return Some(format!(
-                "the token variable {} is not set",
-                tool.binding.token_env.as_deref().unwrap_or_default()
-            ));
-        }
-        if tool.missing_session_key {
-            return Some(format!(
-                "the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"
-            ));
-        }
-        if !tool.missing_auth.is_empty() {
-            return Some(format!(
-                "the auth variable {} is not set",
-                tool.missing_auth.join(", ")
-            ));
-        }
-        (!tool.missing_env.is_empty()).then(|| {
-            format!(
-                "the env_from variable {} is not set",
-                tool.missing_env.join(", ")
-            )
-        })
+        let bound = self.inner.tools.get(name)?;
+        bound.tool.unavailable.as_ref().map(|u| u.why.clone())
     }
 
     /// Starts a call with typed arguments (a generated `ToolCall`); see [`Runtime::call`].
     pub fn call_typed(
         &self,
-        call: &impl crate::TypedCall,
+        call: &impl crate::typed::TypedCall,
         scope: Scope,
         call_id: Option<String>,
     ) -> Call {
@@ -556,30 +526,23 @@ impl Runtime {
 
     /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the
     /// arguments validate.
-    fn check(&self, name: &str, scope: &Scope, arguments: &Value) -> Result<Arc<Tool>, Failure> {
-        let tool = self.inner.tools.get(name).ok_or_else(|| {
-            Failure::not_sent(format!("refused: there is no tool named {name:?}"))
-        })?;
+    fn check(&self, name: &str, scope: &Scope, arguments: &Value) -> Result<Arc<Bound>, Failure> {
+        let refused = |message: String| Failure::new(Fact::Refused, message);
+        let bound = self
+            .inner
+            .tools
+            .get(name)
+            .ok_or_else(|| refused(format!("refused: there is no tool named {name:?}")))?;
+        let tool = &bound.tool;
         let binding = &tool.binding;
         if !binding.tenants.contains(&scope.tenant_id) {
-            return Err(Failure::not_sent(format!(
+            return Err(refused(format!(
                 "refused: tenant {:?} may not call {name:?}",
                 scope.tenant_id
             )));
         }
-        if let Some(why) = self.unavailable(name) {
-            let fix = if tool.missing_session_key {
-                format!(
-                    "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
-                     with the host's session inspection endpoint, and restart"
-                )
-            } else if !tool.missing_auth.is_empty() {
-                "set it to the secret its `auth` field names (README, \"OAuth\") and restart"
-                    .to_owned()
-            } else {
-                "set it to the server's API key and restart".to_owned()
-            };
-            return Err(Failure::not_sent(format!("refused: {why}; {fix}")));
+        if let Some(Unavailable { why, fix }) = &tool.unavailable {
+            return Err(refused(format!("refused: {why}; {fix}")));
         }
         let errors: Vec<String> = tool
             .input
@@ -592,12 +555,12 @@ impl Runtime {
             })
             .collect();
         if !errors.is_empty() {
-            return Err(Failure::not_sent(format!(
+            return Err(refused(format!(
                 "refused: the arguments do not match the input schema of {name:?}: {}",
                 errors.join("; ")
             )));
         }
-        Ok(Arc::clone(tool))
+        Ok(Arc::clone(bound))
     }
 
     /// The bindings, in name order.
@@ -606,7 +569,7 @@ impl Runtime {
             .inner
             .tools
             .values()
-            .map(|tool| &tool.binding)
+            .map(|bound| &bound.tool.binding)
             .collect();
         bindings.sort_by(|a, b| a.name.cmp(&b.name));
         bindings
@@ -673,7 +636,6 @@ pub mod __bench {
     use super::{CallRequest, Runtime};
     use crate::call::{Round, call_message};
     use crate::event::ToolResult;
-    use crate::stateless;
 
     /// The gate (tool, tenant, token, argument validation), the `tools/call` message as the
     /// binding's revision sends it (its `_meta`, and for 2026-07-28 its headers) serialized to
@@ -684,19 +646,20 @@ pub mod __bench {
         request: &CallRequest,
         result: &Value,
     ) -> Option<ToolResult> {
-        let tool = runtime
+        let bound = runtime
             .check(&request.tool, &request.scope, &request.arguments)
             .ok()?;
+        let tool = &bound.tool;
         let call_id = request.call_id.as_deref().unwrap_or("bench");
         let binding = &tool.binding;
-        let meta = if binding.pinned_revision() == Some(stateless::REVISION) {
+        let meta = if binding.pinned_revision() == Some(crate::revision::STATELESS) {
             let name = binding.mcp_tool.as_deref().unwrap_or_default();
             std::hint::black_box(crate::routing::headers(
                 name,
                 &request.arguments,
-                &tool.param_headers,
+                bound.route.param_headers(),
             ));
-            stateless::meta()
+            crate::mcp::stateless_meta()
         } else {
             Map::new()
         };

@@ -219,8 +219,14 @@ pub(crate) fn call_span(
 }
 
 /// The span of a call the gate refused (no I/O took place): a CLIENT span with `error.type`
-/// `refused`, ended at once.
-pub(crate) fn refused_span(parent: &Span, name: &str, call_id: &str, tenant: &str) {
+/// `error_type` (the classifier's `refused`), ended at once.
+pub(crate) fn refused_span(
+    parent: &Span,
+    name: &str,
+    call_id: &str,
+    tenant: &str,
+    error_type: &'static str,
+) {
     let _span = tracing::info_span!(
         parent: parent,
         "tools/call",
@@ -229,7 +235,7 @@ pub(crate) fn refused_span(parent: &Span, name: &str, call_id: &str, tenant: &st
         otel.status_code = "error",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = name,
-        error.type = "refused",
+        error.type = error_type,
         brain.tenant_id = tenant,
         brain.call_id = call_id,
         brain.unknown_outcome = false,

@@ -18,13 +18,12 @@ use http_body_util::Full;
 use crate::auth::{Authorizing, Credentials, Retry};
 pub(crate) use crate::http::error_chain;
 use crate::http::{HttpClient, HttpError, Response};
+use crate::outcome::Failure;
 use serde_json::Value;
 use sse_stream::SseStream;
 
 /// The session header of Streamable HTTP.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
-/// The negotiated revision, sent on every request after initialize.
-pub(crate) const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 
 /// Where a call's messages go, and how they are authorized.
 pub(crate) struct Endpoint<'a> {
@@ -178,6 +177,37 @@ pub(crate) enum ReadError {
         /// Its size in bytes.
         size: usize,
     },
+}
+
+impl ReadError {
+    /// The call's failure when reading its answer failed after `tools/call` was written:
+    /// always a broken exchange; over the bound, the message names `max_output_bytes`.
+    pub(crate) fn failure(self, max_output_bytes: u64) -> Failure {
+        match self {
+            ReadError::TooLarge(limit) => Failure::broken(format!(
+                "the response (or one message of its stream) exceeded {limit} bytes, more than \
+                 max_output_bytes ({max_output_bytes}) allows; brain stopped reading it"
+            )),
+            other => Failure::broken(format!("{other}; the tool may have run")),
+        }
+    }
+}
+
+/// The JSON-RPC error object an error response carries, if any (read within 64 KiB).
+pub(crate) async fn error_object(response: Response) -> Option<Value> {
+    let mut messages = Messages::read(response, 64 * 1024).await.ok()?;
+    match messages.next().await {
+        Some(Ok(message)) => message.get("error").cloned(),
+        _ => None,
+    }
+}
+
+/// `: <JSON-RPC error>` when an error response carries one (read within 64 KiB), else nothing.
+pub(crate) async fn error_detail(response: Response) -> String {
+    error_object(response)
+        .await
+        .map(|error| format!(": {}", crate::mcp::rpc_error_text(&error)))
+        .unwrap_or_default()
 }
 
 /// The most bytes of one notification or server request brain reads (a response is read under

@@ -369,8 +369,7 @@ impl OAuth {
                 self.config.grant.as_str()
             ));
         }
-        let probe =
-            crate::revision::initialize(crate::revision::SESSIONS[0], &tracing::Span::none());
+        let probe = crate::mcp::initialize(crate::revision::SESSIONS[0], &tracing::Span::none());
         let request = http::Request::post(&self.server_url)
             .header(http::header::ACCEPT, "application/json, text/event-stream")
             .header(http::header::CONTENT_TYPE, "application/json")

@@ -1,32 +1,23 @@
-//! The stdio transport: an installed MCP server run as a child process, a fresh process per call
-//! (for stdio, the process is the session). Spawn with a clean environment in its own process
-//! group, `initialize`, `notifications/initialized`, `tools/call` once, its response read line by
-//! line under a byte bound, then stdin closed, a bounded wait, SIGTERM and SIGKILL to the whole
-//! group, and the process reaped.
-//!
-//! This module owns processes and pipes only: the gate, the `tools/call` message, progress,
-//! server requests, conversion and the `unknown_outcome` rules are the shared call lifecycle's
-//! (`call.rs`).
+//! A stdio server's process: started with a clean environment in its own process group,
+//! spoken to as newline-delimited JSON-RPC on stdin/stdout (each line read under a byte bound),
+//! its stderr drained into a bounded tail, and ended — stdin closed, SIGTERM, SIGKILL to the
+//! whole group, reaped. Also the session a process starts with (`initialize`), and the spare
+//! processes a binding with `prewarm` keeps. Nothing but this module starts or signals a process.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::call::{BackChannel, CallState, Exchange, Reply, Round, Step, Tool, Transport};
-use crate::event::ToolResult;
-use crate::http::HttpClient;
-use crate::outcome::Failure;
+use crate::mcp::INIT_ID;
+use crate::outcome::{Fact, Failure};
 use crate::revision;
-use crate::stateless;
 
 /// Bound on one line of the server's answer to initialize.
 const INIT_LIMIT: u64 = 1024 * 1024;
-/// The JSON-RPC id of initialize.
-const INIT_ID: u64 = 0; // as revision::initialize sends it
 /// How long a server has to exit after its stdin was closed, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// How much of the server's stderr is kept for a failure's message (the end of it).
@@ -68,26 +59,8 @@ impl Launch {
         text
     }
 
-    fn program(&self) -> &str {
+    pub(crate) fn program(&self) -> &str {
         self.command.first().map_or("", String::as_str)
-    }
-}
-
-/// The stdio transport for one call; holds the call's process so that the cleanup finds it
-/// whatever ended the exchange.
-pub(crate) struct Stdio {
-    process: Mutex<Option<Arc<Process>>>,
-}
-
-impl Stdio {
-    pub(crate) fn new() -> Self {
-        Stdio {
-            process: Mutex::new(None),
-        }
-    }
-
-    fn keep(&self, process: &Arc<Process>) {
-        *lock(&self.process) = Some(Arc::clone(process));
     }
 }
 
@@ -102,6 +75,13 @@ pub(crate) struct Process {
     launch: Arc<Launch>,
     /// The revision initialize settled on; `None` on 2026-07-28 (no initialize).
     revision: Mutex<Option<&'static str>>,
+}
+
+impl Process {
+    /// The revision `initialize` settled on; `None` on 2026-07-28 (no initialize).
+    pub(crate) fn revision(&self) -> Option<&'static str> {
+        *lock(&self.revision)
+    }
 }
 
 impl Process {
@@ -133,15 +113,18 @@ impl Process {
                 std::io::ErrorKind::PermissionDenied => " (permission denied: is it executable?)",
                 _ => "",
             };
-            Failure::not_sent(format!(
-                "could not start the MCP server {:?}: {error}{hint}{}",
-                launch.program(),
-                launch
-                    .cwd
-                    .as_ref()
-                    .map(|cwd| format!(" in {cwd:?}"))
-                    .unwrap_or_default()
-            ))
+            Failure::new(
+                Fact::Unreachable,
+                format!(
+                    "could not start the MCP server {:?}: {error}{hint}{}",
+                    launch.program(),
+                    launch
+                        .cwd
+                        .as_ref()
+                        .map(|cwd| format!(" in {cwd:?}"))
+                        .unwrap_or_default()
+                ),
+            )
         })?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -161,7 +144,7 @@ impl Process {
     }
 
     /// Writes one JSON-RPC message as a line.
-    async fn send(&self, message: &Value) -> std::io::Result<()> {
+    pub(crate) async fn send(&self, message: &Value) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(message).expect("a message serializes");
         line.push(b'\n');
         let mut stdin = self.stdin.lock().await;
@@ -173,7 +156,7 @@ impl Process {
     }
 
     /// The next JSON-RPC message on stdout, within `limit` bytes.
-    async fn receive(&self, limit: u64) -> Result<Value, LineError> {
+    pub(crate) async fn receive(&self, limit: u64) -> Result<Value, LineError> {
         let mut stdout = self.stdout.lock().await;
         loop {
             let line = stdout.next(limit).await?;
@@ -192,7 +175,7 @@ impl Process {
 
     /// What a failure adds about the process: how it exited (if it did) and the end of its
     /// stderr, with every `env_from` value redacted.
-    async fn report(&self) -> String {
+    pub(crate) async fn report(&self) -> String {
         // A process that closed stdout is usually exiting: give it a moment to be reaped.
         let status = {
             let mut child = self.child.lock().await;
@@ -216,14 +199,7 @@ impl Process {
     /// bounded wait, then SIGTERM and SIGKILL to the whole process group; always reaped.
     pub(crate) async fn shut_down(&self, unanswered: Option<u64>) {
         if let Some(request_id) = unanswered {
-            let cancelled = json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/cancelled",
-                "params": {
-                    "requestId": request_id,
-                    "reason": "cancelled by brain (timeout, interruption or a request brain refused)"
-                }
-            });
+            let cancelled = crate::mcp::cancelled(request_id);
             let _ = tokio::time::timeout(EXIT_GRACE, self.send(&cancelled)).await;
         }
         // Closing stdin is how MCP asks a stdio server to exit.
@@ -320,7 +296,7 @@ async fn drain(mut pipe: impl AsyncRead + Unpin, tail: Arc<Mutex<Tail>>) {
 
 /// Why no message could be read from stdout.
 #[derive(Debug)]
-enum LineError {
+pub(crate) enum LineError {
     /// The server closed stdout (it exited, most likely).
     Closed,
     /// A line longer than the bound; brain stopped reading it.
@@ -390,125 +366,6 @@ fn memchr(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
 
-impl Transport for Stdio {
-    /// A spare process when the binding keeps some, else a new one; then the call on it.
-    async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
-        let launch = call
-            .tool
-            .launch
-            .as_ref()
-            .expect("a stdio binding has a launch");
-        let spare = call.tool.spares.as_ref().and_then(|spares| spares.take());
-        let process = match spare {
-            Some(process) => {
-                self.keep(&process);
-                process
-            }
-            None => {
-                let process = Process::spawn(launch)?;
-                self.keep(&process);
-                let opening = crate::telemetry::phase("initialize", Some(INIT_ID), call.span);
-                open(&process, call.tool.binding.pinned_revision(), &opening).await?;
-                process
-            }
-        };
-        let revision = *lock(&process.revision);
-        call.state().revision = Some(revision.unwrap_or(revision::STATELESS));
-        let back = Pipe {
-            process: &process,
-            answers: revision.is_some(),
-        };
-        if revision.is_some() {
-            return match self
-                .call(call, &process, Map::new(), &Round::first(), &back)
-                .await?
-            {
-                Reply::Complete(result) => Ok(result),
-                Reply::InputRequired(_) => Err(Failure::sent(
-                    "the server answered with an `input_required` result on a session revision, \
-                     where MCP does not allow it; the tool may have run",
-                )),
-            };
-        }
-        let mut rounds = stateless::Rounds::new(call);
-        loop {
-            let reply = self
-                .call(call, &process, stateless::meta(), rounds.current(), &back)
-                .await?;
-            if let Some(result) = rounds.after(reply)? {
-                return Ok(result);
-            }
-        }
-    }
-
-    /// Ends the call's process (cancelling an unanswered call first), then — for a binding with
-    /// `prewarm` — starts the spares that are missing: off the call's path, so that starting a
-    /// process never competes with a call for the CPU.
-    async fn clean_up(&self, _: HttpClient, tool: Arc<Tool>, state: CallState) {
-        let process = lock(&self.process).take();
-        if let Some(process) = process {
-            let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
-            process.shut_down(unanswered).await;
-        }
-        if let Some(spares) = &tool.spares {
-            spares.refill(&tool);
-        }
-    }
-}
-
-impl Stdio {
-    /// Writes `tools/call` (once) and reads its response in order.
-    async fn call(
-        &self,
-        call: &Exchange<'_>,
-        process: &Process,
-        meta: Map<String, Value>,
-        round: &Round,
-        back: &Pipe<'_>,
-    ) -> Result<Reply, Failure> {
-        let span = round.span(call.span);
-        let request = call.message(meta, round, &span);
-        call.sending(round);
-        if let Err(error) = process.send(&request).await {
-            // Not written: the server cannot have read a whole request.
-            call.state().call_sent = round.number > 0;
-            return Err(Failure {
-                unknown_outcome: round.number > 0,
-                message: format!(
-                    "could not write tools/call to the MCP server: {error}{}",
-                    process.report().await
-                ),
-            });
-        }
-        let mut last_progress = None;
-        loop {
-            let message = match process.receive(call.tool.raw_limit()).await {
-                Ok(message) => message,
-                Err(LineError::TooLong(_)) => {
-                    return Err(Failure::sent(format!(
-                        "the server wrote a line longer than max_output_bytes ({}) allows; brain \
-                         stopped reading it",
-                        call.tool.binding.max_output_bytes
-                    )));
-                }
-                Err(error) => {
-                    return Err(Failure::sent(format!(
-                        "{error} after tools/call was written{}; the tool may have run",
-                        process.report().await
-                    )));
-                }
-            };
-            match call
-                .on_message(&message, &request["id"], &mut last_progress, back)
-                .await?
-            {
-                Step::Continue => {}
-                Step::Answered(reply) => return reply,
-            }
-        }
-    }
-}
-
 /// Starts the MCP session on a new process: the binding's pinned revision exactly, or the newest
 /// session revision offered and any brain speaks accepted; 2026-07-28 has no initialize. Nothing
 /// here is `tools/call`: every failure is `unknown_outcome: false`.
@@ -522,13 +379,16 @@ pub(crate) async fn open(
     }
     let offer = pinned.unwrap_or(revision::SESSIONS[0]);
     let setup_failed = async |what: String| {
-        Failure::not_sent(format!(
-            "the MCP server {:?} failed to start a session: {what}{}",
-            process.launch.program(),
-            process.report().await
-        ))
+        Failure::new(
+            Fact::SetupFailed,
+            format!(
+                "the MCP server {:?} failed to start a session: {what}{}",
+                process.launch.program(),
+                process.report().await
+            ),
+        )
     };
-    let request = revision::initialize(offer, span);
+    let request = crate::mcp::initialize(offer, span);
     if let Err(error) = process.send(&request).await {
         return Err(setup_failed(format!("writing initialize failed: {error}")).await);
     }
@@ -544,12 +404,12 @@ pub(crate) async fn open(
             continue;
         }
         if let Some(error) = message.get("error") {
-            if pinned.is_none() && crate::session::stateless_supported(error) {
+            if pinned.is_none() && crate::mcp::stateless_supported(error) {
                 return Ok(());
             }
             return Err(setup_failed(format!(
                 "initialize failed: {}",
-                crate::call::rpc_error_text(error)
+                crate::mcp::rpc_error_text(error)
             ))
             .await);
         }
@@ -560,99 +420,18 @@ pub(crate) async fn open(
         .and_then(Value::as_str)
         .unwrap_or("(none)");
     let revision = revision::accept(pinned, offered).map_err(|why| {
-        Failure::not_sent(format!(
-            "the MCP server {:?} {why}",
-            process.launch.program()
-        ))
+        Failure::new(
+            Fact::SetupFailed,
+            format!("the MCP server {:?} {why}", process.launch.program()),
+        )
     })?;
     *lock(&process.revision) = Some(revision);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    if let Err(error) = process.send(&initialized).await {
+    if let Err(error) = process.send(&crate::mcp::initialized()).await {
         return Err(
             setup_failed(format!("writing notifications/initialized failed: {error}")).await,
         );
     }
     Ok(())
-}
-
-/// Discovery on a stdio server: a process started as a call's would be, a session opened (any
-/// revision brain speaks; 2026-07-28 when the server refuses sessions), every page of
-/// `tools/list`, then the process shut down. Returns the revision and the tools.
-pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Value>), String> {
-    let launch = Arc::new(launch);
-    let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
-    let listed = async {
-        open(&process, None, &tracing::Span::none())
-            .await
-            .map_err(|failure| failure.message)?;
-        let revision = *lock(&process.revision);
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for page in 1..=1000u64 {
-            let mut params = Map::new();
-            if let Some(cursor) = &cursor {
-                params.insert("cursor".into(), json!(cursor));
-            }
-            if revision.is_none() {
-                params.insert("_meta".into(), Value::Object(stateless::meta()));
-            }
-            let id = page + 1;
-            let request =
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
-            process
-                .send(&request)
-                .await
-                .map_err(|error| format!("writing tools/list failed: {error}"))?;
-            let answer = loop {
-                let message = process
-                    .receive(64 * 1024 * 1024)
-                    .await
-                    .map_err(|error| format!("{error} before tools/list was answered"))?;
-                if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                    break message;
-                }
-            };
-            if let Some(error) = answer.get("error") {
-                return Err(format!(
-                    "the server answered tools/list with {}",
-                    crate::call::rpc_error_text(error)
-                ));
-            }
-            match answer["result"].get("tools") {
-                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
-                _ => return Err("the server's tools/list result has no `tools` array".into()),
-            }
-            let next = answer["result"]
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|next| !next.is_empty())
-                .map(str::to_owned);
-            if next.is_none() || next == cursor {
-                return Ok((revision.unwrap_or(revision::STATELESS), tools));
-            }
-            cursor = next;
-        }
-        Err("tools/list did not end after 1000 pages".into())
-    };
-    let listed = match listed.await {
-        Ok(listed) => Ok(listed),
-        Err(message) => Err(format!("{message}{}", process.report().await)),
-    };
-    process.shut_down(None).await;
-    listed
-}
-
-/// The way back to a stdio server: its stdin. 2026-07-28 has none (input requests travel in
-/// `input_required` results).
-struct Pipe<'a> {
-    process: &'a Process,
-    answers: bool,
-}
-
-impl BackChannel for Pipe<'_> {
-    async fn answer(&self, message: &Value) -> bool {
-        self.answers && self.process.send(message).await.is_ok()
-    }
 }
 
 /// Spare processes of one binding (`prewarm`), started and initialized before they are needed;
@@ -674,7 +453,7 @@ impl Spares {
     }
 
     /// A live spare, if one is ready (dead ones are discarded on the way).
-    fn take(&self) -> Option<Arc<Process>> {
+    pub(crate) fn take(&self) -> Option<Arc<Process>> {
         let mut ready = lock(&self.ready);
         while let Some(process) = ready.pop() {
             if process.alive() {
@@ -687,17 +466,14 @@ impl Spares {
     }
 
     /// Starts as many spares as are missing, in the background.
-    pub(crate) fn refill(self: &Arc<Self>, tool: &Tool) {
+    pub(crate) fn refill(self: &Arc<Self>, launch: &Arc<Launch>, pinned: Option<&str>) {
         use std::sync::atomic::Ordering;
-        let Some(launch) = tool.launch.clone() else {
-            return;
-        };
         let have = lock(&self.ready).len() + self.starting.load(Ordering::SeqCst);
         for _ in have..self.wanted {
             self.starting.fetch_add(1, Ordering::SeqCst);
             let spares = Arc::clone(self);
-            let launch = Arc::clone(&launch);
-            let pinned = tool.binding.protocol_version.clone();
+            let launch = Arc::clone(launch);
+            let pinned = pinned.map(str::to_owned);
             tokio::spawn(async move {
                 let started = async {
                     let process = Process::spawn(&launch).ok()?;

@@ -21,23 +21,25 @@
 //! There is nothing to clean up: the request is one exchange, and dropping its response (a
 //! timeout, a cancelled call) closes the connection.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brain_config::BindingKind;
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use serde_json::{Map, Value, json};
-use sse_stream::SseStream;
+use sse_stream::{Sse, SseStream};
 
-use crate::call::{CallState, Exchange, Tool, Transport};
+use crate::call::{CallState, Exchange, Incoming, Reading, Round, Transport};
 use crate::convert::convert;
 use crate::event::ToolResult;
 use crate::http::{HttpClient, Response};
-use crate::outcome::Failure;
-use crate::session_token::SESSION_TOKEN_HEADER;
+use crate::outcome::{Fact, Failure};
+use crate::session_token::{SESSION_TOKEN_HEADER, SessionTokenKey};
+use crate::tool::Tool;
 use crate::wire::{Bounded, ReadError, content_type, error_chain};
 
 /// How much of an error response's body goes into the failure message.
@@ -45,32 +47,50 @@ const ERROR_BODY_BYTES: usize = 4096;
 /// How long brain waits for that much of an error response's body.
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(1);
 
-/// The transport of HTTP and SSE tools.
-pub(crate) struct HttpTool;
+/// An HTTP or SSE tool: what its calls need beyond the shared facts.
+pub(crate) struct HttpTool {
+    /// With `inspect_session`: the key its session inspection tokens are signed with.
+    pub(crate) session_key: Option<Arc<SessionTokenKey>>,
+}
 
-impl Transport for HttpTool {
-    async fn exchange(&self, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
+impl Transport for Arc<HttpTool> {
+    type Opened = ();
+    type Reading = HttpToolReading;
+
+    /// Nothing to open: the request is one exchange.
+    async fn open(&self, _: &Exchange<'_>) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// The one POST of the arguments.
+    async fn write(
+        &self,
+        call: &Exchange<'_>,
+        _: &(),
+        _: &Round,
+    ) -> Result<HttpToolReading, Failure> {
         let sse = call.tool.binding.kind() == BindingKind::Sse;
-        let headers = request_headers(call)?;
+        let headers = request_headers(call, self.session_key.as_deref())?;
         let body = Bytes::from(serde_json::to_vec(call.arguments).expect("JSON serializes"));
         let accept = if sse {
             "text/event-stream"
         } else {
             "application/json, text/event-stream"
         };
-        call.state().call_sent = true;
         let response = match call.endpoint.post_json(body, accept, headers).await {
             Ok(response) => response,
             Err(error) if error.is_connect() => {
-                call.state().call_sent = false;
-                return Err(Failure::not_sent(format!(
-                    "could not connect to {}: {}",
-                    call.url(),
-                    error_chain(&error)
-                )));
+                return Err(Failure::new(
+                    Fact::NotWritten { round: 0 },
+                    format!(
+                        "could not connect to {}: {}",
+                        call.url(),
+                        error_chain(&error)
+                    ),
+                ));
             }
             Err(error) => {
-                return Err(Failure::sent(format!(
+                return Err(Failure::broken(format!(
                     "the connection failed after the request was sent: {}; the tool may have run",
                     error_chain(&error)
                 )));
@@ -82,16 +102,23 @@ impl Transport for HttpTool {
         }
         let content_type = content_type(&response);
         if content_type.starts_with("text/event-stream") {
-            return read_events(call, response).await;
+            let events = Bounded::per_event(response, call.tool.raw_limit());
+            return Ok(HttpToolReading::Events(Box::pin(
+                SseStream::from_bytes_stream(events),
+            )));
         }
         if sse {
-            return Err(Failure::sent(format!(
+            return Err(Failure::broken(format!(
                 "the SSE tool answered with {}, not an event stream (text/event-stream); the \
                  tool may have run",
                 describe_type(&content_type)
             )));
         }
-        read_body(call, response, status, &content_type).await
+        Ok(HttpToolReading::Body(Some((
+            response,
+            status,
+            content_type,
+        ))))
     }
 
     /// Nothing stays open: the exchange's response was dropped with it.
@@ -99,28 +126,59 @@ impl Transport for HttpTool {
         false
     }
 
-    async fn clean_up(&self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
+    async fn clean_up(self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
+}
+
+/// An event stream's events, each read under the raw result bound.
+type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+
+/// An HTTP tool's answer: one body, or an event stream.
+pub(crate) enum HttpToolReading {
+    /// A 2xx body not yet read: the response, its status and content type.
+    Body(Option<(Response, StatusCode, String)>),
+    /// An event stream (an SSE tool's, or an HTTP tool's that answered with one).
+    Events(Events),
+}
+
+impl Reading for HttpToolReading {
+    async fn next(&mut self, call: &Exchange<'_>) -> Result<Incoming, Failure> {
+        match self {
+            HttpToolReading::Body(body) => {
+                let Some((response, status, content_type)) = body.take() else {
+                    return Err(Failure::broken("the HTTP tool's response was already read"));
+                };
+                read_body(call, response, status, &content_type)
+                    .await
+                    .map(Incoming::Result)
+            }
+            HttpToolReading::Events(events) => next_event(call, events).await,
+        }
+    }
 }
 
 /// The request's headers besides `Accept`, `Content-Type` and the token (`wire.rs` adds those):
 /// the scope, the idempotency key and, with `inspect_session`, the session inspection token.
-fn request_headers(call: &Exchange<'_>) -> Result<HeaderMap, Failure> {
+fn request_headers(
+    call: &Exchange<'_>,
+    session_key: Option<&SessionTokenKey>,
+) -> Result<HeaderMap, Failure> {
     let mut headers = HeaderMap::new();
-    let mut add = |name: &'static str, what: &str, value: &str| {
-        let value = HeaderValue::from_str(value).map_err(|_| {
-            Failure::not_sent(format!(
+    let mut add =
+        |name: &'static str, what: &str, value: &str| {
+            let value = HeaderValue::from_str(value).map_err(|_| {
+            Failure::new(Fact::Refused, format!(
                 "refused: the {what} {value:?} cannot be sent as an HTTP header (it holds a \
                  control character or non-ASCII text)"
             ))
         })?;
-        headers.insert(HeaderName::from_static(name), value);
-        Ok::<(), Failure>(())
-    };
+            headers.insert(HeaderName::from_static(name), value);
+            Ok::<(), Failure>(())
+        };
     add("brain-tenant-id", "tenant id", &call.scope.tenant_id)?;
     add("brain-session-id", "session id", &call.scope.session_id)?;
     add("brain-call-id", "call id", call.call_id)?;
     add("idempotency-key", "call id", call.call_id)?;
-    if let Some(key) = &call.tool.session_key {
+    if let Some(key) = session_key {
         let left = call
             .deadline
             .saturating_duration_since(tokio::time::Instant::now());
@@ -162,7 +220,8 @@ async fn status_failure(call: &Exchange<'_>, response: Response) -> Failure {
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     let detail = error_body(response).await;
-    let unknown_outcome = status_unknown(status);
+    let fact = Fact::ToolStatus(status.as_u16());
+    let unknown_outcome = crate::outcome::classify(fact).unknown_outcome;
     let mut message = format!("{} answered HTTP {status}", call.url());
     if status.is_redirection() {
         message += &format!(
@@ -179,21 +238,7 @@ async fn status_failure(call: &Exchange<'_>, response: Response) -> Failure {
     } else {
         "; the request was refused"
     };
-    Failure {
-        unknown_outcome,
-        message,
-    }
-}
-
-/// Whether a non-2xx status leaves it open whether the tool ran: 5xx, 1xx and 3xx, and the
-/// 4xx statuses that a server may send after it started (408 Request Timeout, 409 Conflict,
-/// 429 Too Many Requests). Other 4xx statuses refuse the request.
-fn status_unknown(status: StatusCode) -> bool {
-    match status.as_u16() {
-        408 | 409 | 429 => true,
-        400..=499 => false,
-        _ => true,
-    }
+    Failure::new(fact, message)
 }
 
 /// Up to [`ERROR_BODY_BYTES`] of an error response's body as text, waiting at most
@@ -231,7 +276,7 @@ async fn read_body(
     let json = is_json(content_type);
     let text = content_type.starts_with("text/plain");
     if !json && !text && status != StatusCode::NO_CONTENT {
-        return Err(Failure::sent(format!(
+        return Err(Failure::broken(format!(
             "the HTTP tool answered HTTP {status} with {}, which brain does not read \
              (application/json, text/plain or text/event-stream); the tool may have run",
             describe_type(content_type)
@@ -241,19 +286,19 @@ async fn read_body(
     let bytes = Bounded::new(response, limit)
         .collect_all()
         .await
-        .map_err(|error| call.read_failure(error))?;
+        .map_err(|error| error.failure(call.tool.binding.max_output_bytes))?;
     let result = if status == StatusCode::NO_CONTENT || (bytes.is_empty() && !json) {
         json!({"content": []})
     } else {
         let Ok(body) = String::from_utf8(bytes) else {
-            return Err(Failure::sent(
+            return Err(Failure::broken(
                 "the HTTP tool's response body is not UTF-8 text; the tool may have run",
             ));
         };
         let mut result = json!({"content": [{"type": "text", "text": body}]});
         if json {
             let value: Value = serde_json::from_str(&body).map_err(|error| {
-                Failure::sent(format!(
+                Failure::broken(format!(
                     "the HTTP tool's response is not valid JSON ({error}); the tool may have run"
                 ))
             })?;
@@ -271,31 +316,30 @@ async fn read_body(
     )
 }
 
-/// An event stream (an SSE tool's, or an HTTP tool's that answered with one): progress events
-/// become `tool.progress`, the `result` event the call's result.
-async fn read_events(call: &Exchange<'_>, response: Response) -> Result<ToolResult, Failure> {
-    let mut events =
-        SseStream::from_bytes_stream(Bounded::per_event(response, call.tool.raw_limit()));
-    let mut last_progress = None;
+/// The next event of an event stream that means something: a `progress` event, or the
+/// `result` event as the call's result; other events and comments are passed over.
+async fn next_event(call: &Exchange<'_>, events: &mut Events) -> Result<Incoming, Failure> {
     loop {
         let event = match events.next().await {
             None => {
-                return Err(Failure::sent(
+                return Err(Failure::broken(
                     "the event stream ended without a `result` event; the tool may have run",
                 ));
             }
             Some(Ok(event)) => event,
-            Some(Err(error)) => return Err(call.read_failure(ReadError::from(error))),
+            Some(Err(error)) => {
+                return Err(ReadError::from(error).failure(call.tool.binding.max_output_bytes));
+            }
         };
         let data = event.data.as_deref().unwrap_or_default();
         match event.event.as_deref() {
             Some("progress") => match serde_json::from_str::<Value>(data) {
-                Ok(params) => call.report_progress(&params, &mut last_progress).await,
+                Ok(params) => return Ok(Incoming::Progress(params)),
                 Err(error) => {
                     tracing::debug!(call_id = call.call_id, %error, "progress event ignored: not JSON");
                 }
             },
-            Some("result") => return event_result(call, data),
+            Some("result") => return event_result(call, data).map(Incoming::Result),
             _ => {}
         }
     }
@@ -305,7 +349,7 @@ async fn read_events(call: &Exchange<'_>, response: Response) -> Result<ToolResu
 /// result, through the conversion MCP results go through.
 fn event_result(call: &Exchange<'_>, data: &str) -> Result<ToolResult, Failure> {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(data) else {
-        return Err(Failure::sent(
+        return Err(Failure::broken(
             "the `result` event's data is not a JSON object; the tool may have run",
         ));
     };
@@ -330,28 +374,6 @@ fn event_result(call: &Exchange<'_>, data: &str) -> Result<ToolResult, Failure> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_classify_as_the_contract_says() {
-        for (code, unknown) in [
-            (400, false),
-            (401, false),
-            (403, false),
-            (404, false),
-            (408, true),
-            (409, true),
-            (422, false),
-            (429, true),
-            (500, true),
-            (502, true),
-            (503, true),
-            (307, true),
-            (303, true),
-        ] {
-            let status = StatusCode::from_u16(code).unwrap();
-            assert_eq!(status_unknown(status), unknown, "HTTP {code}");
-        }
-    }
 
     #[test]
     fn json_types() {

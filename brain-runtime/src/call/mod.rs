@@ -1,0 +1,174 @@
+//! One call's lifecycle, the same for every transport. This module decides the order; a
+//! transport ([`Transport`]) supplies the steps and reports facts:
+//!
+//! 1. *gate* — `Runtime::call`, before this module runs: tool, tenant, token, arguments (a
+//!    refusal does no I/O);
+//! 2. *admit* ([`admit`]) — before anything is opened: where a call may be answered without
+//!    contacting the server;
+//! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
+//! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]),
+//!    before the first byte of `tools/call` (or an HTTP tool's POST) leaves; then each round's
+//!    write ([`Transport::write`]) — later rounds, and OAuth's re-POSTs of a refused request
+//!    inside `wire::Endpoint`, happen within the send, never as new sends;
+//! 5. *read* (`read.rs`) — what the write is answered with, in wire order: progress, server
+//!    requests, the response;
+//! 6. *convert* (`convert.rs`) — the response into a `tool.result`;
+//! 7. *classify* (`outcome.rs`) — a failure's facts into `unknown_outcome` and its kind;
+//! 8. *clean up* ([`Transport::clean_up`]) — off the caller's path, tracked.
+//!
+//! The whole exchange (3–6) is bounded by the binding's timeout and by cancellation.
+
+mod exchange;
+mod read;
+mod rounds;
+mod send;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Span;
+
+use crate::auth::Authorizing;
+use crate::event::ToolResult;
+use crate::http::HttpClient;
+use crate::outcome::{Fact, Failure, Interruption, Kind};
+use crate::tool::{Scope, Tool};
+use crate::wire::Endpoint;
+
+pub(crate) use exchange::{
+    CONTROL_TIMEOUT, CallState, Events, Exchange, Incoming, Reading, Transport,
+};
+pub(crate) use rounds::{CALL_ID, Round, call_message};
+
+/// Runs one call to its result: the phases in order, bounded by the timeout and by
+/// cancellation; the outcome classified and recorded; then the transport's cleanup, off the
+/// caller's path (tracked by `cleanups`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run<T: Transport>(
+    transport: T,
+    http: HttpClient,
+    tool: Arc<Tool>,
+    call_id: &str,
+    scope: &Scope,
+    arguments: &Value,
+    events: &Events,
+    cancel: CancellationToken,
+    cleanups: &TaskTracker,
+    span: &Span,
+) -> ToolResult {
+    let state = Mutex::new(CallState {
+        tenant: scope.tenant_id.clone(),
+        ..CallState::default()
+    });
+    let timeout = Duration::from_secs(tool.binding.timeout_seconds);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let exchange = Exchange {
+        endpoint: Endpoint {
+            http: &http,
+            url: tool.binding.url.as_deref().unwrap_or_default(),
+            auth: Authorizing {
+                credentials: &tool.credentials,
+                tenant: &scope.tenant_id,
+            },
+        },
+        tool: &tool,
+        call_id,
+        scope,
+        arguments,
+        events,
+        state: &state,
+        deadline,
+        span,
+    };
+    let started = std::time::Instant::now();
+    tracing::debug!(
+        tool = %tool.binding.name,
+        call_id,
+        server = %tool.server(),
+        pinned = tool.binding.pinned_revision().unwrap_or("any"),
+        "call started"
+    );
+    let interrupted = |by: Interruption, what: String| {
+        let written = state.lock().map(|s| s.call_sent).unwrap_or(true);
+        let message = if written {
+            format!("{what}; the request was cancelled and the tool may have run")
+        } else {
+            format!("{what} before tools/call was sent")
+        };
+        Failure::new(Fact::Interrupted { by, written }, message)
+    };
+    let outcome = tokio::select! {
+        biased;
+        outcome = phases(&transport, &exchange) => outcome,
+        () = tokio::time::sleep_until(deadline) => Err(interrupted(
+            Interruption::Timeout,
+            format!("the call timed out after {}s", timeout.as_secs()),
+        )),
+        () = cancel.cancelled() => Err(interrupted(
+            Interruption::Cancelled,
+            "the call was interrupted".to_owned(),
+        )),
+    };
+    let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    let revision = state.revision;
+    let (result, kind) = match outcome {
+        Ok(result) => {
+            let kind = result.is_error.then_some(Kind::ToolError);
+            (result, kind)
+        }
+        Err(failure) => {
+            let outcome = failure.outcome();
+            let result = ToolResult::failure(call_id, outcome.unknown_outcome, failure.message);
+            (result, Some(outcome.kind))
+        }
+    };
+    let error_type = kind.map(Kind::error_type);
+    let elapsed = started.elapsed();
+    crate::telemetry::record_outcome(
+        span,
+        revision,
+        state.session_id.as_deref(),
+        // A JSON-RPC id exists only on MCP bindings.
+        (state.call_sent && tool.binding.kind() == brain_config::BindingKind::Mcp)
+            .then_some(state.request_id),
+        error_type,
+        &result,
+    );
+    tool.instruments
+        .ended(&tool.peer, revision, error_type, &result, elapsed);
+    tracing::debug!(
+        call_id,
+        revision = revision.unwrap_or("none"),
+        is_error = result.is_error,
+        unknown_outcome = result.unknown_outcome,
+        elapsed_ms = elapsed.as_millis() as u64,
+        "call ended"
+    );
+    if transport.leaves_work(&state) {
+        let closing = crate::telemetry::phase("session close", None, span);
+        cleanups.spawn(async move {
+            let _closing = closing;
+            transport.clean_up(http, tool, state).await
+        });
+    }
+    result
+}
+
+/// The phases between the gate and the cleanup, in order.
+async fn phases<T: Transport>(transport: &T, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
+    if let Some(result) = admit(call).await {
+        return Ok(result);
+    }
+    let opened = transport.open(call).await?;
+    send::send(transport, call, &opened).await
+}
+
+/// The admit phase: whether the call is answered before anything is opened. No call is today:
+/// every admitted call goes on to open and send (a durable call journal answers a retried call
+/// id here).
+async fn admit(_call: &Exchange<'_>) -> Option<ToolResult> {
+    None
+}

@@ -1,0 +1,64 @@
+//! The send phase: the single point where a call becomes "sent", on every transport, and the
+//! rounds written after it.
+//!
+//! [`claim`] runs once per call, after the transport opened what the call travels on and before
+//! the first byte of `tools/call` (or an HTTP tool's POST) leaves. It is the at-most-once point:
+//! nothing else marks a call sent. It is async and fallible, so that a claim which cannot be
+//! recorded refuses the call before anything is written. Later rounds (2026-07-28
+//! `input_required`) are written inside this phase, not as new sends; so are OAuth's re-POSTs of
+//! a request the server refused for its token (`wire::Endpoint`).
+
+use super::exchange::{Exchange, Transport};
+use super::rounds::{Reply, Round, Rounds};
+use crate::event::ToolResult;
+use crate::outcome::Failure;
+use crate::revision::STATELESS;
+
+/// Claims the call as sent: from here on a failure may leave the tool's outcome unknown.
+pub(crate) async fn claim(call: &Exchange<'_>) -> Result<(), Failure> {
+    call.state().call_sent = true;
+    Ok(())
+}
+
+/// Claims the call, then writes each round and reads its answer until the tool's result (or
+/// the failure that ends the call).
+pub(crate) async fn send<T: Transport>(
+    transport: &T,
+    call: &Exchange<'_>,
+    opened: &T::Opened,
+) -> Result<ToolResult, Failure> {
+    claim(call).await?;
+    let rounds_allowed = call.state().revision == Some(STATELESS);
+    let mut rounds = Rounds::new(call.tool.binding.on_input_request(), rounds_allowed);
+    loop {
+        let reply = round(transport, call, opened, rounds.current()).await?;
+        if let Some(result) = rounds.after(reply)? {
+            return Ok(result);
+        }
+    }
+}
+
+/// One round: its request written once, its answer read.
+async fn round<T: Transport>(
+    transport: &T,
+    call: &Exchange<'_>,
+    opened: &T::Opened,
+    round: &Round,
+) -> Result<Reply, Failure> {
+    {
+        let mut state = call.state();
+        state.answered = false;
+        state.request_id = round.request_id();
+    }
+    let answered = match transport.write(call, opened, round).await {
+        Ok(mut reading) => call.read(&mut reading, round).await,
+        Err(failure) => Err(failure),
+    };
+    answered.inspect_err(|failure| {
+        if failure.fact.before_execution() {
+            // The server has not seen it, or refused it before running it: nothing to cancel,
+            // and the call is not sent.
+            call.state().call_sent = false;
+        }
+    })
+}

@@ -1,0 +1,113 @@
+//! MCP's JSON-RPC messages as brain sends them, and what it reads from the server's errors: pure
+//! functions that every transport and discovery share (no I/O).
+
+use serde_json::{Map, Value, json};
+use tracing::Span;
+
+use crate::revision::STATELESS;
+
+/// The JSON-RPC id of `initialize`.
+pub(crate) const INIT_ID: u64 = 0;
+/// JSON-RPC error code of a rejected protocol revision (SEP-2575).
+pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The `initialize` request (JSON-RPC id 0) offering `revision`, with no client capabilities:
+/// brain offers no elicitation, sampling or roots. Within a call, `_meta` carries the trace
+/// context of `span`, the call's `initialize` span.
+pub(crate) fn initialize(revision: &str, span: &Span) -> Value {
+    let mut request = json!({
+        "jsonrpc": "2.0",
+        "id": INIT_ID,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": revision,
+            "capabilities": {},
+            "clientInfo": {"name": "brain", "version": env!("CARGO_PKG_VERSION")}
+        }
+    });
+    let mut meta = Map::new();
+    crate::telemetry::inject(&mut meta, span);
+    if !meta.is_empty() {
+        request["params"]["_meta"] = Value::Object(meta);
+    }
+    request
+}
+
+/// `notifications/initialized`.
+pub(crate) fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+/// `notifications/cancelled` for the request `request_id`.
+pub(crate) fn cancelled(request_id: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {
+            "requestId": request_id,
+            "reason": "cancelled by brain (timeout, interruption or a request brain refused)"
+        }
+    })
+}
+
+/// One page of `tools/list` (JSON-RPC id `id`), after `cursor`; `meta` for 2026-07-28.
+pub(crate) fn tools_list(id: u64, cursor: Option<&str>, meta: Option<Map<String, Value>>) -> Value {
+    let mut params = Map::new();
+    if let Some(cursor) = cursor {
+        params.insert("cursor".into(), json!(cursor));
+    }
+    if let Some(meta) = meta {
+        params.insert("_meta".into(), Value::Object(meta));
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+}
+
+/// The `_meta` entries that replace initialize on 2026-07-28.
+pub(crate) fn stateless_meta() -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        json!(STATELESS),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".into(),
+        json!({"name": "brain", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    // No capabilities: no elicitation, sampling or roots.
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".into(),
+        json!({}),
+    );
+    meta
+}
+
+/// Whether a JSON-RPC error rejects the revision and names 2026-07-28 among the supported ones.
+pub(crate) fn stateless_supported(error: &Value) -> bool {
+    error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
+        && error["data"]["supported"]
+            .as_array()
+            .is_some_and(|versions| versions.iter().any(|v| v == STATELESS))
+}
+
+/// `JSON-RPC error -32602: unknown tool` from a JSON-RPC error object.
+pub(crate) fn rpc_error_text(error: &Value) -> String {
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message");
+    format!("JSON-RPC error {code}: {message}")
+}
+
+/// The next `tools/list` cursor of a page's result, `None` when the listing is done (no cursor,
+/// an empty one, or the same one again).
+pub(crate) fn next_cursor(result: &Value, cursor: Option<&str>) -> Option<String> {
+    result
+        .get("nextCursor")
+        .and_then(Value::as_str)
+        .filter(|next| !next.is_empty() && Some(*next) != cursor)
+        .map(str::to_owned)
+}

@@ -1,0 +1,223 @@
+//! The stdio transport: an installed MCP server run as a child process, a fresh process per call
+//! (for stdio, the process is the session; `stdio/process.rs` owns processes and pipes). Open:
+//! a spare process, or a new one initialized; write: `tools/call` as one line on stdin; read:
+//! stdout line by line under a byte bound, server requests answered on stdin (not on
+//! 2026-07-28); clean up: the process ended and reaped, and the binding's spares refilled.
+//!
+//! Discovery's `--command` lists a stdio server's tools here too ([`list_tools`]).
+
+mod process;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tracing::Span;
+
+use crate::call::{CallState, Exchange, Incoming, Reading, Round, Transport};
+use crate::http::HttpClient;
+use crate::outcome::{Fact, Failure};
+use crate::revision;
+use crate::tool::Tool;
+
+pub(crate) use process::{Launch, Spares};
+use process::{LineError, Process, open};
+
+/// A stdio binding: how its server starts, and its spare processes (`prewarm`).
+pub(crate) struct StdioServer {
+    pub(crate) launch: Arc<Launch>,
+    pub(crate) spares: Option<Arc<Spares>>,
+    /// The revision the binding pins, if any.
+    pub(crate) pinned: Option<String>,
+}
+
+impl StdioServer {
+    /// Starts the spares that are missing, in the background.
+    pub(crate) fn refill(&self) {
+        if let Some(spares) = &self.spares {
+            spares.refill(&self.launch, self.pinned.as_deref());
+        }
+    }
+}
+
+/// The stdio transport for one call; holds the call's process so that the cleanup finds it
+/// whatever ended the exchange.
+pub(crate) struct Stdio {
+    server: Arc<StdioServer>,
+    process: Mutex<Option<Arc<Process>>>,
+}
+
+impl Stdio {
+    pub(crate) fn new(server: Arc<StdioServer>) -> Self {
+        Stdio {
+            server,
+            process: Mutex::new(None),
+        }
+    }
+
+    fn keep(&self, process: &Arc<Process>) {
+        *self.process.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(process));
+    }
+}
+
+impl Transport for Stdio {
+    type Opened = Arc<Process>;
+    type Reading = StdioReading;
+
+    /// A spare process when the binding keeps some, else a new one, initialized.
+    async fn open(&self, call: &Exchange<'_>) -> Result<Arc<Process>, Failure> {
+        let spare = self.server.spares.as_ref().and_then(|spares| spares.take());
+        let process = match spare {
+            Some(process) => {
+                self.keep(&process);
+                process
+            }
+            None => {
+                let process = Process::spawn(&self.server.launch)?;
+                self.keep(&process);
+                let opening =
+                    crate::telemetry::phase("initialize", Some(crate::mcp::INIT_ID), call.span);
+                open(&process, call.tool.binding.pinned_revision(), &opening).await?;
+                process
+            }
+        };
+        call.state().revision = Some(process.revision().unwrap_or(revision::STATELESS));
+        Ok(process)
+    }
+
+    /// Writes the round's `tools/call` as one line.
+    async fn write(
+        &self,
+        call: &Exchange<'_>,
+        process: &Arc<Process>,
+        round: &Round,
+    ) -> Result<StdioReading, Failure> {
+        let session = process.revision().is_some();
+        let meta = if session {
+            Map::new()
+        } else {
+            crate::mcp::stateless_meta()
+        };
+        let span = call.round_span(round);
+        let request = call.tools_call(meta, round, &span);
+        if let Err(error) = process.send(&request).await {
+            // Not written: the server cannot have read a whole request.
+            return Err(Failure::new(
+                Fact::NotWritten {
+                    round: round.number,
+                },
+                format!(
+                    "could not write tools/call to the MCP server: {error}{}",
+                    process.report().await
+                ),
+            ));
+        }
+        Ok(StdioReading {
+            process: Arc::clone(process),
+            answers: session,
+            _span: span,
+        })
+    }
+
+    /// Ends the call's process (cancelling an unanswered call first), then — for a binding with
+    /// `prewarm` — starts the spares that are missing: off the call's path, so that starting a
+    /// process never competes with a call for the CPU.
+    async fn clean_up(self, _: HttpClient, _: Arc<Tool>, state: CallState) {
+        let process = self
+            .process
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(process) = process {
+            let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
+            process.shut_down(unanswered).await;
+        }
+        self.server.refill();
+    }
+}
+
+/// A round's answer on the server's stdout; the way back is its stdin (2026-07-28 has none:
+/// input requests travel in `input_required` results).
+pub(crate) struct StdioReading {
+    process: Arc<Process>,
+    answers: bool,
+    /// The round's `tools/call` span, open while the round is read.
+    _span: Span,
+}
+
+impl Reading for StdioReading {
+    async fn next(&mut self, call: &Exchange<'_>) -> Result<Incoming, Failure> {
+        match self.process.receive(call.tool.raw_limit()).await {
+            Ok(message) => Ok(Incoming::Message(message)),
+            Err(LineError::TooLong(_)) => Err(Failure::broken(format!(
+                "the server wrote a line longer than max_output_bytes ({}) allows; brain \
+                 stopped reading it",
+                call.tool.binding.max_output_bytes
+            ))),
+            Err(error) => Err(Failure::broken(format!(
+                "{error} after tools/call was written{}; the tool may have run",
+                self.process.report().await
+            ))),
+        }
+    }
+
+    async fn answer(&mut self, _: &Exchange<'_>, message: &Value) -> bool {
+        self.answers && self.process.send(message).await.is_ok()
+    }
+}
+
+/// Discovery on a stdio server: a process started as a call's would be, a session opened (any
+/// revision brain speaks; 2026-07-28 when the server refuses sessions), every page of
+/// `tools/list`, then the process shut down. Returns the revision and the tools.
+pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Value>), String> {
+    let launch = Arc::new(launch);
+    let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
+    let listed = async {
+        open(&process, None, &Span::none())
+            .await
+            .map_err(|failure| failure.message)?;
+        let revision = process.revision();
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 1..=1000u64 {
+            let id = page + 1;
+            let meta = revision.is_none().then(crate::mcp::stateless_meta);
+            let request = crate::mcp::tools_list(id, cursor.as_deref(), meta);
+            process
+                .send(&request)
+                .await
+                .map_err(|error| format!("writing tools/list failed: {error}"))?;
+            let answer = loop {
+                let message = process
+                    .receive(64 * 1024 * 1024)
+                    .await
+                    .map_err(|error| format!("{error} before tools/list was answered"))?;
+                if message.get("id") == Some(&serde_json::json!(id))
+                    && message.get("method").is_none()
+                {
+                    break message;
+                }
+            };
+            if let Some(error) = answer.get("error") {
+                return Err(format!(
+                    "the server answered tools/list with {}",
+                    crate::mcp::rpc_error_text(error)
+                ));
+            }
+            match answer["result"].get("tools") {
+                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+                _ => return Err("the server's tools/list result has no `tools` array".into()),
+            }
+            match crate::mcp::next_cursor(&answer["result"], cursor.as_deref()) {
+                None => return Ok((revision.unwrap_or(revision::STATELESS), tools)),
+                next => cursor = next,
+            }
+        }
+        Err("tools/list did not end after 1000 pages".into())
+    };
+    let listed = match listed.await {
+        Ok(listed) => Ok(listed),
+        Err(message) => Err(format!("{message}{}", process.report().await)),
+    };
+    process.shut_down(None).await;
+    listed
+}
