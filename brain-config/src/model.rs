@@ -6,6 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// The largest config brain reads (16 MiB): a host config with hundreds of bindings and their
+/// schemas is well under 1 MiB; anything this large is a mistake.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Largest allowed [`ToolBinding::prewarm`].
 pub const MAX_PREWARM: u64 = 8;
 /// Default for [`ToolBinding::timeout_seconds`].
