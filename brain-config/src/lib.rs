@@ -1,6 +1,6 @@
 //! brain-config: the host config (`host.json`) of brain — its model, loading with line:column
-//! positions, the validation rules of DESIGN.md §2, rustc-style diagnostics, and the config's
-//! own JSON Schema.
+//! positions, the validation rules every binding must meet (one [`Rule`] each, with a stable id),
+//! rustc-style diagnostics, and the config's own JSON Schema.
 //!
 //! Loading reports every error at once, each with a rule id, the JSON pointer, the binding's
 //! name, a message and a help line:

@@ -1,4 +1,6 @@
-//! The host config model (DESIGN.md §2): what `host.json` holds once it has been validated.
+//! The host config model: what `host.json` holds once it has been validated — its tool bindings,
+//! each an MCP tool (over Streamable HTTP at a `url`, or a stdio `command`), an HTTP tool or an SSE
+//! tool.
 
 use std::collections::BTreeMap;
 
