@@ -1,4 +1,4 @@
-//! The `brain-harness` command line (DESIGN.md §4):
+//! The `brain-harness` command line (a contract: tests and scripts drive brain through it):
 //!
 //! ```text
 //! brain-harness [--config PATH] tools

@@ -28,7 +28,7 @@ macro_rules! rules {
 }
 
 rules! {
-    /// The file is larger than [`crate::MAX_CONFIG_BYTES`].
+    /// The file is larger than [`crate::model::MAX_CONFIG_BYTES`].
     TooLarge = "too-large",
     /// The file is not UTF-8.
     InvalidUtf8 = "invalid-utf8",

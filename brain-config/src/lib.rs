@@ -1,6 +1,6 @@
 //! brain-config: the host config (`host.json`) of brain — its model, loading with line:column
-//! positions, the validation rules of DESIGN.md §2, rustc-style diagnostics, and the config's
-//! own JSON Schema.
+//! positions, the validation rules every binding must meet (one [`Rule`] each, with a stable id),
+//! rustc-style diagnostics, and the config's own JSON Schema.
 //!
 //! Loading reports every error at once, each with a rule id, the JSON pointer, the binding's
 //! name, a message and a help line:
@@ -35,11 +35,12 @@ mod source;
 
 pub use check::{is_valid_name, validate};
 pub use diagnostic::{Diagnostic, Diagnostics, Rule};
-pub use load::{ConfigError, MAX_CONFIG_BYTES, load_file, parse};
+pub use load::{ConfigError, load_file, parse};
 pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
-    Grant, HostConfig, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS, OnInputRequest,
-    PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, ToolBinding, ToolPin, Transport,
+    Grant, HostConfig, MAX_CONFIG_BYTES, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
+    OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, ToolBinding, ToolPin,
+    Transport,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use source::Location;

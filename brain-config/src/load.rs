@@ -9,13 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::check::{Draft, check};
 use crate::diagnostic::{Diagnostic, Diagnostics, Rule};
-use crate::model::{HostConfig, ToolBinding};
+use crate::model::{HostConfig, MAX_CONFIG_BYTES, ToolBinding};
 use crate::schema::{FIELDS, Field};
 use crate::source::{Location, SourceIndex, escape_token};
-
-/// The largest config brain reads (16 MiB): a host config with hundreds of bindings and their
-/// schemas is well under 1 MiB; anything this large is a mistake.
-pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Why a config could not be loaded.
 #[derive(Debug, thiserror::Error)]

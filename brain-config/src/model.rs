@@ -1,10 +1,16 @@
-//! The host config model (DESIGN.md §2): what `host.json` holds once it has been validated.
+//! The host config model: what `host.json` holds once it has been validated — its tool bindings,
+//! each an MCP tool (over Streamable HTTP at a `url`, or a stdio `command`), an HTTP tool or an SSE
+//! tool.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The largest config brain reads (16 MiB): a host config with hundreds of bindings and their
+/// schemas is well under 1 MiB; anything this large is a mistake.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Largest allowed [`ToolBinding::prewarm`].
 pub const MAX_PREWARM: u64 = 8;

@@ -1,4 +1,4 @@
-//! P4 (DESIGN §7): the runtime's own work per call, without the network — the gate (tool,
+//! P4, the runtime's own work per call without the network (target < 20 µs): the gate (tool,
 //! tenant, argument validation), the `tools/call` message serialized as the binding's revision
 //! sends it, and the conversion of the result. `cargo bench -p brain-runtime`.
 

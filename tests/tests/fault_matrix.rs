@@ -1,7 +1,8 @@
 //! The fault matrix: every fault switch of the test server × both protocol revisions. Each case
-//! must end in exactly one `tool.result` with the `is_error`/`unknown_outcome` DESIGN §3 gives,
-//! within the binding's timeout plus one second, and the server must have counted at most one
-//! `tools/call` — exactly the number the case expects. HTTP and SSE tools have their own matrix:
+//! must end in exactly one `tool.result` with the `is_error`/`unknown_outcome` that the
+//! `unknown_outcome` table in README gives (`true` when the tool may have run), within the
+//! binding's timeout plus one second, and the server must have counted at most one `tools/call` —
+//! exactly the number the case expects. HTTP and SSE tools have their own matrix:
 //! every fault endpoint of the test server × both kinds of binding.
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! `cargo xtask bench [--quick] [--require-sdks]`: builds `brain-bench` and the test server in
-//! release mode and runs the benchmark (DESIGN §7 and issue 16's targets); its exit code is the
-//! bench's (1 when a target is missed or not measured).
+//! release mode and runs the benchmark (the performance targets listed in README's bench section,
+//! "Performance: `cargo xtask bench`"); its exit code is the bench's (1 when a target is missed or
+//! not measured).
 //!
 //! The release build is `cargo xtask dist`'s (see `dist.rs`): the same target, flags and feature
 //! set, so that the two share every compiled dependency.

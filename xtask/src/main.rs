@@ -60,7 +60,8 @@ enum Command {
     /// Run the official MCP client conformance suite (both pinned versions, both revisions)
     /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
     Conformance(conformance::ConformanceArgs),
-    /// Measure the performance targets (DESIGN §7) side by side; exit 1 if one is missed.
+    /// Measure the performance targets (README's bench section) side by side; exit 1 if one is
+    /// missed.
     Bench {
         /// Fewer rounds and calls (under 3 minutes).
         #[arg(long)]

@@ -1,7 +1,7 @@
-//! brain-bench: the performance targets of DESIGN §7 as issue 16 raised them (P1', P2, P3', P4,
-//! P5', P6, P7, P8; the naive rmcp ratio as information), measured side by side in one run
-//! against servers it starts on loopback. `cargo xtask bench [--quick] [--require-sdks]` builds
-//! it in release mode and runs it.
+//! brain-bench: the performance targets listed in README's bench section, "Performance: `cargo
+//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8; the naive rmcp ratio as information),
+//! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
+//! [--quick] [--require-sdks]` builds it in release mode and runs it.
 //!
 //! Comparisons run in interleaved rounds (A then B, B then A, ...) and report the median round;
 //! the per-scenario table pools the latencies of every round. Baselines: a naive client on plain
@@ -35,7 +35,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tests::process::{ServerProcess, children, memory_mb};
 
-/// Measures DESIGN §7's targets; exits 1 when one is missed.
+/// Measures the performance targets listed in README's bench section; exits 1 when one is missed.
 #[derive(Parser)]
 struct Args {
     /// Fewer rounds and calls (under 3 minutes).

@@ -1,0 +1,75 @@
+//! The validation rules of a host config's bindings: one function per rule, its doc comment the
+//! rule, grouped by family in the submodules, with what they share in `context`. The rest of the
+//! format (size, encoding, JSON syntax and nesting, duplicate keys, types, missing and unknown
+//! fields, unknown `transport` and `on_input_request` values) is checked while loading.
+//!
+//! Rules see bindings that have already been read field by field; a field that was missing or had
+//! the wrong type is marked unusable and has been reported, so the rules about it stay silent
+//! instead of piling a second error on the first.
+
+mod auth;
+mod context;
+mod endpoint;
+mod kind;
+mod limits;
+mod names;
+mod pins;
+mod schemas;
+mod stdio;
+
+use std::collections::BTreeSet;
+
+pub(crate) use context::Draft;
+pub use names::is_valid_name;
+
+use crate::diagnostic::Diagnostic;
+use crate::model::HostConfig;
+
+/// Checks a config built in code (for example by discovery) against every rule. Positions are not
+/// known, so the diagnostics carry pointers only.
+pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
+    let drafts: Vec<Draft> = config
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(index, binding)| Draft {
+            index,
+            binding: binding.clone(),
+            unusable: BTreeSet::new(),
+        })
+        .collect();
+    check(&drafts)
+}
+
+/// Runs every rule over the bindings.
+pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for draft in drafts {
+        names::name_pattern(draft, &mut out);
+        names::empty_description(draft, &mut out);
+        schemas::schemas(draft, &mut out);
+        schemas::x_mcp_headers(draft, &mut out);
+        endpoint::endpoint(draft, &mut out);
+        endpoint::url(draft, &mut out);
+        auth::token_over_plain_http(draft, &mut out);
+        stdio::command(draft, &mut out);
+        stdio::stdio_fields(draft, &mut out);
+        stdio::env(draft, &mut out);
+        stdio::prewarm_range(draft, &mut out);
+        names::empty_mcp_tool(draft, &mut out);
+        auth::token_env_name(draft, &mut out);
+        limits::tenants(draft, &mut out);
+        limits::timeout_range(draft, &mut out);
+        limits::max_output_range(draft, &mut out);
+        kind::inspect_session_on_mcp(draft, &mut out);
+        kind::transport_on_mcp(draft, &mut out);
+        pins::protocol_version(draft, &mut out);
+        pins::output_schema_before_structured(draft, &mut out);
+        pins::task_required(draft, &mut out);
+        kind::on_input_request_on_http(draft, &mut out);
+        auth::auth(draft, &mut out);
+    }
+    names::duplicate_names(drafts, &mut out);
+    names::ident_collisions(drafts, &mut out);
+    out
+}
