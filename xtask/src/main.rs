@@ -28,6 +28,8 @@ mod demo;
 mod discover;
 mod dist;
 mod soak;
+#[cfg(test)]
+mod tidy;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "brain's project commands", version)]
