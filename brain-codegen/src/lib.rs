@@ -23,6 +23,7 @@
 //! assert!(files[1].contents.contains("pub struct GetPageArgs"));
 //! ```
 
+mod error;
 mod module;
 mod schema;
 
@@ -31,6 +32,8 @@ use brain_config::{HostConfig, ToolBinding};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
+pub use error::CodegenError;
+
 /// One generated file, relative to the generated directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
@@ -38,25 +41,6 @@ pub struct GeneratedFile {
     pub path: String,
     /// Its contents.
     pub contents: String,
-}
-
-/// Why code could not be generated.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CodegenError {
-    /// The config breaks a rule; generate only from a valid config.
-    #[error("the config is invalid ({} errors); run `cargo xtask check`", .0.len())]
-    Invalid(Vec<brain_config::Diagnostic>),
-    /// typify could not turn a schema into types.
-    #[error("typify cannot generate {field} of {tool:?}: {message}")]
-    Typify {
-        /// The binding.
-        tool: String,
-        /// `input_schema` or `output_schema`.
-        field: &'static str,
-        /// typify's message.
-        message: String,
-    },
 }
 
 /// Generates the bindings of `config` (which must pass every rule); `source` names the config in

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use typify::{TypeSpace, TypeSpaceSettings};
 
-use crate::CodegenError;
+use crate::error::CodegenError;
 use crate::schema::{for_typify, unfaithful};
 
 /// One binding's module file, and the name of its argument type.

@@ -225,7 +225,7 @@ async fn tool(
                 "result",
                 &json!({"content": [
                     {"type": "text", "text": "a tiny image"},
-                    {"type": "image", "data": crate::server::TINY_PNG, "mimeType": "image/png"}
+                    {"type": "image", "data": crate::content::TINY_PNG, "mimeType": "image/png"}
                 ]}),
             )])
             .map(Ok),

@@ -16,6 +16,7 @@ pub fn workspace_root() -> PathBuf {
 }
 
 pub mod client;
+pub mod content;
 pub mod http_tools;
 pub mod nested;
 pub mod oauth;

@@ -25,8 +25,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// A 1×1 PNG, base64.
-pub const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+use crate::content::TINY_PNG;
 
 /// Faults to inject, chosen when the server starts.
 #[derive(Debug, Clone, Default)]

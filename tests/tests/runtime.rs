@@ -9,7 +9,8 @@ use brain_runtime::{ContentBlock, Event, Runtime, ToolResult};
 use futures_util::StreamExt;
 use serde_json::json;
 use tests::client::{call, config, eventually, request, text};
-use tests::server::{Faults, Resume, Stats, TINY_PNG, TestServer};
+use tests::content::TINY_PNG;
+use tests::server::{Faults, Resume, Stats, TestServer};
 
 fn runtime(url: &str) -> Runtime {
     Runtime::new(&config(url, |_, _| {})).unwrap()

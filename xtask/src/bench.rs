@@ -18,5 +18,5 @@ pub(crate) fn run(quick: bool, require_sdks: bool) -> anyhow::Result<ExitCode> {
     if require_sdks {
         command.arg("--require-sdks");
     }
-    crate::run_tool(&mut command)
+    crate::workspace::run_tool(&mut command)
 }

@@ -4,13 +4,13 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the
 /// conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
-    crate::CI.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
         "clippy",
@@ -75,7 +75,7 @@ fn step(what: &str) {
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {
     step(&format!("cargo {}", args.join(" ")));
-    let status = crate::cargo()
+    let status = crate::workspace::cargo()
         .args(args)
         .current_dir(workspace_root())
         .status()
@@ -87,7 +87,7 @@ fn cargo(args: &[&str]) -> anyhow::Result<()> {
 }
 
 fn has_nextest() -> bool {
-    crate::cargo()
+    crate::workspace::cargo()
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|output| output.status.success())

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use brain_config::ConfigError;
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// One generated file: where it lives and what it must contain.
 struct Generated {

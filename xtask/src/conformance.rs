@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The suite's versions (npm aliases in tests/conformance/package.json) and the revisions each
 /// is run at. 0.1.16 has no 2026-07-28 scenarios.
@@ -245,11 +245,11 @@ fn install(dir: &Path) -> anyhow::Result<()> {
 
 /// Builds `brain-conformance-client` and returns its path.
 fn build_client() -> anyhow::Result<PathBuf> {
-    crate::cargo_build(
+    crate::workspace::cargo_build(
         &["--quiet", "--bin", "brain-conformance-client"],
         "brain-conformance-client",
     )?;
-    Ok(crate::target_dir().join("debug/brain-conformance-client"))
+    Ok(crate::workspace::target_dir().join("debug/brain-conformance-client"))
 }
 
 /// One run of the suite.

@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 use brain_config::{BindingKind, ConfigError, HostConfig};
 use serde_json::{Value, json};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let path = workspace_root().join("bindings/host.json");
@@ -177,7 +177,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
 }
 
 fn target_dir() -> std::path::PathBuf {
-    crate::target_dir().join("debug")
+    crate::workspace::target_dir().join("debug")
 }
 
 fn harness() -> std::path::PathBuf {
@@ -185,7 +185,7 @@ fn harness() -> std::path::PathBuf {
 }
 
 fn build_binaries() -> anyhow::Result<()> {
-    crate::cargo_build(
+    crate::workspace::cargo_build(
         &[
             "--quiet",
             "--bin",

@@ -6,7 +6,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
-use crate::workspace_root;
+use crate::workspace::workspace_root;
 
 /// The host's target triple, from `rustc -vV`.
 fn host_triple() -> anyhow::Result<String> {
@@ -38,7 +38,7 @@ pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
     // `--target` keeps the static flag off build scripts and proc macros, which run on the host.
     let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
     rustflags.push_str(" -C target-feature=+crt-static");
-    let mut command = crate::cargo();
+    let mut command = crate::workspace::cargo();
     command.args(["build", "--release", "--locked", "--workspace"]);
     for bin in bins {
         command.args(["--bin", bin]);
@@ -52,7 +52,7 @@ pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("the release build failed");
     }
-    Ok(crate::target_dir().join(triple).join("release"))
+    Ok(crate::workspace::target_dir().join(triple).join("release"))
 }
 
 pub(crate) fn run() -> anyhow::Result<ExitCode> {

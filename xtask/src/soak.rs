@@ -19,7 +19,7 @@ pub(crate) struct SoakArgs {
 }
 
 pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<ExitCode> {
-    crate::cargo_build(
+    crate::workspace::cargo_build(
         &[
             "--quiet",
             "--bin",
@@ -29,8 +29,8 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<ExitCode> {
         ],
         "brain-soak",
     )?;
-    crate::run_tool(
-        std::process::Command::new(crate::target_dir().join("debug/brain-soak"))
+    crate::workspace::run_tool(
+        std::process::Command::new(crate::workspace::target_dir().join("debug/brain-soak"))
             .args(["--calls", &args.calls.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(["--fault-rate", &args.fault_rate.to_string()]),

@@ -1,51 +1,14 @@
-//! `cargo xtask discover` as a user runs it: the real binary against the test server, the Python
-//! SDK server and server-everything on loopback.
+//! `cargo xtask discover` as a user runs it: the real binary against the test server on loopback
+//! (and against the Python SDK server and server-everything: `discover_peers.rs`).
 
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tests::server::{Faults, TestServer, tool_list};
 
-async fn xtask(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(&args)
-            .envs(env)
-            .env_remove("BRAIN_TEST_DISCOVER_TOKEN")
-            .output()
-            .expect("xtask runs")
-    })
-    .await
-    .unwrap()
-}
+mod common;
 
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn bindings(output: &Output) -> Vec<Value> {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(output), stderr(output)))
-}
-
-/// Writes the printed bindings as a host config and runs `cargo xtask check` on it.
-async fn passes_check(printed: &[Value]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.json");
-    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
-    let output = xtask(args(&["check", "--config", path.to_str().unwrap()]), vec![]).await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    stdout(&output)
-}
+use common::{args, bindings, passes_check, stderr, stdout, xtask};
 
 #[tokio::test]
 async fn prints_one_binding_per_named_tool() {
@@ -434,134 +397,6 @@ async fn write_refuses_a_merge_that_would_be_invalid() {
     );
 }
 
-#[tokio::test]
-async fn python_sdk_server() {
-    let peer = tests::peers::Peer::python();
-    let output = xtask(
-        args(&[
-            "discover",
-            "--url",
-            &peer.url,
-            "--tenant",
-            "local",
-            "--tools",
-            "echo,weather,image",
-        ]),
-        vec![],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let printed = bindings(&output);
-    assert_eq!(printed[0]["description"], json!("Echo a message back."));
-    assert_eq!(printed[0]["input_schema"]["required"], json!(["message"]));
-    assert_eq!(
-        printed[1]["output_schema"]["required"],
-        json!(["city", "temperature"])
-    );
-    assert_eq!(printed[0]["protocol_version"], json!("2026-07-28"));
-    passes_check(&printed).await;
-
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.json");
-    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
-    let output = xtask(
-        args(&["discover", "--check", path.to_str().unwrap()]),
-        vec![],
-    )
-    .await;
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-
-    let output = xtask(
-        args(&[
-            "discover",
-            "--url",
-            &peer.url,
-            "--tenant",
-            "local",
-            "--tools",
-            "echo,missing_one",
-        ]),
-        vec![],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("no tool named \"missing_one\""),
-        "{}",
-        stderr(&output)
-    );
-}
-
-#[tokio::test]
-async fn server_everything() {
-    let peer = tests::peers::Peer::everything();
-    let output = xtask(
-        args(&[
-            "discover",
-            "--url",
-            &peer.url,
-            "--tenant",
-            "local",
-            "--tools",
-            "echo,get-structured-content,trigger-long-running-operation",
-        ]),
-        vec![],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let printed = bindings(&output);
-    assert_eq!(printed.len(), 3);
-    assert_eq!(printed[1]["annotations"]["readOnlyHint"], json!(true));
-    assert!(printed[1]["output_schema"]["properties"]["humidity"].is_object());
-    // `get-structured-content` is a fine name for a model; the config accepts it unchanged.
-    passes_check(&printed).await;
-
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.json");
-    std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
-    let output = xtask(
-        args(&["discover", "--check", path.to_str().unwrap()]),
-        vec![],
-    )
-    .await;
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-
-    // A tool that runs only as an MCP task is refused like a missing one: exit 1, named, why.
-    let output = xtask(
-        args(&[
-            "discover",
-            "--url",
-            &peer.url,
-            "--tenant",
-            "local",
-            "--tools",
-            "echo,simulate-research-query",
-        ]),
-        vec![],
-    )
-    .await;
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
-    let said = stderr(&output);
-    assert!(
-        said.contains("\"simulate-research-query\" only as MCP tasks")
-            && said.contains("brain does not run MCP tasks"),
-        "{said}"
-    );
-}
-
 /// Tools of two servers with the same name: `--write` refuses to replace one with the other
 /// (the file unchanged), `--prefix` binds the second apart (the server's name kept in
 /// `mcp_tool`, a name the model cannot see rewritten and reported), `--replace` replaces.
@@ -641,64 +476,6 @@ async fn write_refuses_a_collision_unless_prefixed_or_replaced() {
     );
     let replaced = ("echo".to_owned(), "echo".to_owned(), second.url.clone());
     assert_eq!(names(), [replaced, prefixed]);
-}
-
-/// Older Python SDK releases: discovery names and pins the revision each negotiates, the
-/// bindings pass every rule, and `--check` finds no drift.
-#[tokio::test]
-async fn older_python_sdk_servers_pin_their_revision() {
-    for (release, revision, structured) in
-        [("1.9", "2025-03-26", false), ("1.12", "2025-06-18", true)]
-    {
-        let peer = tests::peers::Peer::python_v1(release);
-        let output = xtask(
-            args(&[
-                "discover",
-                "--url",
-                &peer.url,
-                "--tenant",
-                "local",
-                "--tools",
-                "echo,weather",
-            ]),
-            vec![],
-        )
-        .await;
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        assert!(
-            stderr(&output).contains(&format!("speaks MCP {revision}")),
-            "{}",
-            stderr(&output)
-        );
-        let printed = bindings(&output);
-        assert!(
-            printed
-                .iter()
-                .all(|b| b["protocol_version"] == json!(revision))
-        );
-        assert_eq!(
-            printed[1].get("output_schema").is_some(),
-            structured,
-            "{release}"
-        );
-        passes_check(&printed).await;
-
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("host.json");
-        std::fs::write(&path, json!({ "tools": printed }).to_string()).unwrap();
-        let output = xtask(
-            args(&["discover", "--check", path.to_str().unwrap()]),
-            vec![],
-        )
-        .await;
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}{}",
-            stdout(&output),
-            stderr(&output)
-        );
-    }
 }
 
 #[tokio::test]

@@ -1,0 +1,410 @@
+//! Tidy: rules about the workspace's shape, checked by reading its sources (in the style of
+//! rust-analyzer's `xtask/src/tidy.rs`).
+//!
+//! - No import cycles between the modules of a crate root. Module A has an edge to module B when
+//!   A's code (without its `#[cfg(test)]` items) names a path into B: in a `use` (re-exports too)
+//!   or anywhere else, macro invocations included. `mod b;` is not an edge.
+//! - Layer rules: the lifecycle (`call`) names no transport (`transport`).
+//! - No source file over 800 lines.
+//! - The docs stand alone: no file cites a document that is not in the repository.
+//!
+//! `modules` reads a crate root's module tree and its edges (`lex` finds where each edge is
+//! written); the checker's own tests run it on the small fake crates in `xtask/tests/tidy/`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use modules::{Graph, graph};
+
+mod lex;
+mod modules;
+
+/// Whether module `name` is `prefix` or one of its submodules.
+fn under(name: &str, prefix: &str) -> bool {
+    name == prefix || name.starts_with(&format!("{prefix}::"))
+}
+
+/// The cycles of `graph`, each closed (`a -> b -> a`) and started at its least module: for each
+/// edge on a cycle, in order, the shortest cycle through it, unless an earlier one has it.
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, to) in graph.edges.keys() {
+        next.entry(from).or_default().push(to);
+    }
+    let mut covered = BTreeSet::new();
+    let mut found = Vec::new();
+    for (from, to) in graph.edges.keys() {
+        if covered.contains(&(from.as_str(), to.as_str())) {
+            continue;
+        }
+        // Breadth first from `to` back to `from`.
+        let mut came_from = BTreeMap::from([(to.as_str(), to.as_str())]);
+        let mut queue = VecDeque::from([to.as_str()]);
+        while let Some(at) = queue.pop_front().filter(|at| *at != from) {
+            for &n in next.get(at).into_iter().flatten() {
+                if !came_from.contains_key(n) {
+                    came_from.insert(n, at);
+                    queue.push_back(n);
+                }
+            }
+        }
+        if !came_from.contains_key(from.as_str()) {
+            continue;
+        }
+        let mut cycle = vec![from.as_str()];
+        while cycle[cycle.len() - 1] != to {
+            cycle.push(came_from[cycle[cycle.len() - 1]]);
+        }
+        cycle.reverse(); // to .. from
+        cycle.insert(0, from); // from, to .. from
+        for pair in cycle.windows(2) {
+            covered.insert((pair[0], pair[1]));
+        }
+        cycle.pop();
+        let least = (0..cycle.len()).min_by_key(|&i| cycle[i]).unwrap();
+        cycle.rotate_left(least);
+        cycle.push(cycle[0]);
+        found.push(cycle.into_iter().map(String::from).collect());
+    }
+    found
+}
+
+/// `graph`'s cycle `cycle` as a message: the modules, then where each edge is written.
+fn render_cycle(graph: &Graph, cycle: &[String]) -> String {
+    let mut text = format!("{}: {}\n", graph.label, cycle.join(" -> "));
+    for pair in cycle.windows(2) {
+        let at = &graph.edges[&(pair[0].clone(), pair[1].clone())];
+        text += &format!("    {} -> {}: {at}\n", pair[0], pair[1]);
+    }
+    text
+}
+
+/// The edges of `graph` that break a layer rule `(from, forbidden)`: a module `from` (or one
+/// under it) naming `forbidden` (or a module under it); as `from -> to: file:line`.
+fn layer_violations(graph: &Graph, rules: &[(&str, &str)]) -> Vec<String> {
+    let breaks = |from: &str, to: &str| rules.iter().any(|(f, t)| under(from, f) && under(to, t));
+    let edges = graph
+        .edges
+        .iter()
+        .filter(|((from, to), _)| breaks(from, to));
+    edges
+        .map(|((from, to), at)| format!("{}: {from} -> {to}: {at}", graph.label))
+        .collect()
+}
+
+/// The files under `dir` whose names end in one of `extensions`, but none under `skip` or in a
+/// `target`, `node_modules` or `.git` directory; in order.
+fn files(dir: &Path, extensions: &[&str], skip: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    let mut entries: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        let file_name = path.file_name().unwrap().to_string_lossy();
+        if skip.contains(&path) || ["target", "node_modules", ".git"].contains(&&*file_name) {
+            continue;
+        }
+        if path.is_dir() {
+            found.extend(files(&path, extensions, skip));
+        } else if extensions
+            .iter()
+            .any(|e| file_name.ends_with(&format!(".{e}")))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The `.rs` files under `dirs` (of `base`, without `skip`) longer than `max` lines, as
+/// `path: N lines`.
+fn long_files(base: &Path, dirs: &[&str], skip: &[&str], max: usize) -> Vec<String> {
+    let skip: Vec<PathBuf> = skip.iter().map(|s| base.join(s)).collect();
+    let all = dirs
+        .iter()
+        .flat_map(|dir| files(&base.join(dir), &["rs"], &skip));
+    let lines = all.map(|file| {
+        (
+            std::fs::read_to_string(&file).unwrap().lines().count(),
+            file,
+        )
+    });
+    let long = lines.filter(|(lines, _)| *lines > max);
+    long.map(|(lines, file)| {
+        format!(
+            "{}: {lines} lines",
+            file.strip_prefix(base).unwrap().display()
+        )
+    })
+    .collect()
+}
+
+/// What a stand-alone doc must not cite (split so that this file does not cite them).
+const CITATIONS: [&str; 4] = [
+    concat!("../", "shared"),
+    concat!("DESIGN", ".md"),
+    concat!("DESIGN", " §"),
+    concat!("STYLE", ".md"),
+];
+
+/// Every line of the `.md`, `.rs`, `.toml` and `.sh` files under `base` that names one of
+/// [`CITATIONS`], as `path:line: `citation``.
+fn citations(base: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files(base, &["md", "rs", "toml", "sh"], &[]) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        for (n, line) in text.lines().enumerate() {
+            for citation in CITATIONS.iter().filter(|c| line.contains(**c)) {
+                let path = file.strip_prefix(base).unwrap().display();
+                found.push(format!("{path}:{}: `{citation}`", n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// The workspace's crates (their directories).
+const CRATES: [&str; 7] = [
+    "brain-config",
+    "brain-codegen",
+    "brain-codegen/corpus",
+    "brain-runtime",
+    "bindings",
+    "tests",
+    "xtask",
+];
+
+/// Generated code: not held to the file length, and a cycle it makes on its own (typify's
+/// `defaults` module and its parent name each other) is its generator's shape.
+const GENERATED: [&str; 2] = [
+    "brain-codegen/corpus/src/generated",
+    "bindings/src/generated",
+];
+
+/// The workspace's directory.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// The module graph of each root of crate `krate` (a directory of `base`): `src/lib.rs`,
+/// `src/main.rs`, `src/bin/*.rs`, `src/bin/*/main.rs` and `build.rs`.
+fn crate_graphs(base: &Path, krate: &str) -> Vec<Graph> {
+    let dir = base.join(krate);
+    let bins = files(&dir.join("src/bin"), &["rs"], &[]).into_iter();
+    let bins = bins.filter(|f| f.parent().unwrap().ends_with("src/bin") || f.ends_with("main.rs"));
+    let roots = ["src/lib.rs", "src/main.rs", "build.rs"]
+        .map(|r| dir.join(r))
+        .into_iter();
+    let roots = roots.filter(|r| r.exists()).chain(bins);
+    let label = |root: &Path| match root.strip_prefix(&dir).unwrap().to_str().unwrap() {
+        "src/lib.rs" => krate.to_owned(),
+        other => format!("{krate} ({other})"),
+    };
+    roots
+        .map(|root| graph(&label(&root), &root, base))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The graph of fixture crate `case` (`xtask/tests/tidy/<case>/src/lib.rs`).
+    fn fixture(case: &str) -> Graph {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/tidy")
+            .join(case);
+        graph(case, &dir.join("src/lib.rs"), &dir)
+    }
+
+    /// Asserts that fixture `case` has exactly the cycles `expected`, rendered.
+    #[track_caller]
+    fn check(case: &str, expected: &[&str]) {
+        let graph = fixture(case);
+        let found: Vec<String> = cycles(&graph)
+            .iter()
+            .map(|c| render_cycle(&graph, c))
+            .collect();
+        assert_eq!(found, expected, "edges: {:#?}", graph.edges);
+    }
+
+    /// The edges of fixture `case`, as `from -> to: file:line`.
+    fn edges(case: &str) -> Vec<String> {
+        let graph = fixture(case);
+        graph
+            .edges
+            .iter()
+            .map(|((from, to), at)| format!("{from} -> {to}: {at}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_cycle_through_use() {
+        check(
+            "use_cycle",
+            &["use_cycle: a -> b -> a\n    a -> b: src/a.rs:1\n    b -> a: src/b.rs:3\n"],
+        );
+        assert_eq!(
+            edges("use_cycle"),
+            [
+                "a -> b: src/a.rs:1",
+                "a -> c: src/a.rs:1",
+                "b -> a: src/b.rs:3"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cycle_through_inline_paths_and_a_macro() {
+        check(
+            "inline_paths",
+            &["inline_paths: a -> b -> a\n    a -> b: src/a.rs:4\n    b -> a: src/b.rs:7\n"],
+        );
+    }
+
+    #[test]
+    fn a_cycle_through_a_reexport() {
+        check(
+            "reexport",
+            &[
+                "reexport: auth -> auth::grant -> auth\n    auth -> auth::grant: src/auth/mod.rs:4\n    auth::grant -> auth: src/auth/grant.rs:3\n",
+            ],
+        );
+        let edge = "auth::grant -> auth::metadata: src/auth/grant.rs:8";
+        assert!(edges("reexport").contains(&edge.to_owned()));
+    }
+
+    #[test]
+    fn test_code_makes_no_cycle() {
+        check("test_only", &[]);
+        assert_eq!(edges("test_only"), ["b -> a: src/b.rs:1"]);
+    }
+
+    #[test]
+    fn a_cycle_through_super_super() {
+        check(
+            "super_chain",
+            &[
+                "super_chain: x::inner -> y -> x::inner\n    x::inner -> y: src/x/inner.rs:2\n    y -> x::inner: src/y.rs:2\n",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_layer_violation() {
+        let graph = fixture("layers");
+        assert_eq!(
+            layer_violations(&graph, &[("call", "transport")]),
+            ["layers: call::retry -> transport::stdio: src/call/retry.rs:1"]
+        );
+        assert!(cycles(&graph).is_empty());
+    }
+
+    #[test]
+    fn a_clean_crate() {
+        check("clean", &[]);
+        assert!(layer_violations(&fixture("clean"), &[("a", "b")]).is_empty());
+        assert_eq!(
+            edges("clean"),
+            [
+                "b -> a: src/b.rs:1",
+                "b::inner -> a: src/b.rs:8",
+                "crate -> a: src/lib.rs:6",
+                "crate -> thing: src/lib.rs:7",
+                "inline -> a: src/lib.rs:10",
+                "thing -> a: src/elsewhere/thing.rs:1",
+                "thing -> b: src/elsewhere/thing.rs:4",
+            ]
+        );
+    }
+
+    #[test]
+    fn long_files_and_citations_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/skipped")).unwrap();
+        std::fs::write(dir.path().join("src/ok.rs"), "\n".repeat(800)).unwrap();
+        std::fs::write(dir.path().join("src/long.rs"), "\n".repeat(801)).unwrap();
+        std::fs::write(dir.path().join("src/skipped/long.rs"), "\n".repeat(801)).unwrap();
+        let long = long_files(dir.path(), &["src"], &["src/skipped"], 800);
+        assert_eq!(long, ["src/long.rs: 801 lines"]);
+        let cited = format!("# Notes\n\nSee {}.\n", CITATIONS[1]);
+        std::fs::write(dir.path().join("README.md"), cited).unwrap();
+        assert_eq!(
+            citations(dir.path()),
+            [format!("README.md:3: `{}`", CITATIONS[1])]
+        );
+    }
+
+    #[test]
+    fn no_import_cycles() {
+        let base = workspace();
+        let mut found = String::new();
+        for graph in CRATES.iter().flat_map(|krate| crate_graphs(&base, krate)) {
+            for cycle in cycles(&graph) {
+                let at = |pair: &[String]| &graph.edges[&(pair[0].clone(), pair[1].clone())];
+                let generated = |at: &String| GENERATED.iter().any(|g| at.starts_with(g));
+                if !cycle.windows(2).all(|pair| generated(at(pair))) {
+                    found += &render_cycle(&graph, &cycle);
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "import cycles between modules:\n\n{found}\nFix: move the item both sides need into \
+             a leaf module that each imports (and that imports neither), and name every item by \
+             the module that defines it, never through a parent's re-export (`crate::X` or \
+             `super::X` for a `pub use child::X`)."
+        );
+    }
+
+    #[test]
+    fn the_lifecycle_names_no_transport() {
+        let rules = [("call", "transport")];
+        let graphs = crate_graphs(&workspace(), "brain-runtime");
+        let found: Vec<String> = graphs
+            .iter()
+            .flat_map(|g| layer_violations(g, &rules))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "the lifecycle (`call`) names a transport (`transport`):\n{}\nFix: the transport \
+             implements a trait or takes a callback that `call` defines.",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn no_file_over_800_lines() {
+        let dirs = [
+            "brain-config",
+            "brain-codegen",
+            "brain-runtime",
+            "bindings",
+            "xtask",
+        ];
+        let skip = [&GENERATED[..], &["brain-codegen/tests/snapshots"]].concat();
+        let found = long_files(&workspace(), &dirs, &skip, 800);
+        assert!(
+            found.is_empty(),
+            "files over 800 lines:\n{}\nFix: split each by subject into modules (or test \
+             files) of their own.",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn docs_stand_alone() {
+        let found = citations(&workspace());
+        assert!(
+            found.is_empty(),
+            "docs that cite a document outside the repository:\n{}\nFix: say what the cited \
+             text says, here, or leave it out.",
+            found.join("\n")
+        );
+    }
+}

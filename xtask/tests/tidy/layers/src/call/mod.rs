@@ -1,0 +1,3 @@
+mod retry;
+
+pub use retry::retry;

@@ -1,0 +1,2 @@
+mod call;
+mod transport;

@@ -1,0 +1,6 @@
+mod grant;
+mod metadata;
+
+pub use grant::Grant;
+
+pub struct Secret(pub String);

@@ -1,0 +1,3 @@
+pub fn g() -> u32 {
+    crate::x::inner::f() + 1
+}

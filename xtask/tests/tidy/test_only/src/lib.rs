@@ -1,0 +1,4 @@
+mod a;
+mod b;
+#[cfg(test)]
+mod only_in_tests;
