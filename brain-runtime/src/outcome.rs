@@ -15,6 +15,8 @@
 //! | anything else after `tools/call` was written (another status or JSON-RPC error, a dropped, truncated, malformed or oversized response, a request for user input, a result brain cannot convert) | true |
 //! | timeout or interruption | whether `tools/call` had been written |
 
+use crate::event::ToolResult;
+
 /// What happened to a call that produced no tool result, as a transport or the lifecycle saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fact {
@@ -184,6 +186,18 @@ impl Failure {
     /// What the failure means for the caller.
     pub(crate) fn outcome(&self) -> Outcome {
         classify(self.fact)
+    }
+
+    /// The call's `tool.result`, classified, and the failure's kind.
+    pub(crate) fn into_result(self, call_id: &str) -> (ToolResult, Kind) {
+        let Outcome {
+            unknown_outcome,
+            kind,
+        } = self.outcome();
+        (
+            ToolResult::failure(call_id, unknown_outcome, self.message),
+            kind,
+        )
     }
 }
 

@@ -438,16 +438,14 @@ impl Runtime {
             Ok(bound) => bound,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
-                let outcome = failure.outcome();
+                let (result, kind) = failure.into_result(&call_id);
                 crate::telemetry::refused_span(
                     &parent,
                     &request.tool,
                     &call_id,
                     &request.scope.tenant_id,
-                    outcome.kind.error_type(),
+                    kind.error_type(),
                 );
-                let unknown_outcome = outcome.unknown_outcome;
-                let result = ToolResult::failure(&call_id, unknown_outcome, failure.message);
                 sender
                     .try_send(Box::new(Event::Result(result)))
                     .expect("a new channel has room");
@@ -602,11 +600,9 @@ impl Call {
                 return result;
             }
         }
-        ToolResult::failure(
-            &self.call_id,
-            true,
-            "the call ended without a result".into(),
-        )
+        Failure::broken("the call ended without a result")
+            .into_result(&self.call_id)
+            .0
     }
 }
 

@@ -364,7 +364,17 @@ mod tests {
 
     #[test]
     fn the_lifecycle_names_no_transport() {
-        let rules = [("call", "transport")];
+        let transports = ["session", "stateless", "stdio", "http_tool"];
+        let named: Vec<String> = transports
+            .iter()
+            .map(|t| format!("transport::{t}"))
+            .collect();
+        let mut rules = vec![("call", "transport")];
+        for from in &named {
+            for to in named.iter().filter(|to| *to != from) {
+                rules.push((from.as_str(), to.as_str()));
+            }
+        }
         let graphs = crate_graphs(&workspace(), "brain-runtime");
         let found: Vec<String> = graphs
             .iter()
@@ -374,6 +384,42 @@ mod tests {
             found.is_empty(),
             "the lifecycle (`call`) names a transport (`transport`):\n{}\nFix: the transport \
              implements a trait or takes a callback that `call` defines.",
+            found.join("\n")
+        );
+    }
+
+    /// The at-most-once point and the classifier are one each: only `call/send.rs` marks a call
+    /// sent, and only `outcome.rs` turns a failure into a `tool.result` (its `unknown_outcome`).
+    #[test]
+    fn one_send_point_and_one_classifier() {
+        let base = workspace();
+        let src = base.join("brain-runtime/src");
+        let rules = [
+            ("call_sent = true", "call/send.rs"),
+            ("ToolResult::failure(", "outcome.rs"),
+        ];
+        let mut found = Vec::new();
+        for file in files(&src, &["rs"], &[]) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let name = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
+            for (needle, only) in rules {
+                for (n, line) in text.lines().enumerate() {
+                    if line.contains(needle) && name != only {
+                        found.push(format!("brain-runtime/src/{name}:{}: `{needle}`", n + 1));
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "a second send point or classifier:\n{}\nFix: mark a call sent only in \
+             `call::send::claim`; report a `Fact` and let `outcome::Failure::into_result` \
+             classify it.",
             found.join("\n")
         );
     }

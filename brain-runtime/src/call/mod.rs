@@ -120,9 +120,8 @@ pub(crate) async fn run<T: Transport>(
             (result, kind)
         }
         Err(failure) => {
-            let outcome = failure.outcome();
-            let result = ToolResult::failure(call_id, outcome.unknown_outcome, failure.message);
-            (result, Some(outcome.kind))
+            let (result, kind) = failure.into_result(call_id);
+            (result, Some(kind))
         }
     };
     let error_type = kind.map(Kind::error_type);
