@@ -13,6 +13,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
+use crate::call::Started;
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::outcome::{Fact, Failure};
@@ -468,20 +469,18 @@ impl Runtime {
                 BindingKind::Http => inner.http_plain.clone(),
                 _ => inner.http.clone(),
             };
-            let result = bound
-                .route
-                .call(
-                    http,
-                    tool,
-                    &call_id,
-                    &request.scope,
-                    &request.arguments,
-                    &sender,
-                    cancel,
-                    &inner.cleanups,
-                    &span,
-                )
-                .await;
+            let started = Started {
+                http,
+                tool,
+                call_id: &call_id,
+                scope: &request.scope,
+                arguments: &request.arguments,
+                events: &sender,
+                cancel,
+                cleanups: &inner.cleanups,
+                span: &span,
+            };
+            let result = bound.route.call(started).await;
             let _ = sender.send(Box::new(Event::Result(result))).await;
         });
         call

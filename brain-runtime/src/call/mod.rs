@@ -43,22 +43,38 @@ pub(crate) use exchange::{
 };
 pub(crate) use rounds::{CALL_ID, Round, call_message};
 
+/// A call the gate let through, as the runtime hands it to the lifecycle.
+pub(crate) struct Started<'a> {
+    /// The pooled client the call's requests go through.
+    pub(crate) http: HttpClient,
+    pub(crate) tool: Arc<Tool>,
+    pub(crate) call_id: &'a str,
+    pub(crate) scope: &'a Scope,
+    pub(crate) arguments: &'a Value,
+    pub(crate) events: &'a Events,
+    /// Cancelled when the caller drops or cancels the call.
+    pub(crate) cancel: CancellationToken,
+    /// Where the cleanup is spawned, tracked.
+    pub(crate) cleanups: &'a TaskTracker,
+    /// The call's span.
+    pub(crate) span: &'a Span,
+}
+
 /// Runs one call to its result: the phases in order, bounded by the timeout and by
 /// cancellation; the outcome classified and recorded; then the transport's cleanup, off the
 /// caller's path (tracked by `cleanups`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run<T: Transport>(
-    transport: T,
-    http: HttpClient,
-    tool: Arc<Tool>,
-    call_id: &str,
-    scope: &Scope,
-    arguments: &Value,
-    events: &Events,
-    cancel: CancellationToken,
-    cleanups: &TaskTracker,
-    span: &Span,
-) -> ToolResult {
+pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> ToolResult {
+    let Started {
+        http,
+        tool,
+        call_id,
+        scope,
+        arguments,
+        events,
+        cancel,
+        cleanups,
+        span,
+    } = started;
     let state = Mutex::new(CallState {
         tenant: scope.tenant_id.clone(),
         ..CallState::default()

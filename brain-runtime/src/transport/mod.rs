@@ -22,17 +22,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use brain_config::{BindingKind, ToolBinding};
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-use tracing::Span;
-
-use crate::call::{Events, run};
+use crate::call::{Started, run};
 use crate::event::ToolResult;
-use crate::http::HttpClient;
 use crate::session_token::SessionTokenKey;
-use crate::tool::{Scope, Tool};
+use brain_config::{BindingKind, ToolBinding};
 use http_tool::HttpTool;
 use session::Session;
 use stateless::Stateless;
@@ -137,56 +130,20 @@ impl Route {
     /// Runs one call through the lifecycle on this route's transport: a session, or — for a
     /// binding pinned to 2026-07-28, or whose server refused a session before — none; a
     /// process; one POST.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn call(
-        &self,
-        http: HttpClient,
-        tool: Arc<Tool>,
-        call_id: &str,
-        scope: &Scope,
-        arguments: &Value,
-        events: &Events,
-        cancel: CancellationToken,
-        cleanups: &TaskTracker,
-        span: &Span,
-    ) -> ToolResult {
+    pub(crate) async fn call(&self, started: Started<'_>) -> ToolResult {
         match self {
-            Route::HttpTool(route) => {
-                let transport = Arc::clone(route);
-                run(
-                    transport, http, tool, call_id, scope, arguments, events, cancel, cleanups,
-                    span,
-                )
-                .await
-            }
-            Route::Stdio(server) => {
-                let transport = Stdio::new(Arc::clone(server));
-                run(
-                    transport, http, tool, call_id, scope, arguments, events, cancel, cleanups,
-                    span,
-                )
-                .await
-            }
+            Route::HttpTool(route) => run(Arc::clone(route), started).await,
+            Route::Stdio(server) => run(Stdio::new(Arc::clone(server)), started).await,
             Route::Mcp(route) => {
-                let stateless = match tool.binding.pinned_revision() {
+                let stateless = match started.tool.binding.pinned_revision() {
                     Some(revision) => revision == crate::revision::STATELESS,
                     None => route.stateless_only.load(Ordering::Relaxed),
                 };
                 let route = Arc::clone(route);
                 if stateless {
-                    let transport = Stateless { route };
-                    run(
-                        transport, http, tool, call_id, scope, arguments, events, cancel, cleanups,
-                        span,
-                    )
-                    .await
+                    run(Stateless { route }, started).await
                 } else {
-                    let transport = Session { route };
-                    run(
-                        transport, http, tool, call_id, scope, arguments, events, cancel, cleanups,
-                        span,
-                    )
-                    .await
+                    run(Session { route }, started).await
                 }
             }
         }
