@@ -4,7 +4,7 @@
 //! Transports and the lifecycle never decide `unknown_outcome` themselves: they report a
 //! [`Fact`] (was `tools/call` written? what status or JSON-RPC error came back? how did the
 //! stream end?) with a message, and [`classify`] turns it into an [`Outcome`]. The table (README,
-//! "Failures and `unknown_outcome`"):
+//! "Calls: events, results and `unknown_outcome`"):
 //!
 //! | fact | `unknown_outcome` |
 //! |---|---|
