@@ -2,10 +2,19 @@
 //!
 //! ```text
 //! brain-harness [--config PATH] tools
-//! brain-harness [--config PATH] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
+//! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
+//! brain-harness [--state URL] journal [--tenant T] [--session S] [--call-id C] [--since 1h] [--results] [--json]
 //! brain-harness [--config PATH] login --tenant T TOOL
 //! brain-harness [--config PATH] logout --tenant T TOOL
 //! ```
+//!
+//! Every call is journaled (see `brain_runtime::journal`): a call id is sent at most once
+//! across retries, crashes and processes. The journal is `--state URL`, else
+//! `$BRAIN_STATE_URL`, else the SQLite file `$XDG_STATE_HOME/brain/state.db` (or
+//! `~/.local/state/brain/state.db`, created mode 0600): `sqlite:PATH[?synchronous=full]` or
+//! `postgres://user@host:port/database` for several hosts. `$BRAIN_JOURNAL_RETENTION` (`24h`
+//! by default) is how long finished entries are kept. `journal` lists the journaled calls
+//! (never their arguments; results only with `--results`).
 //!
 //! `login` runs the OAuth authorization code flow (PKCE) for a binding whose `auth.type` is
 //! `authorization_code`: it prints the authorization URL and opens it in `$BROWSER` (else
@@ -50,6 +59,10 @@ struct Cli {
     /// A host config to use instead of the bindings compiled in; validated at start.
     #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
+    /// The call journal: `sqlite:PATH` or `postgres://…` (default: `$BRAIN_STATE_URL`, else
+    /// SQLite in `$XDG_STATE_HOME/brain/state.db`).
+    #[arg(long, value_name = "URL", global = true)]
+    state: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -77,6 +90,30 @@ enum Command {
         /// The arguments as a JSON object, or `-` to read them from stdin.
         #[arg(default_value = "{}")]
         args: String,
+    },
+    /// List the journaled calls, newest first (never their arguments).
+    Journal {
+        /// Only this tenant's calls.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Only this session's calls.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only this call id.
+        #[arg(long)]
+        call_id: Option<String>,
+        /// Only calls claimed within this long (`90s`, `30m`, `1h`, `7d`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Print the recorded results too.
+        #[arg(long)]
+        results: bool,
+        /// Print JSON Lines.
+        #[arg(long)]
+        json: bool,
+        /// At most this many (0: all).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
     /// Authorize brain at a binding's authorization server for a tenant (OAuth authorization
     /// code flow) and store the tokens.
@@ -127,10 +164,51 @@ fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let state = cli.state.as_deref();
     match cli.command {
+        Command::Journal {
+            tenant,
+            session,
+            call_id,
+            since,
+            results,
+            json,
+            limit,
+        } => {
+            let within_ms = match since.as_deref().map(crate::journal::parse_duration) {
+                None => None,
+                Some(Ok(since)) => Some(i64::try_from(since.as_millis()).unwrap_or(i64::MAX)),
+                Some(Err(error)) => {
+                    eprintln!("error: --since: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let audit = crate::journal::Audit {
+                filter: brain_runtime::journal::Filter {
+                    tenant,
+                    session,
+                    call_id,
+                    within_ms,
+                    results,
+                    limit,
+                },
+                json,
+            };
+            let listed = tokio().block_on(async {
+                let journal = crate::journal::open(state).await?;
+                crate::journal::list(&journal, &audit).await
+            });
+            match listed {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Login { tenant, tool } => login(&config, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, &tenant, &tool),
-        Command::Tools => match runtime(&config) {
+        Command::Tools => match runtime(&config, None) {
             Ok(runtime) => {
                 list(&config, &runtime);
                 ExitCode::SUCCESS
@@ -152,7 +230,15 @@ fn run(cli: Cli) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = match runtime(&config) {
+            let tokio = tokio();
+            let journal = match tokio.block_on(crate::journal::open(state)) {
+                Ok(journal) => journal,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio.block_on(async { runtime(&config, Some(journal)) }) {
                 Ok(runtime) => runtime,
                 Err(code) => return code,
             };
@@ -172,10 +258,6 @@ fn run(cli: Cli) -> ExitCode {
                 parent: Some(root),
             };
             let json = json || !std::io::stdout().is_terminal();
-            let tokio = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .expect("a tokio runtime starts");
             let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
             match interrupted {
                 Some(signal) => ExitCode::from(signal.exit_code()),
@@ -184,6 +266,14 @@ fn run(cli: Cli) -> ExitCode {
             }
         }
     }
+}
+
+/// The harness's tokio runtime.
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
 }
 
 /// The config from `--config` (validated with every rule), or the bindings compiled in.
@@ -334,8 +424,14 @@ fn logout(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
 
 /// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
 /// User-delegated OAuth tokens come from the token store `login` writes.
-fn runtime(config: &HostConfig) -> Result<Runtime, ExitCode> {
+fn runtime(
+    config: &HostConfig,
+    journal: Option<brain_runtime::journal::Journal>,
+) -> Result<Runtime, ExitCode> {
     let mut builder = Runtime::builder(config).allow_missing_tokens();
+    if let Some(journal) = journal {
+        builder = builder.journal(journal);
+    }
     if let Ok(store) = token_store() {
         builder = builder.token_store(store);
     }
@@ -460,6 +556,7 @@ async fn call(
         unknown_outcome: true,
         content: vec![ContentBlock::text("the call ended without a result")],
         structured_content: None,
+        replayed: false,
     };
     if json {
         let event = Event::Result(result.clone());

@@ -22,6 +22,7 @@
 #[rustfmt::skip]
 pub mod generated;
 pub mod harness;
+mod journal;
 mod telemetry;
 
 #[cfg(test)]

@@ -78,6 +78,8 @@ async fn arguments_from_stdin() {
     let output = tokio::task::spawn_blocking(move || {
         use std::io::Write;
         let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            // Each process its own journal: these tests reuse call ids across calls.
+            .env("BRAIN_STATE_URL", "memory:")
             .args([
                 "--config", &config, "call", "--tenant", "local", "echo", "-",
             ])
@@ -269,6 +271,8 @@ async fn interrupt(
 ) -> (Option<i32>, Vec<Value>, Duration) {
     use std::io::Read as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        // Each process its own journal: these tests reuse call ids across calls.
+        .env("BRAIN_STATE_URL", "memory:")
         .args([
             "--config", config, "call", "--tenant", "local", "--json", tool, args,
         ])

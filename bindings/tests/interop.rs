@@ -110,6 +110,8 @@ impl Peer {
     /// `brain-harness --config ... call --tenant local --call-id C TOOL ARGS` (JSON Lines).
     fn call(&self, tool: &str, arguments: Value) -> (Option<i32>, Vec<Value>) {
         let output: Output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            // Each process its own journal: these tests reuse call ids across calls.
+            .env("BRAIN_STATE_URL", "memory:")
             .arg("--config")
             .arg(&self.config)
             .args(["call", "--tenant", "local", "--call-id", "interop-1", tool])
@@ -466,6 +468,8 @@ fn older_python(release: &str, revision: &str) {
     // call names it.
     peer.set_on_all("protocol_version", Value::Null);
     let output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        // Each process its own journal: these tests reuse call ids across calls.
+        .env("BRAIN_STATE_URL", "memory:")
         .arg("--config")
         .arg(&peer.config)
         .args([

@@ -26,6 +26,8 @@ async fn harness(args: Vec<String>, store: &Path) -> Output {
     let store = store.to_owned();
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            // Each process its own journal: these tests reuse call ids across calls.
+            .env("BRAIN_STATE_URL", "memory:")
             .args(&args)
             .env("BRAIN_TOKEN_STORE", &store)
             .env("BROWSER", browser())

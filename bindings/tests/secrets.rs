@@ -29,6 +29,8 @@ async fn harness(
 ) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            // Each process its own journal: these tests reuse call ids across calls.
+            .env("BRAIN_STATE_URL", "memory:")
             .args([
                 "--config", &config, "call", "--tenant", "local", "--json", tool,
             ])

@@ -67,6 +67,7 @@ pub(crate) fn convert(
         unknown_outcome: false,
         content,
         structured_content: structured,
+        replayed: false,
     };
     // The structured content travels in a text block now (above): it counts once.
     let size: u64 = result.content.iter().map(|b| b.size() as u64).sum();

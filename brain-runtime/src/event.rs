@@ -1,6 +1,6 @@
 //! What a call produces: zero or more `tool.progress` events, then exactly one `tool.result`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One event of a call, serialized as one JSON object with a `type` field.
@@ -31,7 +31,7 @@ pub struct Progress {
 }
 
 /// A `tool.result` event: what the model sees.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The call it belongs to.
     pub call_id: String,
@@ -43,12 +43,16 @@ pub struct ToolResult {
     /// The result's content blocks.
     pub content: Vec<ContentBlock>,
     /// The tool's structured output, when it returned one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// The result comes from the call journal: this call id was called before, and this is
+    /// that call's outcome (nothing was sent now). Serialized only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// A content block of a result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ContentBlock {
     /// Text.
@@ -81,6 +85,7 @@ impl ToolResult {
             unknown_outcome,
             content: vec![ContentBlock::text(message)],
             structured_content: None,
+            replayed: false,
         }
     }
 

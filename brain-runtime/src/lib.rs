@@ -66,6 +66,7 @@ mod convert;
 pub mod discover;
 mod event;
 mod http;
+pub mod journal;
 mod mcp;
 mod outcome;
 mod revision;

@@ -16,6 +16,7 @@ use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::Started;
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
+use crate::journal::{Journal, Journaling, Key, Ticket};
 use crate::outcome::{Fact, Failure};
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::telemetry::{Instruments, Peer};
@@ -107,9 +108,21 @@ pub struct RuntimeBuilder<'a> {
     allow_missing_tokens: bool,
     token_store: Option<Arc<dyn TokenStore>>,
     user_agent: Option<Arc<dyn UserAgent>>,
+    journal: Option<Journal>,
 }
 
 impl<'a> RuntimeBuilder<'a> {
+    /// Journals every call in `journal`, so that a call id is sent at most once across retries,
+    /// process restarts and (with a shared store) replicas: a retried call id gets the recorded
+    /// result (`"replayed": true`), waits while the call runs elsewhere, or reports
+    /// `unknown_outcome: true` when its process died; a call id reused for another call is
+    /// refused. Without a journal, at most once holds within one call only: a host that retries
+    /// a call id runs the tool again.
+    pub fn journal(mut self, journal: Journal) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
     /// Reads token variables through `env` instead of the process environment.
     pub fn env(mut self, env: impl Fn(&str) -> Option<String> + 'a) -> Self {
         self.env = Box::new(env);
@@ -254,6 +267,7 @@ impl<'a> RuntimeBuilder<'a> {
                 http,
                 http_plain: crate::http::client(false).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
+                journal: self.journal.map(Journal::start),
             }),
         })
     }
@@ -365,6 +379,8 @@ struct Inner {
     /// The calls in flight, and the cleanups of ended calls (cancellation, session close, a
     /// stdio process's shutdown), run off the callers' path.
     cleanups: TaskTracker,
+    /// The call journal, when the host keeps one.
+    journal: Option<Arc<Journaling>>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -412,6 +428,7 @@ impl Runtime {
             allow_missing_tokens: false,
             token_store: None,
             user_agent: None,
+            journal: None,
         }
     }
 
@@ -469,8 +486,18 @@ impl Runtime {
                 BindingKind::Http => inner.http_plain.clone(),
                 _ => inner.http.clone(),
             };
+            let ticket = inner.journal.as_ref().map(|journaling| {
+                let key = Key {
+                    tenant: request.scope.tenant_id.clone(),
+                    session: request.scope.session_id.clone(),
+                    call_id: call_id.clone(),
+                };
+                let trace_id = crate::telemetry::trace_id(&span);
+                Ticket::new(journaling, key, &tool.binding, &request.arguments, trace_id)
+            });
             let started = Started {
                 http,
+                ticket: ticket.as_ref(),
                 tool,
                 call_id: &call_id,
                 scope: &request.scope,

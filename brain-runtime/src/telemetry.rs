@@ -214,8 +214,23 @@ pub(crate) fn call_span(
         brain.call_id = call_id,
         brain.unknown_outcome = Empty,
         brain.binding.kind = peer.kind,
+        brain.journal.state = Empty,
     );
     span
+}
+
+/// The trace id of `span`, when it has a valid span context (hex, as `traceparent` carries
+/// it).
+pub(crate) fn trace_id(span: &Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    let span = context.span();
+    let span_context = span.span_context();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
 }
 
 /// The span of a call the gate refused (no I/O took place): a CLIENT span with `error.type`

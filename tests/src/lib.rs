@@ -22,6 +22,7 @@ pub mod nested;
 pub mod oauth;
 pub mod otlp;
 pub mod peers;
+pub mod postgres;
 pub mod process;
 pub mod server;
 pub mod stdio;

@@ -48,8 +48,12 @@ async fn static_release_harness() {
     )
     .unwrap();
     let config = config.to_str().unwrap().to_owned();
+    // The static harness's embedded journal (SQLite, compiled in), in the test's directory.
+    let state = dir.path().join("state");
     let call = tokio::task::spawn_blocking(move || {
         Command::new(&binary)
+            .env("XDG_STATE_HOME", &state)
+            .env_remove("BRAIN_STATE_URL")
             .args(["--config", &config, "call", "--tenant", "local", "echo"])
             .arg(r#"{"message": "static hello"}"#)
             .output()
@@ -65,4 +69,5 @@ async fn static_release_harness() {
         String::from_utf8_lossy(&call.stderr)
     );
     assert!(out.contains("static hello"), "{out}");
+    assert!(dir.path().join("state/brain/state.db").exists());
 }

@@ -21,6 +21,7 @@ pub(crate) fn write_config(dir: &Path, url: &str, patch: impl Fn(&mut Value)) ->
 
 /// Runs the real brain-harness with `args` and only the environment variables in `env` of
 /// those it reads (no logs, no export unless a test asks).
+#[allow(dead_code)] // not every test binary runs the harness through it
 pub(crate) async fn harness(args: &[&str], env: &[(&str, &str)]) -> Output {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let env: Vec<(String, String)> = env
@@ -29,6 +30,8 @@ pub(crate) async fn harness(args: &[&str], env: &[(&str, &str)]) -> Output {
         .collect();
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            // Each process its own journal: these tests reuse call ids across calls.
+            .env("BRAIN_STATE_URL", "memory:")
             .args(&args)
             // Only what a test sets: no logs, no export to a developer's collector.
             .env_remove("RUST_LOG")
@@ -47,6 +50,7 @@ pub(crate) async fn harness(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// What `output` printed to stderr.
+#[allow(dead_code)]
 pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -13,6 +13,7 @@ use tracing::Span;
 use super::rounds::{Round, call_message};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
+use crate::journal::Ticket;
 use crate::outcome::Failure;
 use crate::tool::{Scope, Tool};
 use crate::wire::Endpoint;
@@ -59,6 +60,8 @@ pub(crate) struct Exchange<'a> {
     pub(crate) deadline: tokio::time::Instant,
     /// The call's span: its phases' parent.
     pub(crate) span: &'a Span,
+    /// The call's journal entry, when the runtime keeps a journal.
+    pub(crate) ticket: Option<&'a Ticket>,
 }
 
 /// How a call travels: the steps one transport supplies to the lifecycle. A transport reports

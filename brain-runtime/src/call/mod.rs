@@ -3,18 +3,21 @@
 //!
 //! 1. *gate* — `Runtime::call`, before this module runs: tool, tenant, token, arguments (a
 //!    refusal does no I/O);
-//! 2. *admit* ([`admit`]) — before anything is opened: where a call may be answered without
-//!    contacting the server;
+//! 2. *admit* ([`admit`]) — before anything is opened, and before the call's own timeout runs:
+//!    the call journal answers a call id it has seen (a recorded result, a call running
+//!    elsewhere, a call whose process died, a conflicting reuse) without contacting the server;
 //! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
-//! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]),
-//!    before the first byte of `tools/call` (or an HTTP tool's POST) leaves; then each round's
+//! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]:
+//!    the journal's claim, committed durably), before the first byte of `tools/call` (or an
+//!    HTTP tool's POST) leaves; then each round's
 //!    write ([`Transport::write`]) — later rounds, and OAuth's re-POSTs of a refused request
 //!    inside `wire::Endpoint`, happen within the send, never as new sends;
 //! 5. *read* (`read.rs`) — what the write is answered with, in wire order: progress, server
 //!    requests, the response;
 //! 6. *convert* (`convert.rs`) — the response into a `tool.result`;
 //! 7. *classify* (`outcome.rs`) — a failure's facts into `unknown_outcome` and its kind;
-//! 8. *clean up* ([`Transport::clean_up`]) — off the caller's path, tracked.
+//! 8. *clean up* ([`Transport::clean_up`]) — off the caller's path, tracked; so is the
+//!    journal's record of the outcome.
 //!
 //! The whole exchange (3–6) is bounded by the binding's timeout and by cancellation.
 
@@ -34,6 +37,7 @@ use tracing::Span;
 use crate::auth::Authorizing;
 use crate::event::ToolResult;
 use crate::http::HttpClient;
+use crate::journal::Ticket;
 use crate::outcome::{Fact, Failure, Interruption, Kind};
 use crate::tool::{Scope, Tool};
 use crate::wire::Endpoint;
@@ -47,6 +51,8 @@ pub(crate) use rounds::{CALL_ID, Round, call_message};
 pub(crate) struct Started<'a> {
     /// The pooled client the call's requests go through.
     pub(crate) http: HttpClient,
+    /// The call's journal entry, when the runtime keeps a journal.
+    pub(crate) ticket: Option<&'a Ticket>,
     pub(crate) tool: Arc<Tool>,
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
@@ -66,6 +72,7 @@ pub(crate) struct Started<'a> {
 pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> ToolResult {
     let Started {
         http,
+        ticket,
         tool,
         call_id,
         scope,
@@ -98,6 +105,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         state: &state,
         deadline,
         span,
+        ticket,
     };
     let started = std::time::Instant::now();
     tracing::debug!(
@@ -107,16 +115,31 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         pinned = tool.binding.pinned_revision().unwrap_or("any"),
         "call started"
     );
+    let elsewhere = || ticket.is_some_and(Ticket::waiting);
     let interrupted = |by: Interruption, what: String| {
         let written = state.lock().map(|s| s.call_sent).unwrap_or(true);
-        let message = if written {
+        let message = if elsewhere() {
+            format!("{what} while another caller ran this call id; the tool may have run")
+        } else if written {
             format!("{what}; the request was cancelled and the tool may have run")
         } else {
             format!("{what} before tools/call was sent")
         };
+        let written = written || elsewhere();
         Failure::new(Fact::Interrupted { by, written }, message)
     };
-    let outcome = tokio::select! {
+    let admitted = tokio::select! {
+        biased;
+        admitted = admit(ticket) => admitted,
+        () = cancel.cancelled() => Err(interrupted(
+            Interruption::Cancelled,
+            "the call was interrupted".to_owned(),
+        )),
+    };
+    let outcome = match admitted {
+        Ok(Some(answer)) => Ok(answer),
+        Err(failure) => Err(failure),
+        Ok(None) => tokio::select! {
         biased;
         outcome = phases(&transport, &exchange) => outcome,
         () = tokio::time::sleep_until(deadline) => Err(interrupted(
@@ -127,9 +150,11 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             Interruption::Cancelled,
             "the call was interrupted".to_owned(),
         )),
+        },
     };
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     let revision = state.revision;
+    let completed = outcome.is_ok();
     let (result, kind) = match outcome {
         Ok(result) => {
             let kind = result.is_error.then_some(Kind::ToolError);
@@ -162,6 +187,14 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         elapsed_ms = elapsed.as_millis() as u64,
         "call ended"
     );
+    if let Some(ticket) = ticket {
+        if let Some(state) = ticket.state() {
+            span.record("brain.journal.state", state.as_str());
+        }
+        if let Some(record) = ticket.settle(&result, completed, state.call_sent) {
+            cleanups.spawn(record);
+        }
+    }
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);
         cleanups.spawn(async move {
@@ -174,16 +207,16 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
 
 /// The phases between the gate and the cleanup, in order.
 async fn phases<T: Transport>(transport: &T, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
-    if let Some(result) = admit(call).await {
-        return Ok(result);
-    }
     let opened = transport.open(call).await?;
     send::send(transport, call, &opened).await
 }
 
-/// The admit phase: whether the call is answered before anything is opened. No call is today:
-/// every admitted call goes on to open and send (a durable call journal answers a retried call
-/// id here).
-async fn admit(_call: &Exchange<'_>) -> Option<ToolResult> {
-    None
+/// The admit phase: whether the call is answered before anything is opened — by the journal,
+/// when the runtime keeps one and has seen the call id. `None`: the call goes on to open and
+/// send.
+async fn admit(ticket: Option<&Ticket>) -> Result<Option<ToolResult>, Failure> {
+    match ticket {
+        Some(ticket) => ticket.admit().await,
+        None => Ok(None),
+    }
 }

@@ -14,10 +14,18 @@ use crate::event::ToolResult;
 use crate::outcome::Failure;
 use crate::revision::STATELESS;
 
-/// Claims the call as sent: from here on a failure may leave the tool's outcome unknown.
-pub(crate) async fn claim(call: &Exchange<'_>) -> Result<(), Failure> {
+/// Claims the call as sent: from here on a failure may leave the tool's outcome unknown. With a
+/// journal, the claim is committed to it first (a claim that cannot be recorded refuses the
+/// call); a caller that finds the call id claimed by another gets the journal's answer
+/// instead, and sends nothing.
+pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Failure> {
+    if let Some(ticket) = call.ticket
+        && let Some(answer) = ticket.claim().await?
+    {
+        return Ok(Some(answer));
+    }
     call.state().call_sent = true;
-    Ok(())
+    Ok(None)
 }
 
 /// Claims the call, then writes each round and reads its answer until the tool's result (or
@@ -27,7 +35,9 @@ pub(crate) async fn send<T: Transport>(
     call: &Exchange<'_>,
     opened: &T::Opened,
 ) -> Result<ToolResult, Failure> {
-    claim(call).await?;
+    if let Some(answer) = claim(call).await? {
+        return Ok(answer);
+    }
     let rounds_allowed = call.state().revision == Some(STATELESS);
     let mut rounds = Rounds::new(call.tool.binding.on_input_request(), rounds_allowed);
     loop {

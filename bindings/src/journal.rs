@@ -1,0 +1,183 @@
+//! The harness's call journal: where it is (`--state URL`, `BRAIN_STATE_URL`, else SQLite in
+//! the XDG state directory) and `brain-harness journal`, the audit of journaled calls.
+
+#![allow(clippy::print_stdout)]
+
+use std::time::Duration;
+
+use brain_runtime::journal::{Entry, Filter, Journal};
+
+/// The variable naming the state URL.
+pub(crate) const STATE_URL_ENV: &str = "BRAIN_STATE_URL";
+/// The variable setting how long finished entries are kept (e.g. `24h`, `30m`).
+pub(crate) const RETENTION_ENV: &str = "BRAIN_JOURNAL_RETENTION";
+
+/// The journal `--state` (else `$BRAIN_STATE_URL`, else the SQLite file in the state
+/// directory) names, with `$BRAIN_JOURNAL_RETENTION` applied.
+pub(crate) async fn open(state: Option<&str>) -> Result<Journal, String> {
+    let url = match state.map(str::to_owned).or_else(|| {
+        std::env::var(STATE_URL_ENV)
+            .ok()
+            .filter(|url| !url.is_empty())
+    }) {
+        Some(url) => url,
+        None => {
+            let path = brain_runtime::journal::default_path().ok_or(
+                "no place for the call journal: set XDG_STATE_HOME or HOME, or choose one with \
+                 --state sqlite:PATH (or BRAIN_STATE_URL)",
+            )?;
+            format!("sqlite:{}", path.display())
+        }
+    };
+    let mut journal = Journal::open(&url)
+        .await
+        .map_err(|error| format!("cannot open the call journal: {error}"))?;
+    if let Ok(text) = std::env::var(RETENTION_ENV) {
+        let retention =
+            parse_duration(&text).map_err(|error| format!("{RETENTION_ENV}={text:?}: {error}"))?;
+        journal = journal.retention(retention);
+    }
+    Ok(journal)
+}
+
+/// `90s`, `30m`, `24h`, `7d`, or seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| "a duration is a number and a unit: 90s, 30m, 24h, 7d".to_owned())?;
+    let seconds = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?}: a duration is a number and a unit: 90s, 30m, 24h, 7d"
+            ));
+        }
+    };
+    Ok(Duration::from_secs(number.saturating_mul(seconds)))
+}
+
+/// What `brain-harness journal` lists.
+pub(crate) struct Audit {
+    pub(crate) filter: Filter,
+    pub(crate) json: bool,
+}
+
+/// Prints the entries `audit` selects, newest first: one line each, or JSON Lines.
+pub(crate) async fn list(journal: &Journal, audit: &Audit) -> Result<(), String> {
+    let entries = journal
+        .list(&audit.filter)
+        .await
+        .map_err(|error| error.to_string())?;
+    if audit.json {
+        for entry in &entries {
+            println!("{}", to_json(entry, audit.filter.results));
+        }
+        return Ok(());
+    }
+    println!(
+        "{:<24} {:<12} {:<12} {:<36} {:<20} {:<9} {:<8} {:<7} {:>9} TRACE",
+        "TIME",
+        "TENANT",
+        "SESSION",
+        "CALL ID",
+        "BINDING",
+        "STATE",
+        "IS_ERROR",
+        "UNKNOWN",
+        "DURATION"
+    );
+    for entry in &entries {
+        let flag = |value: Option<bool>| value.map_or("-", |v| if v { "true" } else { "false" });
+        let duration = entry
+            .finished_ms
+            .map_or("-".to_owned(), |f| format!("{}ms", f - entry.created_ms));
+        println!(
+            "{:<24} {:<12} {:<12} {:<36} {:<20} {:<9} {:<8} {:<7} {:>9} {}",
+            timestamp(entry.created_ms),
+            entry.key.tenant,
+            entry.key.session,
+            entry.key.call_id,
+            entry.binding,
+            entry.state.as_str(),
+            flag(entry.is_error),
+            flag(entry.unknown_outcome),
+            duration,
+            entry.trace_id.as_deref().unwrap_or("-"),
+        );
+        if audit.filter.results
+            && let Some(result) = &entry.result
+        {
+            println!("  result: {result}");
+        }
+    }
+    Ok(())
+}
+
+fn to_json(entry: &Entry, results: bool) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "time": timestamp(entry.created_ms),
+        "tenant": entry.key.tenant,
+        "session": entry.key.session,
+        "call_id": entry.key.call_id,
+        "binding": entry.binding,
+        "state": entry.state.as_str(),
+        "is_error": entry.is_error,
+        "unknown_outcome": entry.unknown_outcome,
+        "duration_ms": entry.finished_ms.map(|f| f - entry.created_ms),
+        "trace_id": entry.trace_id,
+        "owner": entry.owner,
+    });
+    if results {
+        let result = entry
+            .result
+            .as_deref()
+            .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok());
+        object["result"] = result.unwrap_or(serde_json::Value::Null);
+    }
+    object
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time, to the millisecond.
+fn timestamp(ms: i64) -> String {
+    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn durations_and_times_read_and_print() {
+        assert_eq!(super::parse_duration("24h").unwrap().as_secs(), 86_400);
+        assert_eq!(super::parse_duration("90").unwrap().as_secs(), 90);
+        assert!(super::parse_duration("1w").is_err());
+        assert_eq!(super::timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            super::timestamp(1_796_169_600_123),
+            "2026-12-02T00:00:00.123Z"
+        );
+    }
+}

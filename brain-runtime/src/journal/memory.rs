@@ -1,0 +1,216 @@
+//! The memory journal: one process's calls, gone with it. Bounded in entries.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::store::{
+    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+};
+
+/// How many entries a memory journal holds at most; finished ones are dropped, oldest first,
+/// to make room.
+pub(crate) const MAX_ENTRIES: usize = 100_000;
+
+/// A journal in this process's memory.
+pub(crate) struct Memory {
+    /// The wall clock's milliseconds when the journal was made.
+    base: i64,
+    clock: Instant,
+    max_entries: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<Key, Entry>,
+    /// Each owner's lease: when it expires.
+    owners: HashMap<String, i64>,
+}
+
+impl Memory {
+    pub(crate) fn new(max_entries: usize) -> Memory {
+        let base = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as i64);
+        Memory {
+            base,
+            clock: Instant::now(),
+            max_entries,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The store's clock: the wall clock's milliseconds when the journal was made, advanced by
+    /// the monotonic clock (never backwards).
+    fn now(&self) -> i64 {
+        self.base + self.clock.elapsed().as_millis() as i64
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl State {
+    fn live(&self, owner: &str, now: i64) -> bool {
+        self.owners.get(owner).is_some_and(|expires| *expires > now)
+    }
+
+    fn entry(&self, entry: &Entry, now: i64, results: bool) -> Entry {
+        Entry {
+            owner_live: self.live(&entry.owner, now),
+            now_ms: now,
+            result: entry.result.clone().filter(|_| results),
+            ..entry.clone()
+        }
+    }
+
+    /// Drops finished entries, oldest first, until a tenth of `max` is free.
+    fn make_room(&mut self, max: usize) {
+        let mut finished: Vec<(i64, Key)> = self
+            .entries
+            .values()
+            .filter(|e| e.state != EntryState::Sent)
+            .map(|e| (e.finished_ms.unwrap_or(e.created_ms), e.key.clone()))
+            .collect();
+        finished.sort();
+        let excess = (self.entries.len() + max / 10).saturating_sub(max);
+        for (_, key) in finished.into_iter().take(excess.max(1)) {
+            self.entries.remove(&key);
+        }
+    }
+}
+
+fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl JournalStore for Memory {
+    fn describe(&self) -> &str {
+        "memory"
+    }
+
+    fn renew<'a>(&'a self, owner: &'a str, lease_ms: i64, create: bool) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        let live = create || state.live(owner, now);
+        if live {
+            state.owners.insert(owner.to_owned(), now + lease_ms);
+        }
+        ready(Ok(live))
+    }
+
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        if !state.live(&claim.owner, now) {
+            return ready(Ok(false));
+        }
+        match state.entries.get(&claim.key) {
+            Some(e) if e.state != EntryState::NotSent || e.digest != claim.digest => {
+                return ready(Ok(false));
+            }
+            Some(_) => {}
+            None if state.entries.len() >= self.max_entries => {
+                state.make_room(self.max_entries);
+                if state.entries.len() >= self.max_entries {
+                    return ready(Err(StoreError {
+                        store: "memory".into(),
+                        message: format!(
+                            "the memory journal is full: {} calls are in flight",
+                            state.entries.len()
+                        ),
+                    }));
+                }
+            }
+            None => {}
+        }
+        let entry = Entry {
+            key: claim.key.clone(),
+            binding: claim.binding.clone(),
+            digest: claim.digest.clone(),
+            state: EntryState::Sent,
+            owner: claim.owner.clone(),
+            owner_live: true,
+            now_ms: now,
+            created_ms: now,
+            deadline_ms: now + claim.timeout_ms,
+            finished_ms: None,
+            is_error: None,
+            unknown_outcome: None,
+            result: None,
+            result_bytes: None,
+            trace_id: claim.trace_id.clone(),
+        };
+        state.entries.insert(claim.key.clone(), entry);
+        ready(Ok(true))
+    }
+
+    fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
+        let now = self.now();
+        let state = self.state();
+        let entry = state.entries.get(key).map(|e| state.entry(e, now, true));
+        ready(Ok(entry))
+    }
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        record: &'a Record,
+        only_if_expired: bool,
+    ) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        let expired = !state.live(owner, now);
+        let Some(entry) = state.entries.get_mut(key) else {
+            return ready(Ok(false));
+        };
+        if entry.state != EntryState::Sent || entry.owner != owner || (only_if_expired && !expired)
+        {
+            return ready(Ok(false));
+        }
+        entry.state = record.state;
+        entry.is_error = Some(record.is_error);
+        entry.unknown_outcome = Some(record.unknown_outcome);
+        entry.result = record.result.clone();
+        entry.result_bytes = Some(record.result_bytes);
+        entry.finished_ms = Some(now);
+        ready(Ok(true))
+    }
+
+    fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {
+        let now = self.now();
+        let state = self.state();
+        let mut entries: Vec<Entry> = state
+            .entries
+            .values()
+            .filter(|e| filter.tenant.as_ref().is_none_or(|t| *t == e.key.tenant))
+            .filter(|e| filter.session.as_ref().is_none_or(|s| *s == e.key.session))
+            .filter(|e| filter.call_id.as_ref().is_none_or(|c| *c == e.key.call_id))
+            .filter(|e| filter.within_ms.is_none_or(|w| e.created_ms >= now - w))
+            .map(|e| state.entry(e, now, filter.results))
+            .collect();
+        entries.sort_by(|a, b| (b.created_ms, &b.key).cmp(&(a.created_ms, &a.key)));
+        if filter.limit > 0 {
+            entries.truncate(filter.limit);
+        }
+        ready(Ok(entries))
+    }
+
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        let now = self.now();
+        let mut state = self.state();
+        let before = now - retention_ms;
+        let owners = state.owners.clone();
+        let live = |owner: &str| owners.get(owner).is_some_and(|e| *e > now);
+        let count = state.entries.len();
+        state.entries.retain(|_, e| {
+            let ended = e.finished_ms.unwrap_or(e.created_ms);
+            ended >= before || (e.state == EntryState::Sent && live(&e.owner))
+        });
+        state.owners.retain(|_, expires| *expires >= before);
+        ready(Ok((count - state.entries.len()) as u64))
+    }
+}

@@ -1,0 +1,31 @@
+//! The call journal: at most once across retries, process crashes and replicas.
+//!
+//! Every call is recorded under its key (tenant, session, call id) with a digest of what it
+//! asks (never the arguments), a state and an owner with a lease:
+//!
+//! - *admit* (before anything is opened) looks the key up: a recorded outcome is replayed
+//!   (`"replayed": true`), a call running elsewhere with a live lease is waited for, a call
+//!   whose owner died is `unknown_outcome: true`, another digest is refused;
+//! - the *send point* claims the call (`sent`, committed before the first byte of `tools/call`
+//!   leaves): the at-most-once point;
+//! - after the call, its outcome is recorded off the caller's path (`completed`, `failed`, or
+//!   `not_sent` when nothing could have run, which a retry may claim again).
+//!
+//! Leases belong to owners (a process, with an epoch), renewed by one heartbeat per process,
+//! and judged by the store's clock. Backends: memory (one process), SQLite (one host), and
+//! PostgreSQL (several hosts), behind [`JournalStore`].
+
+mod memory;
+mod owner;
+mod postgres;
+mod sqlite;
+mod store;
+mod ticket;
+
+pub(crate) use owner::Journaling;
+pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
+pub use sqlite::{Durability, default_path};
+pub use store::{
+    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+};
+pub(crate) use ticket::Ticket;

@@ -1,0 +1,450 @@
+//! The shared journal: one PostgreSQL database for every replica of an agent host.
+//!
+//! A few connections (tokio-postgres, statements prepared once per connection), each carrying
+//! concurrent statements pipelined; every statement commits on its own, and PostgreSQL's WAL
+//! flush groups the commits of concurrent connections. The claim is one conditional
+//! `INSERT … ON CONFLICT … DO UPDATE … WHERE` statement: two replicas racing on one key claim
+//! it once. Leases and deadlines are judged by the database's `now()`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::Mutex;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use super::store::{
+    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+};
+
+/// How many connections one process keeps.
+const CONNECTIONS: usize = 4;
+
+/// The store's clock, in milliseconds.
+macro_rules! now {
+    () => {
+        "(extract(epoch FROM now()) * 1000)::int8"
+    };
+}
+
+macro_rules! live {
+    () => {
+        concat!(
+            "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
+            now!(),
+            ")"
+        )
+    };
+}
+
+/// An entry's columns, in [`entry`]'s order.
+macro_rules! columns {
+    ($result:literal) => {
+        concat!(
+            "SELECT c.tenant, c.session, c.call_id, c.binding, c.digest, c.state, c.owner, ",
+            live!(),
+            ", ",
+            now!(),
+            ", c.created, c.deadline, c.finished, c.is_error, c.unknown_outcome, ",
+            $result,
+            ", c.result_bytes, c.trace_id FROM brain_calls c "
+        )
+    };
+}
+
+const SCHEMA_VERSION: i32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE brain_calls (
+    tenant TEXT NOT NULL,
+    session TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created INT8 NOT NULL,
+    deadline INT8 NOT NULL,
+    finished INT8,
+    is_error BOOLEAN,
+    unknown_outcome BOOLEAN,
+    result TEXT,
+    result_bytes INT8,
+    trace_id TEXT,
+    PRIMARY KEY (tenant, session, call_id)
+);
+CREATE INDEX brain_calls_created ON brain_calls (created);
+CREATE TABLE brain_owners (
+    owner TEXT PRIMARY KEY,
+    expires INT8 NOT NULL
+);
+";
+
+const RENEW_CREATE: &str = concat!(
+    "INSERT INTO brain_owners (owner, expires) VALUES ($1, ",
+    now!(),
+    " + $2) ON CONFLICT (owner) DO UPDATE SET expires = excluded.expires"
+);
+const RENEW: &str = concat!(
+    "UPDATE brain_owners SET expires = ",
+    now!(),
+    " + $2 WHERE owner = $1 AND expires > ",
+    now!()
+);
+const CLAIM: &str = concat!(
+    "INSERT INTO brain_calls AS c (tenant, session, call_id, digest, binding, state, owner, ",
+    "created, deadline, trace_id) SELECT $1, $2, $3, $4, $5, 'sent', $6, ",
+    now!(),
+    ", ",
+    now!(),
+    " + $7, $8 WHERE EXISTS (SELECT 1 FROM brain_owners WHERE owner = $6 AND expires > ",
+    now!(),
+    ") ON CONFLICT (tenant, session, call_id) DO UPDATE SET state = 'sent', ",
+    "owner = excluded.owner, created = excluded.created, deadline = excluded.deadline, ",
+    "trace_id = excluded.trace_id, finished = NULL, is_error = NULL, ",
+    "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
+    "WHERE c.state = 'not_sent' AND c.digest = excluded.digest"
+);
+const LOOKUP: &str = concat!(
+    columns!("c.result"),
+    "WHERE c.tenant = $1 AND c.session = $2 AND c.call_id = $3"
+);
+const SETTLE: &str = concat!(
+    "UPDATE brain_calls AS c SET state = $4, is_error = $5, unknown_outcome = $6, ",
+    "result = $7, result_bytes = $8, finished = ",
+    now!(),
+    " WHERE c.tenant = $1 AND c.session = $2 AND c.call_id = $3 AND c.state = 'sent' ",
+    "AND c.owner = $9 AND (NOT $10 OR NOT ",
+    live!(),
+    ")"
+);
+const LIST: &str = concat!(
+    columns!("CASE WHEN $6 THEN c.result END"),
+    "WHERE ($1::text IS NULL OR c.tenant = $1) AND ($2::text IS NULL OR c.session = $2) ",
+    "AND ($3::text IS NULL OR c.call_id = $3) AND ($4::int8 IS NULL OR c.created >= ",
+    now!(),
+    " - $4) ORDER BY c.created DESC, c.tenant, c.session, c.call_id LIMIT $5"
+);
+const PRUNE_CALLS: &str = concat!(
+    "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
+    now!(),
+    " - $1 AND NOT (c.state = 'sent' AND ",
+    live!(),
+    ")"
+);
+const PRUNE_OWNERS: &str = concat!("DELETE FROM brain_owners WHERE expires < ", now!(), " - $1");
+
+/// One connection and its prepared statements.
+struct Connection {
+    client: Client,
+    renew_create: Statement,
+    renew: Statement,
+    claim: Statement,
+    lookup: Statement,
+    settle: Statement,
+    list: Statement,
+    prune_calls: Statement,
+    prune_owners: Statement,
+}
+
+/// The PostgreSQL journal.
+pub(crate) struct Postgres {
+    url: String,
+    describe: String,
+    connections: Vec<Mutex<Arc<Connection>>>,
+    next: AtomicUsize,
+}
+
+impl Postgres {
+    /// Connects to `url` (`postgres://…`), and creates or migrates the schema (once, however
+    /// many processes start at once: under an advisory lock).
+    pub(crate) async fn connect(url: &str) -> Result<Postgres, StoreError> {
+        let describe = format!("PostgreSQL {}", redact(url));
+        let error = |message: String| StoreError {
+            store: describe.clone(),
+            message,
+        };
+        let first = connect(url).await.map_err(&error)?;
+        migrate(&first).await.map_err(&error)?;
+        let mut connections = vec![Mutex::new(Arc::new(prepare(first).await.map_err(&error)?))];
+        for _ in 1..CONNECTIONS {
+            let client = connect(url).await.map_err(&error)?;
+            connections.push(Mutex::new(Arc::new(prepare(client).await.map_err(&error)?)));
+        }
+        Ok(Postgres {
+            url: url.to_owned(),
+            describe,
+            connections,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn error(&self, error: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            store: self.describe.clone(),
+            message: error.to_string(),
+        }
+    }
+
+    /// A connection, round robin; one that closed (the database restarted) is replaced.
+    async fn connection(&self) -> Result<Arc<Connection>, StoreError> {
+        let slot = &self.connections[self.next.fetch_add(1, Ordering::Relaxed) % CONNECTIONS];
+        let mut connection = slot.lock().await;
+        if connection.client.is_closed() {
+            let client = connect(&self.url).await.map_err(|e| self.error(e))?;
+            *connection = Arc::new(prepare(client).await.map_err(|e| self.error(e))?);
+        }
+        Ok(Arc::clone(&connection))
+    }
+}
+
+/// `url` without its password.
+fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        Ok(parsed) => parsed.to_string(),
+        Err(_) => "(an unparsable URL)".to_owned(),
+    }
+}
+
+async fn connect(url: &str) -> Result<Client, String> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(|e| format!("cannot connect: {}", describe_error(&e)))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(error = %describe_error(&error), "the journal's database connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// The error and its database message, when there is one.
+fn describe_error(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{error}: {}", db.message()),
+        None => match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        },
+    }
+}
+
+async fn migrate(client: &Client) -> Result<(), String> {
+    let step = async {
+        client.batch_execute("BEGIN").await?;
+        // One key for brain's schema: concurrent starters wait here, then see it made.
+        client
+            .batch_execute("SELECT pg_advisory_xact_lock(7274827303)")
+            .await?;
+        client
+            .batch_execute("CREATE TABLE IF NOT EXISTS brain_schema (version INT4 NOT NULL)")
+            .await?;
+        let version: Option<i32> = client
+            .query_one("SELECT max(version) FROM brain_schema", &[])
+            .await?
+            .get(0);
+        let checked = match version {
+            None => {
+                client.batch_execute(SCHEMA).await?;
+                client
+                    .execute(
+                        "INSERT INTO brain_schema (version) VALUES ($1)",
+                        &[&SCHEMA_VERSION],
+                    )
+                    .await?;
+                Ok(())
+            }
+            Some(SCHEMA_VERSION) => Ok(()),
+            Some(newer) => Err(format!(
+                "the journal's schema is version {newer}, newer than this brain's \
+                 ({SCHEMA_VERSION}): use a newer brain-harness, or another database"
+            )),
+        };
+        client.batch_execute("COMMIT").await?;
+        Ok::<_, tokio_postgres::Error>(checked)
+    };
+    match step.await {
+        Ok(checked) => checked,
+        Err(error) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(format!(
+                "cannot create the journal's schema: {}",
+                describe_error(&error)
+            ))
+        }
+    }
+}
+
+async fn prepare(client: Client) -> Result<Connection, String> {
+    let prepare = async |sql: &str| {
+        client
+            .prepare(sql)
+            .await
+            .map_err(|e| format!("cannot prepare a statement: {}", describe_error(&e)))
+    };
+    Ok(Connection {
+        renew_create: prepare(RENEW_CREATE).await?,
+        renew: prepare(RENEW).await?,
+        claim: prepare(CLAIM).await?,
+        lookup: prepare(LOOKUP).await?,
+        settle: prepare(SETTLE).await?,
+        list: prepare(LIST).await?,
+        prune_calls: prepare(PRUNE_CALLS).await?,
+        prune_owners: prepare(PRUNE_OWNERS).await?,
+        client,
+    })
+}
+
+fn entry(row: &Row) -> Entry {
+    let state: String = row.get(5);
+    Entry {
+        key: Key {
+            tenant: row.get(0),
+            session: row.get(1),
+            call_id: row.get(2),
+        },
+        binding: row.get(3),
+        digest: row.get(4),
+        state: EntryState::parse(&state).unwrap_or(EntryState::Sent),
+        owner: row.get(6),
+        owner_live: row.get(7),
+        now_ms: row.get(8),
+        created_ms: row.get(9),
+        deadline_ms: row.get(10),
+        finished_ms: row.get(11),
+        is_error: row.get(12),
+        unknown_outcome: row.get(13),
+        result: row.get(14),
+        result_bytes: row.get(15),
+        trace_id: row.get(16),
+    }
+}
+
+impl JournalStore for Postgres {
+    fn describe(&self) -> &str {
+        &self.describe
+    }
+
+    fn renew<'a>(&'a self, owner: &'a str, lease_ms: i64, create: bool) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let statement = if create { &c.renew_create } else { &c.renew };
+            let changed = c
+                .client
+                .execute(statement, &[&owner, &lease_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let changed = c
+                .client
+                .execute(
+                    &c.claim,
+                    &[
+                        &claim.key.tenant,
+                        &claim.key.session,
+                        &claim.key.call_id,
+                        &claim.digest,
+                        &claim.binding,
+                        &claim.owner,
+                        &claim.timeout_ms,
+                        &claim.trace_id,
+                    ],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let row = c
+                .client
+                .query_opt(&c.lookup, &[&key.tenant, &key.session, &key.call_id])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(row.as_ref().map(entry))
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        record: &'a Record,
+        only_if_expired: bool,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let changed = c
+                .client
+                .execute(
+                    &c.settle,
+                    &[
+                        &key.tenant,
+                        &key.session,
+                        &key.call_id,
+                        &record.state.as_str(),
+                        &record.is_error,
+                        &record.unknown_outcome,
+                        &record.result,
+                        &record.result_bytes,
+                        &owner,
+                        &only_if_expired,
+                    ],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let limit = (filter.limit > 0).then_some(filter.limit as i64);
+            let rows = c
+                .client
+                .query(
+                    &c.list,
+                    &[
+                        &filter.tenant,
+                        &filter.session,
+                        &filter.call_id,
+                        &filter.within_ms,
+                        &limit,
+                        &filter.results,
+                    ],
+                )
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(rows.iter().map(entry).collect())
+        })
+    }
+
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let deleted = c
+                .client
+                .execute(&c.prune_calls, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(&c.prune_owners, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(deleted)
+        })
+    }
+}

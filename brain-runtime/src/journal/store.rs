@@ -1,0 +1,191 @@
+//! The one small trait the journal's rules run on, and the values it moves. Each backend
+//! (memory, SQLite, PostgreSQL) implements it with the same meaning; the rules (`ticket.rs`)
+//! never look behind it.
+//!
+//! Times are milliseconds on the *store's* clock (SQLite's `unixepoch`, PostgreSQL's `now()`,
+//! the memory journal's monotonic clock): every comparison of a lease or a deadline happens
+//! inside the store, never between two hosts' clocks.
+
+use futures_util::future::BoxFuture;
+
+/// A journaled call's key: a call id is unique within its tenant's session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    /// The tenant.
+    pub tenant: String,
+    /// The agent session.
+    pub session: String,
+    /// The call id.
+    pub call_id: String,
+}
+
+/// A claim: the call is about to be sent by `owner`.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The call.
+    pub key: Key,
+    /// What the call asks (binding, server, tool, pin, canonical arguments), hashed.
+    pub digest: String,
+    /// The binding's name, for the audit.
+    pub binding: String,
+    /// The owner sending it (a process's id and epoch, see `Journal`).
+    pub owner: String,
+    /// The call's timeout: its deadline is the store's now plus this.
+    pub timeout_ms: i64,
+    /// The call's trace id, when it has one.
+    pub trace_id: Option<String>,
+}
+
+/// Where a journaled call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryState {
+    /// Claimed and sent (or about to be): the tool may be running. Never sent again.
+    Sent,
+    /// The call delivered its `tool.result` (a tool error included).
+    Completed,
+    /// The call failed after it was sent (its `unknown_outcome` says whether it may have run).
+    Failed,
+    /// The call failed before anything could have run: a retry may claim it again.
+    NotSent,
+}
+
+impl EntryState {
+    /// The state's name, as the store keeps it and the audit prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryState::Sent => "sent",
+            EntryState::Completed => "completed",
+            EntryState::Failed => "failed",
+            EntryState::NotSent => "not_sent",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn parse(name: &str) -> Option<EntryState> {
+        Some(match name {
+            "sent" => EntryState::Sent,
+            "completed" => EntryState::Completed,
+            "failed" => EntryState::Failed,
+            "not_sent" => EntryState::NotSent,
+            _ => return None,
+        })
+    }
+}
+
+/// How a sent call ended, as it is recorded.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// `Completed`, `Failed` or `NotSent`.
+    pub state: EntryState,
+    /// The result's `is_error`.
+    pub is_error: bool,
+    /// The result's `unknown_outcome`.
+    pub unknown_outcome: bool,
+    /// The `tool.result` as JSON, unless it was over the journal's cap.
+    pub result: Option<String>,
+    /// The size of that JSON.
+    pub result_bytes: i64,
+}
+
+/// A journaled call, as the store reports it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The call.
+    pub key: Key,
+    /// The binding it called.
+    pub binding: String,
+    /// What it asked, hashed.
+    pub digest: String,
+    /// Where it stands.
+    pub state: EntryState,
+    /// The owner that claimed it.
+    pub owner: String,
+    /// Whether that owner's lease is live (on the store's clock, when the entry was read).
+    pub owner_live: bool,
+    /// The store's clock when the entry was read.
+    pub now_ms: i64,
+    /// When the call was claimed.
+    pub created_ms: i64,
+    /// When the call's timeout passes.
+    pub deadline_ms: i64,
+    /// When the outcome was recorded.
+    pub finished_ms: Option<i64>,
+    /// The result's `is_error`, once recorded.
+    pub is_error: Option<bool>,
+    /// The result's `unknown_outcome`, once recorded.
+    pub unknown_outcome: Option<bool>,
+    /// The recorded `tool.result` as JSON (read only when asked for, see [`Filter::results`]).
+    pub result: Option<String>,
+    /// The size of the recorded result.
+    pub result_bytes: Option<i64>,
+    /// The call's trace id.
+    pub trace_id: Option<String>,
+}
+
+/// Which entries [`JournalStore::list`] returns, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this tenant's.
+    pub tenant: Option<String>,
+    /// Only this session's.
+    pub session: Option<String>,
+    /// Only this call id.
+    pub call_id: Option<String>,
+    /// Only entries claimed within this many milliseconds.
+    pub within_ms: Option<i64>,
+    /// Read the recorded results too.
+    pub results: bool,
+    /// At most this many (0: no limit).
+    pub limit: usize,
+}
+
+/// The store could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the call journal ({store}) failed: {message}")]
+pub struct StoreError {
+    /// Which store (its kind and place, never a password).
+    pub store: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// A future the store returns.
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// What a journal backend does. Every statement is atomic on its own; a claim is durable when
+/// its future resolves `Ok`. A host may implement it over its own database, keeping the same
+/// meaning (the tests of `brain-tests` run against each implementation).
+pub trait JournalStore: Send + Sync + 'static {
+    /// The store's kind and place, for messages (never a password).
+    fn describe(&self) -> &str;
+
+    /// Extends `owner`'s lease to the store's now plus `lease_ms`. With `create`, registers the
+    /// owner (or revives it); without, extends only a lease that is still live. Returns whether
+    /// the owner's lease is live now.
+    fn renew<'a>(&'a self, owner: &'a str, lease_ms: i64, create: bool) -> StoreFuture<'a, bool>;
+
+    /// Records `claim` as [`EntryState::Sent`] when the key is new, or when it is
+    /// [`EntryState::NotSent`] with the same digest — only while the claim's owner has a live
+    /// lease. Returns whether it did; committed durably before returning `true`.
+    fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool>;
+
+    /// The entry of `key`, without its result unless it is finished.
+    fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>>;
+
+    /// Records how the call ended, when it is still [`EntryState::Sent`] by `owner` (and, with
+    /// `only_if_expired`, only when that owner's lease has expired). Returns whether it did.
+    fn settle<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        record: &'a Record,
+        only_if_expired: bool,
+    ) -> StoreFuture<'a, bool>;
+
+    /// The entries `filter` selects, newest first.
+    fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
+
+    /// Deletes what ended more than `retention_ms` ago (finished entries, entries of owners
+    /// that died, expired owners). Returns how many entries it deleted.
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
+}

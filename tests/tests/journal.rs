@@ -1,0 +1,359 @@
+//! The call journal: the same tests against each backend (memory, SQLite, and PostgreSQL in a
+//! throwaway cluster the test starts), on every transport. What a retried call id gets, with
+//! the tool's runs counted on the server's side.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use brain_config::HostConfig;
+use brain_runtime::journal::{Durability, Journal};
+use brain_runtime::{CallRequest, Runtime, Scope, ToolResult};
+use serde_json::{Value, json};
+use tests::client::text;
+use tests::server::{Faults, Stats, TestServer, bindings_json};
+
+/// Where a test's journal lives.
+enum Backend {
+    Memory(Journal),
+    Sqlite(tempfile::TempDir),
+    Postgres(tests::postgres::Cluster),
+}
+
+impl Backend {
+    fn memory() -> Backend {
+        Backend::Memory(Journal::memory())
+    }
+
+    fn sqlite() -> Backend {
+        Backend::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    fn postgres() -> Backend {
+        Backend::Postgres(tests::postgres::Cluster::start())
+    }
+
+    fn sqlite_path(&self) -> Option<PathBuf> {
+        match self {
+            Backend::Sqlite(dir) => Some(dir.path().join("state.db")),
+            _ => None,
+        }
+    }
+
+    /// A journal on the backend's store; each call opens another handle on the same store
+    /// (another process would), and each runtime built on one is another owner.
+    async fn journal(&self) -> Journal {
+        match self {
+            Backend::Memory(journal) => journal.clone(),
+            Backend::Sqlite(_) => {
+                Journal::sqlite(&self.sqlite_path().unwrap(), Durability::Normal).unwrap()
+            }
+            Backend::Postgres(cluster) => Journal::postgres(&cluster.url).await.unwrap(),
+        }
+    }
+}
+
+fn parse(tools: Vec<Value>) -> HostConfig {
+    let text = json!({ "tools": tools }).to_string();
+    brain_config::parse(text.as_bytes(), "journal.json").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The test server's tools at `url`, at `revision` when given.
+fn mcp_config(url: &str, revision: Option<&str>) -> HostConfig {
+    parse(bindings_json(url, |_, binding| {
+        binding["timeout_seconds"] = json!(30);
+        if let Some(revision) = revision {
+            binding["protocol_version"] = json!(revision);
+        }
+    }))
+}
+
+fn request(tool: &str, call_id: &str, arguments: Value) -> CallRequest {
+    CallRequest {
+        tool: tool.into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "session-j".into(),
+        },
+        call_id: Some(call_id.into()),
+        arguments,
+        parent: None,
+    }
+}
+
+async fn runtime(config: &HostConfig, backend: &Backend) -> Runtime {
+    Runtime::builder(config)
+        .journal(backend.journal().await)
+        .build()
+        .unwrap()
+}
+
+async fn call(runtime: &Runtime, tool: &str, call_id: &str, arguments: Value) -> ToolResult {
+    runtime
+        .call(request(tool, call_id, arguments))
+        .result()
+        .await
+}
+
+/// How a transport's runs are counted on the server's side.
+enum Counter<'a> {
+    Mcp(&'a TestServer),
+    Tool(&'a TestServer),
+    Stdio(&'a Path),
+}
+
+impl Counter<'_> {
+    fn runs(&self) -> usize {
+        match self {
+            Counter::Mcp(server) => Stats::get(&server.stats.calls),
+            Counter::Tool(server) => Stats::get(&server.tools.requests),
+            Counter::Stdio(stats) => tests::stdio::count(stats, "tools/call"),
+        }
+    }
+}
+
+/// Retries one call id on one transport: the tool runs once, the retries are replayed (the
+/// same result, `replayed: true`), and the same id with other arguments is refused.
+async fn retries_on(runtime: &Runtime, tool: &str, counter: Counter<'_>, what: &str) {
+    let id = format!("retry-{what}");
+    let id = id.as_str();
+    let first = call(runtime, tool, id, json!({"message": "once"})).await;
+    assert!(!first.is_error, "{what}: {first:?}");
+    assert!(!first.replayed, "{what}: {first:?}");
+    for _ in 0..2 {
+        let again = call(runtime, tool, id, json!({"message": "once"})).await;
+        assert!(again.replayed, "{what}: {again:?}");
+        assert_eq!(
+            ToolResult {
+                replayed: false,
+                ..again
+            },
+            first,
+            "{what}"
+        );
+    }
+    let other = call(runtime, tool, id, json!({"message": "other"})).await;
+    assert!(
+        other.is_error && !other.unknown_outcome,
+        "{what}: {other:?}"
+    );
+    assert!(
+        text(&other).contains("was used for another call"),
+        "{what}: {other:?}"
+    );
+    runtime.wait_for_cleanup().await;
+    assert_eq!(counter.runs(), 1, "{what}: the tool ran once");
+}
+
+async fn retry_after_success_is_replayed_on_every_transport(backend: Backend) {
+    for revision in ["2025-11-25", "2026-07-28", "2025-06-18"] {
+        let server = TestServer::start(Faults::default()).await.unwrap();
+        let runtime = runtime(&mcp_config(&server.url, Some(revision)), &backend).await;
+        retries_on(&runtime, "echo", Counter::Mcp(&server), revision).await;
+        drop(runtime);
+        // The journal's entries outlive the runtime: a new one (a restarted host) replays.
+        let restarted = self::runtime(&mcp_config(&server.url, Some(revision)), &backend).await;
+        let id = format!("retry-{revision}");
+        let again = call(&restarted, "echo", &id, json!({"message": "once"})).await;
+        assert!(again.replayed && !again.is_error, "{revision}: {again:?}");
+        assert_eq!(Stats::get(&server.stats.calls), 1, "{revision}");
+    }
+    // stdio: a process per call, counted in a stats file.
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let command = json!([
+        tests::process::test_server_binary().display().to_string(),
+        "--stdio",
+        "--stats-file",
+        stats.display().to_string()
+    ]);
+    let stdio = parse(bindings_json("http://unused.invalid/mcp", |_, binding| {
+        binding.as_object_mut().unwrap().remove("url");
+        binding["command"] = command.clone();
+        binding["timeout_seconds"] = json!(20);
+    }));
+    let runtime = runtime(&stdio, &backend).await;
+    retries_on(&runtime, "echo", Counter::Stdio(&stats), "stdio").await;
+    // An HTTP tool (which also sends `Idempotency-Key`).
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let tools_url = server.url.trim_end_matches("/mcp").to_owned() + "/tools/echo";
+    let http = parse(vec![json!({
+        "name": "http_echo", "description": "An HTTP tool.", "url": tools_url,
+        "input_schema": {"type": "object"}, "tenants": ["local"], "timeout_seconds": 10
+    })]);
+    let runtime = self::runtime(&http, &backend).await;
+    retries_on(&runtime, "http_echo", Counter::Tool(&server), "http tool").await;
+}
+
+async fn a_call_that_was_not_sent_is_sent_by_its_retry(backend: Backend) {
+    let server = TestServer::start(Faults {
+        require_token: Some("right-token".into()),
+        ..Faults::default()
+    })
+    .await
+    .unwrap();
+    let config = parse(bindings_json(&server.url, |_, binding| {
+        binding["token_env"] = json!("TOKEN");
+    }));
+    let with_token = |token: &'static str| {
+        Runtime::builder(&config).env(move |var| (var == "TOKEN").then(|| token.to_owned()))
+    };
+    let wrong = with_token("wrong-token")
+        .journal(backend.journal().await)
+        .build()
+        .unwrap();
+    let refused = call(&wrong, "echo", "not-sent-1", json!({"message": "m"})).await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    wrong.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 0);
+    let right = with_token("right-token")
+        .journal(backend.journal().await)
+        .build()
+        .unwrap();
+    let sent = call(&right, "echo", "not-sent-1", json!({"message": "m"})).await;
+    assert!(!sent.is_error && !sent.replayed, "{sent:?}");
+    let replayed = call(&right, "echo", "not-sent-1", json!({"message": "m"})).await;
+    assert!(replayed.replayed, "{replayed:?}");
+    right.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}
+
+async fn racing_callers_send_once(backend: Backend) {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = mcp_config(&server.url, None);
+    // Two runtimes (two owners, as two processes would be), 32 tasks each, one call id.
+    let runtimes = [
+        runtime(&config, &backend).await,
+        runtime(&config, &backend).await,
+    ];
+    let mut calls = Vec::new();
+    for i in 0..64 {
+        let runtime = runtimes[i % 2].clone();
+        calls.push(tokio::spawn(async move {
+            call(&runtime, "slow", "race-1", json!({"seconds": 0.5})).await
+        }));
+    }
+    let mut fresh = 0;
+    for handle in calls {
+        let result = handle.await.unwrap();
+        assert!(!result.is_error, "{result:?}");
+        assert_eq!(text(&result), "slept", "{result:?}");
+        fresh += usize::from(!result.replayed);
+    }
+    assert_eq!(fresh, 1, "one caller sent it; every other got it replayed");
+    for runtime in &runtimes {
+        runtime.wait_for_cleanup().await;
+    }
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}
+
+async fn a_long_call_of_a_live_owner_is_waited_for(backend: Backend) {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = mcp_config(&server.url, None);
+    let lease = Duration::from_secs(1);
+    let owner = Runtime::builder(&config)
+        .journal(backend.journal().await.lease(lease))
+        .build()
+        .unwrap();
+    let retrier = Runtime::builder(&config)
+        .journal(backend.journal().await.lease(lease))
+        .build()
+        .unwrap();
+    let running = owner.call(request("slow", "long-1", json!({"seconds": 3.5})));
+    let running = tokio::spawn(running.result());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let retried = call(&retrier, "slow", "long-1", json!({"seconds": 3.5})).await;
+    let first = running.await.unwrap();
+    assert!(!first.is_error && !first.replayed, "{first:?}");
+    assert!(
+        retried.replayed && !retried.is_error,
+        "the retry waited for the live owner (3.5 s, 3 leases): {retried:?}"
+    );
+    assert_eq!(text(&retried), text(&first));
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}
+
+async fn a_database_gone_mid_call_changes_nothing(backend: Backend) {
+    let Backend::Postgres(mut cluster) = backend else {
+        unreachable!("PostgreSQL only")
+    };
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = mcp_config(&server.url, None);
+    let journal = Journal::postgres(&cluster.url).await.unwrap();
+    let runtime = Runtime::builder(&config).journal(journal).build().unwrap();
+    let running = tokio::spawn(
+        runtime
+            .call(request("slow", "gone-1", json!({"seconds": 1})))
+            .result(),
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    cluster.stop();
+    let result = running.await.unwrap();
+    assert!(!result.is_error && !result.unknown_outcome, "{result:?}");
+    // With the database gone, a new call is refused before anything is sent.
+    let refused = call(&runtime, "echo", "gone-2", json!({"message": "m"})).await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    assert!(
+        text(&refused).contains("call journal (PostgreSQL"),
+        "{refused:?}"
+    );
+    runtime.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}
+
+async fn a_locked_sqlite_file_refuses_the_call(backend: Backend) {
+    let path = backend.sqlite_path().unwrap();
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let runtime = runtime(&mcp_config(&server.url, None), &backend).await;
+    // Another process holds the write lock longer than brain waits for it (5 s).
+    let holder = std::thread::spawn(move || {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        std::thread::sleep(Duration::from_secs(7));
+        connection.execute_batch("ROLLBACK").unwrap();
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let refused = call(&runtime, "echo", "locked-1", json!({"message": "m"})).await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    assert!(
+        text(&refused).contains("call journal (SQLite"),
+        "{refused:?}"
+    );
+    assert!(text(&refused).contains("nothing was sent"), "{refused:?}");
+    holder.join().unwrap();
+    runtime.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 0);
+}
+
+macro_rules! tests {
+    ($backend:ident: $($name:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Backend::$backend()).await
+                }
+            )*
+        }
+    };
+}
+
+tests!(memory:
+    retry_after_success_is_replayed_on_every_transport,
+    a_call_that_was_not_sent_is_sent_by_its_retry,
+    racing_callers_send_once,
+    a_long_call_of_a_live_owner_is_waited_for,
+);
+tests!(sqlite:
+    retry_after_success_is_replayed_on_every_transport,
+    a_call_that_was_not_sent_is_sent_by_its_retry,
+    racing_callers_send_once,
+    a_long_call_of_a_live_owner_is_waited_for,
+    a_locked_sqlite_file_refuses_the_call,
+);
+tests!(postgres:
+    retry_after_success_is_replayed_on_every_transport,
+    a_call_that_was_not_sent_is_sent_by_its_retry,
+    racing_callers_send_once,
+    a_long_call_of_a_live_owner_is_waited_for,
+    a_database_gone_mid_call_changes_nothing,
+);
