@@ -244,6 +244,7 @@ impl<'a> RuntimeBuilder<'a> {
                 unavailable,
                 peer: Peer::of(binding),
                 instruments: instruments.clone(),
+                identity: crate::journal::identity(binding),
             };
             let tool = Bound {
                 tool: Arc::new(tool),
@@ -493,7 +494,7 @@ impl Runtime {
                     call_id: call_id.clone(),
                 };
                 let trace_id = crate::telemetry::trace_id(&span);
-                Ticket::new(journaling, key, &tool.binding, &request.arguments, trace_id)
+                Ticket::new(journaling, key, &tool, &request.arguments, trace_id)
             });
             let started = Started {
                 http,

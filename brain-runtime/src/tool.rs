@@ -24,6 +24,8 @@ pub(crate) struct Tool {
     pub(crate) peer: Peer,
     /// The runtime's metric instruments.
     pub(crate) instruments: Arc<Instruments>,
+    /// What its calls ask besides their arguments, hashed once (the call journal's digests).
+    pub(crate) identity: [u8; 32],
 }
 
 /// A binding that cannot be called: what is missing, and how to fix it.

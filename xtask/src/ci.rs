@@ -6,8 +6,8 @@ use anyhow::{Context, bail};
 
 use crate::workspace::workspace_root;
 
-/// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed, the
-/// conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
+/// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed,
+/// PostgreSQL's server binaries installed when missing, the conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -32,6 +32,8 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     if !status.success() {
         bail!("tests/interop/setup.sh failed ({status})");
     }
+    step("PostgreSQL's server binaries (the journal's tests start throwaway clusters)");
+    postgres()?;
     step("cargo xtask conformance (the official MCP client conformance suite)");
     let conformance = crate::conformance::ConformanceArgs::default();
     if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
@@ -67,6 +69,59 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     }
     println!("ci: all checks passed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `/usr/lib/postgresql/*/bin/initdb` is there.
+fn has_postgres() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .map(|versions| {
+            versions
+                .filter_map(Result::ok)
+                .any(|version| version.path().join("bin/initdb").exists())
+        })
+        .unwrap_or(false)
+}
+
+/// Installs Debian's `postgresql` package when its server binaries are missing, and says so.
+fn postgres() -> anyhow::Result<()> {
+    if has_postgres() {
+        println!("present");
+        return Ok(());
+    }
+    println!("missing: installing the `postgresql` package (apt-get)");
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|status| status.lines().any(|l| l.starts_with("Uid:\t0\t")))
+        .unwrap_or(false);
+    let apt = |args: &[&str]| -> anyhow::Result<()> {
+        let mut command = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg("apt-get");
+            sudo
+        };
+        let status = command
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .context("cannot run apt-get")?;
+        if !status.success() {
+            bail!("apt-get {} failed ({status})", args.join(" "));
+        }
+        Ok(())
+    };
+    apt(&["update", "-qq"])?;
+    apt(&[
+        "install",
+        "-y",
+        "-qq",
+        "--no-install-recommends",
+        "postgresql",
+    ])?;
+    if !has_postgres() {
+        bail!("the postgresql package installed no /usr/lib/postgresql/*/bin/initdb");
+    }
+    Ok(())
 }
 
 fn step(what: &str) {

@@ -128,6 +128,11 @@ impl Journal {
         self
     }
 
+    /// The store itself (to measure it, or to read it the way the journal does).
+    pub fn store(&self) -> &dyn JournalStore {
+        &*self.store
+    }
+
     /// The store's kind and place.
     pub fn describe(&self) -> &str {
         self.store.describe()

@@ -1,15 +1,18 @@
 //! The shared journal: one PostgreSQL database for every replica of an agent host.
 //!
-//! A few connections (tokio-postgres, statements prepared once per connection), each carrying
-//! concurrent statements pipelined; every statement commits on its own, and PostgreSQL's WAL
-//! flush groups the commits of concurrent connections. The claim is one conditional
+//! Writes (claims, outcomes, leases) queue to one connection that runs all that are waiting in
+//! one transaction, pipelined (group commit: one WAL flush for a batch of claims; a batch of
+//! outcomes only is committed with `synchronous_commit` off — only the claim must be durable
+//! before the send). A batch that fails (a deadlock with another replica's) is retried one
+//! statement at a time. Reads go to a few more connections, pipelined. Statements are
+//! prepared once per connection. The claim is one conditional
 //! `INSERT … ON CONFLICT … DO UPDATE … WHERE` statement: two replicas racing on one key claim
 //! it once. Leases and deadlines are judged by the database's `now()`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::store::{
@@ -150,8 +153,157 @@ struct Connection {
 pub(crate) struct Postgres {
     url: String,
     describe: String,
+    /// For reads.
     connections: Vec<Mutex<Arc<Connection>>>,
     next: AtomicUsize,
+    /// To the writer's connection.
+    writes: mpsc::UnboundedSender<Queued>,
+}
+
+/// A write, as the batch runs it.
+enum Write {
+    Renew {
+        owner: String,
+        lease_ms: i64,
+        create: bool,
+    },
+    Claim(Claim),
+    Settle {
+        key: Key,
+        owner: String,
+        record: Record,
+        only_if_expired: bool,
+    },
+}
+
+/// A write and who waits for its rows.
+struct Queued {
+    write: Write,
+    reply: oneshot::Sender<Result<u64, String>>,
+}
+
+/// Most writes one transaction carries.
+const MAX_BATCH: usize = 256;
+
+impl Write {
+    async fn run(&self, c: &Connection) -> Result<u64, tokio_postgres::Error> {
+        match self {
+            Write::Renew {
+                owner,
+                lease_ms,
+                create,
+            } => {
+                let statement = if *create { &c.renew_create } else { &c.renew };
+                c.client.execute(statement, &[owner, lease_ms]).await
+            }
+            Write::Claim(claim) => {
+                c.client
+                    .execute(
+                        &c.claim,
+                        &[
+                            &claim.key.tenant,
+                            &claim.key.session,
+                            &claim.key.call_id,
+                            &claim.digest,
+                            &claim.binding,
+                            &claim.owner,
+                            &claim.timeout_ms,
+                            &claim.trace_id,
+                        ],
+                    )
+                    .await
+            }
+            Write::Settle {
+                key,
+                owner,
+                record,
+                only_if_expired,
+            } => {
+                c.client
+                    .execute(
+                        &c.settle,
+                        &[
+                            &key.tenant,
+                            &key.session,
+                            &key.call_id,
+                            &record.state.as_str(),
+                            &record.is_error,
+                            &record.unknown_outcome,
+                            &record.result,
+                            &record.result_bytes,
+                            owner,
+                            only_if_expired,
+                        ],
+                    )
+                    .await
+            }
+        }
+    }
+}
+
+/// The writer: each turn, every waiting write in one transaction.
+async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiver<Queued>) {
+    let mut connection = Some(first);
+    while let Some(queued) = queue.recv().await {
+        let mut batch = vec![queued];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(queued) => batch.push(queued),
+                Err(_) => break,
+            }
+        }
+        if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
+            connection = match connect(&url).await {
+                Ok(client) => prepare(client).await.ok(),
+                Err(_) => None,
+            };
+        }
+        let Some(c) = &connection else {
+            for queued in batch {
+                let _ = queued
+                    .reply
+                    .send(Err("cannot connect to the database".into()));
+            }
+            continue;
+        };
+        if batch.len() > 1
+            && let Some(rows) = together(c, &batch).await
+        {
+            for (queued, rows) in batch.into_iter().zip(rows) {
+                let _ = queued.reply.send(Ok(rows));
+            }
+            continue;
+        }
+        for queued in batch {
+            let rows = queued.write.run(c).await.map_err(|e| describe_error(&e));
+            let _ = queued.reply.send(rows);
+        }
+    }
+}
+
+/// The batch in one transaction, its statements pipelined; `None` when it failed (rolled back).
+async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
+    let durable = batch
+        .iter()
+        .any(|queued| !matches!(queued.write, Write::Settle { .. }));
+    let begin = if durable {
+        "BEGIN"
+    } else {
+        "BEGIN; SET LOCAL synchronous_commit TO OFF"
+    };
+    c.client.batch_execute(begin).await.ok()?;
+    let runs = batch.iter().map(|queued| queued.write.run(c));
+    let rows: Result<Vec<u64>, _> = futures_util::future::join_all(runs)
+        .await
+        .into_iter()
+        .collect();
+    match rows {
+        Ok(rows) if c.client.batch_execute("COMMIT").await.is_ok() => Some(rows),
+        _ => {
+            let _ = c.client.batch_execute("ROLLBACK").await;
+            None
+        }
+    }
 }
 
 impl Postgres {
@@ -170,11 +322,16 @@ impl Postgres {
             let client = connect(url).await.map_err(&error)?;
             connections.push(Mutex::new(Arc::new(prepare(client).await.map_err(&error)?)));
         }
+        let client = connect(url).await.map_err(&error)?;
+        let first = prepare(client).await.map_err(&error)?;
+        let (writes, queue) = mpsc::unbounded_channel();
+        tokio::spawn(writer(url.to_owned(), first, queue));
         Ok(Postgres {
             url: url.to_owned(),
             describe,
             connections,
             next: AtomicUsize::new(0),
+            writes,
         })
     }
 
@@ -182,6 +339,18 @@ impl Postgres {
         StoreError {
             store: self.describe.clone(),
             message: error.to_string(),
+        }
+    }
+
+    /// Queues `write` to the writer; resolves after its commit with its rows.
+    async fn write(&self, write: Write) -> Result<u64, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writes
+            .send(Queued { write, reply })
+            .map_err(|_| self.error("the journal's writer has stopped"))?;
+        match answer.await {
+            Ok(rows) => rows.map_err(|e| self.error(e)),
+            Err(_) => Err(self.error("the journal's writer has stopped")),
         }
     }
 
@@ -329,40 +498,17 @@ impl JournalStore for Postgres {
     }
 
     fn renew<'a>(&'a self, owner: &'a str, lease_ms: i64, create: bool) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            let c = self.connection().await?;
-            let statement = if create { &c.renew_create } else { &c.renew };
-            let changed = c
-                .client
-                .execute(statement, &[&owner, &lease_ms])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            Ok(changed > 0)
-        })
+        let write = Write::Renew {
+            owner: owner.to_owned(),
+            lease_ms,
+            create,
+        };
+        Box::pin(async move { Ok(self.write(write).await? > 0) })
     }
 
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            let c = self.connection().await?;
-            let changed = c
-                .client
-                .execute(
-                    &c.claim,
-                    &[
-                        &claim.key.tenant,
-                        &claim.key.session,
-                        &claim.key.call_id,
-                        &claim.digest,
-                        &claim.binding,
-                        &claim.owner,
-                        &claim.timeout_ms,
-                        &claim.trace_id,
-                    ],
-                )
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            Ok(changed > 0)
-        })
+        let write = Write::Claim(claim.clone());
+        Box::pin(async move { Ok(self.write(write).await? > 0) })
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
@@ -384,29 +530,13 @@ impl JournalStore for Postgres {
         record: &'a Record,
         only_if_expired: bool,
     ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            let c = self.connection().await?;
-            let changed = c
-                .client
-                .execute(
-                    &c.settle,
-                    &[
-                        &key.tenant,
-                        &key.session,
-                        &key.call_id,
-                        &record.state.as_str(),
-                        &record.is_error,
-                        &record.unknown_outcome,
-                        &record.result,
-                        &record.result_bytes,
-                        &owner,
-                        &only_if_expired,
-                    ],
-                )
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            Ok(changed > 0)
-        })
+        let write = Write::Settle {
+            key: key.clone(),
+            owner: owner.to_owned(),
+            record: record.clone(),
+            only_if_expired,
+        };
+        Box::pin(async move { Ok(self.write(write).await? > 0) })
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

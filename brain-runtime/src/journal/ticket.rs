@@ -13,6 +13,7 @@ use super::owner::Journaling;
 use super::store::{Claim, Entry, EntryState, Key, Record, StoreError};
 use crate::event::ToolResult;
 use crate::outcome::{Fact, Failure};
+use crate::tool::Tool;
 
 /// How long past a running call's recorded deadline a retry waits for its outcome before it
 /// reports the outcome as unknown.
@@ -66,14 +67,15 @@ impl Ticket {
     pub(crate) fn new(
         journaling: &Arc<Journaling>,
         key: Key,
-        binding: &ToolBinding,
+        tool: &Tool,
         arguments: &Value,
         trace_id: Option<String>,
     ) -> Ticket {
+        let binding = &tool.binding;
         Ticket {
             journaling: Arc::clone(journaling),
             key,
-            digest: digest(binding, arguments),
+            digest: digest(&tool.identity, arguments),
             binding: binding.name.clone(),
             timeout_ms: i64::try_from(binding.timeout_seconds.saturating_mul(1000))
                 .unwrap_or(i64::MAX),
@@ -330,13 +332,10 @@ fn record(result: &ToolResult, state: EntryState, cap: usize) -> Record {
     }
 }
 
-/// The digest of what a call asks: the binding's name, what it calls (`url` or `command`,
-/// `mcp_tool`), the pin's digest (else the input schema's), and the arguments in RFC 8785
-/// canonical JSON — `sha256:` and hex.
-pub(crate) fn digest(binding: &ToolBinding, arguments: &Value) -> String {
+/// What every call of `binding` asks besides its arguments, hashed: the binding's name, what it
+/// calls (`url` or `command`, `mcp_tool`), and the pin's digest (else the input schema's).
+pub(crate) fn identity(binding: &ToolBinding) -> [u8; 32] {
     use sha2::{Digest, Sha256};
-    let canonical =
-        |value: &Value| serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string());
     let target = match (&binding.url, &binding.command) {
         (Some(url), _) => format!("url {url}"),
         (None, Some(command)) => format!("command {}", canonical(&Value::from(command.clone()))),
@@ -356,12 +355,25 @@ pub(crate) fn digest(binding: &ToolBinding, arguments: &Value) -> String {
         &target,
         binding.mcp_tool.as_deref().unwrap_or(""),
         &pinned,
-        &canonical(arguments),
     ] {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
+    hash.finalize().into()
+}
+
+/// The digest of a call: its binding's [`identity`] and its arguments in RFC 8785 canonical
+/// JSON (so `1` and `1.0` are one value) — `sha256:` and hex.
+pub(crate) fn digest(identity: &[u8; 32], arguments: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(identity);
+    hash.update(canonical(arguments).as_bytes());
     format!("sha256:{}", hex(&hash.finalize()))
+}
+
+fn canonical(value: &Value) -> String {
+    serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -383,8 +395,8 @@ mod tests {
 
     #[test]
     fn one_value_is_one_digest_and_arguments_change_it() {
-        let b = binding();
-        let digest = |v| super::digest(&b, &v);
+        let identity = super::identity(&binding());
+        let digest = |v| super::digest(&identity, &v);
         assert_eq!(
             digest(json!({"a": 1, "b": "x"})),
             digest(json!({"b": "x", "a": 1.0}))
@@ -392,6 +404,7 @@ mod tests {
         assert_ne!(digest(json!({"a": 1})), digest(json!({"a": 2})));
         let mut other = binding();
         other.url = Some("http://127.0.0.1:2/mcp".into());
+        let other = super::identity(&other);
         assert_ne!(super::digest(&other, &json!({})), digest(json!({})));
     }
 }

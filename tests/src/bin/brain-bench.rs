@@ -1,5 +1,5 @@
 //! brain-bench: the performance targets listed in README's bench section, "Performance: `cargo
-//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8; the naive rmcp ratio as information),
+//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9; the naive rmcp ratio as information),
 //! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
 //! [--quick] [--require-sdks]` builds it in release mode and runs it.
 //!
@@ -18,6 +18,9 @@
 //! plain POST of the same arguments with the same headers to the same endpoint.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[path = "brain-bench/journal.rs"]
+mod journal;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +50,9 @@ struct Args {
     /// Measure only the OpenTelemetry target (P8).
     #[arg(long)]
     only_telemetry: bool,
+    /// Measure only the call journal's target (P9).
+    #[arg(long)]
+    only_journal: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `floor`, `session-floor`),
     /// CONCURRENCY at a time, and print their rate.
@@ -163,6 +169,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         );
         return Ok(true);
     }
+    if args.only_journal {
+        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
+        journal::journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
+        return Ok(report(&targets, &scenarios));
+    }
     if args.only_telemetry {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
         telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
@@ -275,6 +286,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     targets.push(per_call_work(&server.url, plan.rounds)?);
     targets.extend(memory(&server.url).await?);
     targets.extend(discovery_and_codegen(plan.rounds).await?);
+    journal::journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
