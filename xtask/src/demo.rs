@@ -5,7 +5,9 @@
 //! tools, points the bindings at it and calls tools through `brain-harness`: a plain call, one
 //! with live progress, a 2026-07-28 call, a stdio server, an HTTP tool, an SSE tool with progress
 //! and a session inspection token the server verifies, a refused call and a failing one with its
-//! `unknown_outcome`; then stops the server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
+//! `unknown_outcome`; then one call id sent twice — the retry answered from the call journal
+//! (SQLite, in the demo's directory), the server's count unchanged — and the journal's audit;
+//! then stops the server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -98,6 +100,9 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&dir)?;
     let demo_config = dir.join("host.json");
     std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
+    // Every call is journaled; the harness's default journal is
+    // `$XDG_STATE_HOME/brain/state.db`, the demo keeps its own.
+    let state = format!("sqlite:{}", dir.join("state.db").display());
     let calls: [(&str, &str, &str, &str); 8] = [
         (
             "a plain call",
@@ -155,6 +160,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         println!("\n-- {what}: brain-harness call --tenant {tenant} {tool} '{args}'");
         let status = Command::new(harness())
             .env(brain_runtime::SESSION_TOKEN_KEY_ENV, &session_key)
+            .env("BRAIN_STATE_URL", &state)
             .arg("--config")
             .arg(&demo_config)
             .args(["call", "--tenant", tenant, tool, args])
@@ -162,6 +168,39 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             .context("cannot run brain-harness")?;
         println!("   (exit {})", status.code().unwrap_or(-1));
     }
+
+    println!("\n== 5. at most once across retries: the call journal (SQLite, embedded)");
+    let call_id = format!("demo-{}", std::process::id());
+    let runs = || -> anyhow::Result<u64> {
+        let stats = server.stats()?;
+        Ok(stats["calls"].as_u64().unwrap_or(0))
+    };
+    for what in ["the call", "the host retries it with the same call id"] {
+        println!(
+            "\n-- {what}: brain-harness call --tenant local --call-id {call_id} echo '{{\"message\": \"once\"}}'"
+        );
+        let before = runs()?;
+        let status = Command::new(harness())
+            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, &session_key)
+            .env("BRAIN_STATE_URL", &state)
+            .arg("--config")
+            .arg(&demo_config)
+            .args(["call", "--tenant", "local", "--call-id", &call_id, "echo"])
+            .arg(r#"{"message": "once"}"#)
+            .status()
+            .context("cannot run brain-harness")?;
+        println!(
+            "   (exit {}; the server ran the tool {} time(s) for it)",
+            status.code().unwrap_or(-1),
+            runs()? - before
+        );
+    }
+    println!("\n-- the audit: brain-harness journal");
+    Command::new(harness())
+        .env("BRAIN_STATE_URL", &state)
+        .arg("journal")
+        .status()
+        .context("cannot run brain-harness")?;
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
     println!("\n   test server stopped");
@@ -216,6 +255,24 @@ impl TestServer {
             child,
             url: url.trim().to_owned(),
         })
+    }
+
+    /// Its counters (`GET /stats`): what reached it.
+    fn stats(&self) -> anyhow::Result<Value> {
+        use std::io::{Read, Write};
+        let authority = self
+            .url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let mut stream = std::net::TcpStream::connect(&authority)?;
+        write!(stream, "GET /stats HTTP/1.0\r\nHost: {authority}\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+        serde_json::from_str(body).context("the test server's /stats")
     }
 }
 

@@ -47,6 +47,10 @@ pub(crate) use exchange::{
 };
 pub(crate) use rounds::{CALL_ID, Round, call_message};
 
+/// How much longer than the call's timeout the admit step may take: the wait for a call
+/// running elsewhere lasts until its owner's deadline plus the journal's grace (5 s).
+const ADMIT_GRACE: Duration = Duration::from_secs(10);
+
 /// A call the gate let through, as the runtime hands it to the lifecycle.
 pub(crate) struct Started<'a> {
     /// The pooled client the call's requests go through.
@@ -128,9 +132,17 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         let written = written || elsewhere();
         Failure::new(Fact::Interrupted { by, written }, message)
     };
+    // Before the call's own timeout: a call running elsewhere is waited for until its owner's
+    // deadline (plus a grace), which the store bounds; this bounds a store that stops answering.
+    let admit_bound = timeout + ADMIT_GRACE;
     let admitted = tokio::select! {
         biased;
-        admitted = admit(ticket) => admitted,
+        admitted = tokio::time::timeout(admit_bound, admit(ticket)) => admitted.unwrap_or_else(|_| {
+            Err(interrupted(
+                Interruption::Timeout,
+                format!("the call journal did not answer within {}s", admit_bound.as_secs()),
+            ))
+        }),
         () = cancel.cancelled() => Err(interrupted(
             Interruption::Cancelled,
             "the call was interrupted".to_owned(),

@@ -214,3 +214,51 @@ impl JournalStore for Memory {
         ready(Ok((count - state.entries.len()) as u64))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Claim, JournalStore, Key, Memory, Record};
+    use crate::journal::EntryState;
+
+    fn claim(owner: &str, id: usize) -> Claim {
+        Claim {
+            key: Key {
+                tenant: "t".into(),
+                session: "s".into(),
+                call_id: id.to_string(),
+            },
+            digest: "d".into(),
+            binding: "b".into(),
+            owner: owner.into(),
+            timeout_ms: 60_000,
+            trace_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_memory_journal_drops_finished_entries_then_refuses() {
+        let memory = Memory::new(10);
+        assert!(memory.renew("o", 60_000, true).await.unwrap());
+        for id in 0..10 {
+            assert!(memory.claim(&claim("o", id)).await.unwrap());
+        }
+        // All ten in flight: no room.
+        let refused = memory.claim(&claim("o", 10)).await.unwrap_err();
+        assert!(refused.message.contains("full"), "{refused}");
+        let done = Record {
+            state: EntryState::Completed,
+            is_error: false,
+            unknown_outcome: false,
+            result: None,
+            result_bytes: 0,
+        };
+        for id in 0..3 {
+            let key = claim("o", id).key;
+            assert!(memory.settle(&key, "o", &done, false).await.unwrap());
+        }
+        // Finished ones make room, oldest first.
+        assert!(memory.claim(&claim("o", 10)).await.unwrap());
+        assert!(memory.lookup(&claim("o", 0).key).await.unwrap().is_none());
+        assert!(memory.lookup(&claim("o", 9).key).await.unwrap().is_some());
+    }
+}
