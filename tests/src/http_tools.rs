@@ -1,7 +1,7 @@
 //! The test server's HTTP and SSE tool endpoints (plain webhooks, not MCP), under `/tools`: a
 //! healthy tool of each shape and one endpoint per fault of the wire contract (README, "HTTP and
 //! SSE tools"). Every endpoint counts the requests whose body arrived, the at-most-once counter of
-//! these tools, and keeps the last request's headers.
+//! these tools (in all and per `Idempotency-Key`), and keeps the last request's headers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,9 +19,23 @@ use serde_json::{Map, Value, json};
 pub struct ToolStats {
     /// Tool requests whose body arrived (the at-most-once counter for HTTP and SSE tools).
     pub requests: AtomicUsize,
+    /// The same per `Idempotency-Key` (brain's call id), for the requests that carried one.
+    pub requests_by_id: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     /// The headers of the last tool request (lowercase names → values; `authorization` only as
     /// `<present>`).
     pub last_headers: std::sync::Mutex<Map<String, Value>>,
+}
+
+impl ToolStats {
+    /// [`ToolStats::requests_by_id`] as a JSON object (served at `GET /stats?by_id=1`).
+    pub fn requests_by_id(&self) -> Value {
+        json!(
+            *self
+                .requests_by_id
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        )
+    }
 }
 
 struct Endpoints {
@@ -63,6 +77,19 @@ async fn accept(endpoints: &Endpoints, request: Request) -> Result<(HeaderMap, V
         return Err(StatusCode::BAD_REQUEST.into_response());
     };
     endpoints.stats.requests.fetch_add(1, Ordering::SeqCst);
+    if let Some(key) = parts
+        .headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+    {
+        *endpoints
+            .stats
+            .requests_by_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key.to_owned())
+            .or_default() += 1;
+    }
     let headers = headers_json(&parts.headers, |_| true);
     *endpoints
         .stats

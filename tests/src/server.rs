@@ -117,6 +117,9 @@ pub enum Resume {
 pub struct Stats {
     /// `tools/call` requests that arrived (the at-most-once counter).
     pub calls: AtomicUsize,
+    /// The same per call id (brain's `params._meta.progressToken`), for the calls that gave
+    /// one.
+    pub calls_by_id: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     /// `initialize` requests.
     pub initializes: AtomicUsize,
     /// `notifications/cancelled` received.
@@ -176,6 +179,20 @@ impl Stats {
             "running": Self::get(&self.running),
             "accepted": Self::get(&self.accepted),
         })
+    }
+
+    /// [`Stats::calls_by_id`] as a JSON object (served at `GET /stats?by_id=1`).
+    pub fn calls_by_id(&self) -> Value {
+        json!(*lock(&self.calls_by_id))
+    }
+}
+
+/// The call id a message carries as its progress token (a string or a number), if any.
+pub fn progress_token(message: &Value) -> Option<String> {
+    match &message["params"]["_meta"]["progressToken"] {
+        Value::String(token) => Some(token.clone()),
+        Value::Number(token) => Some(token.to_string()),
+        _ => None,
     }
 }
 
@@ -347,18 +364,25 @@ impl TestServer {
             )
             .route(
                 "/stats",
-                axum::routing::get(move || {
-                    let stats = Arc::clone(&counters);
-                    let tools = Arc::clone(&tool_counters);
-                    async move {
-                        let mut snapshot = stats.snapshot();
-                        snapshot["tool_requests"] = json!(Stats::get(&tools.requests));
-                        (
-                            [(header::CONTENT_TYPE, "application/json")],
-                            snapshot.to_string(),
-                        )
-                    }
-                }),
+                axum::routing::get(
+                    move |axum::extract::RawQuery(query): axum::extract::RawQuery| {
+                        let stats = Arc::clone(&counters);
+                        let tools = Arc::clone(&tool_counters);
+                        async move {
+                            let mut snapshot = stats.snapshot();
+                            snapshot["tool_requests"] = json!(Stats::get(&tools.requests));
+                            // Per call id only when asked: the counters stay small.
+                            if query.is_some_and(|q| q.split('&').any(|pair| pair == "by_id=1")) {
+                                snapshot["calls_by_id"] = stats.calls_by_id();
+                                snapshot["tool_requests_by_id"] = tools.requests_by_id();
+                            }
+                            (
+                                [(header::CONTENT_TYPE, "application/json")],
+                                snapshot.to_string(),
+                            )
+                        }
+                    },
+                ),
             );
         let router = match &faults.oauth {
             Some(guard) => {
@@ -579,6 +603,9 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         }
         Some("tools/call") => {
             stats.calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(id) = progress_token(&message) {
+                *lock(&stats.calls_by_id).entry(id).or_default() += 1;
+            }
             if message["params"]["name"] == "chatty" {
                 let events = chatty_messages(&message).map(|message| {
                     Ok::<_, std::convert::Infallible>(format!("data: {message}\n\n"))

@@ -18,8 +18,9 @@ use crate::server::{Faults, Stats, TestTools};
 /// Faults a stdio server can inject, chosen on its command line.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StdioFaults {
-    /// Append one line per event here: `initialize` (and `offered REVISION`), `tools/call`,
-    /// `cancelled`, `answer`, `child PID`, `exit`.
+    /// Append one line per event here: `initialize` (and `offered REVISION`), `tools/call`
+    /// (and `call-id ID`, its progress token, when it has one), `cancelled`, `answer`,
+    /// `child PID`, `exit`.
     #[arg(long)]
     pub stats_file: Option<PathBuf>,
     /// Exit (status 3) when initialize arrives, without answering it.
@@ -81,6 +82,21 @@ pub fn count(stats_file: &std::path::Path, kind: &str) -> usize {
         .lines()
         .filter(|line| *line == kind)
         .count()
+}
+
+/// The `tools/call` count per call id (each `call-id ID` line) in a stats file written by
+/// stdio servers.
+pub fn count_by_id(stats_file: &std::path::Path) -> std::collections::HashMap<String, usize> {
+    let mut counts = std::collections::HashMap::new();
+    for line in std::fs::read_to_string(stats_file)
+        .unwrap_or_default()
+        .lines()
+    {
+        if let Some(id) = line.strip_prefix("call-id ") {
+            *counts.entry(id.to_owned()).or_default() += 1;
+        }
+    }
+    counts
 }
 
 /// The pids of the children stdio servers recorded in a stats file.
@@ -155,6 +171,9 @@ async fn pass_on(stdio: Arc<StdioFaults>, mut to_rmcp: tokio::io::DuplexStream) 
             }
             Some("tools/call") => {
                 stdio.record("tools/call");
+                if let Some(id) = crate::server::progress_token(&message) {
+                    stdio.record(&format!("call-id {id}"));
+                }
                 if message["params"]["name"] == "chatty" {
                     // On its own thread: the layer goes on reading (and recording) the answers.
                     let messages = crate::server::chatty_messages(&message);

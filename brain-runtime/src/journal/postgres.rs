@@ -184,6 +184,8 @@ struct Queued {
 
 /// Most writes one transaction carries.
 const MAX_BATCH: usize = 256;
+/// How long a batch of outcomes only waits for a claim to commit with.
+const DEFER: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl Write {
     async fn run(&self, c: &Connection) -> Result<u64, tokio_postgres::Error> {
@@ -252,6 +254,18 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
                 Err(_) => break,
             }
         }
+        // Outcomes alone wait a little for a claim to share the commit with.
+        let deadline = tokio::time::Instant::now() + DEFER;
+        while batch.len() < MAX_BATCH
+            && batch
+                .iter()
+                .all(|q| matches!(q.write, Write::Settle { .. }))
+        {
+            match tokio::time::timeout_at(deadline, queue.recv()).await {
+                Ok(Some(queued)) => batch.push(queued),
+                _ => break,
+            }
+        }
         if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
             connection = match connect(&url).await {
                 Ok(client) => prepare(client).await.ok(),
@@ -281,8 +295,11 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
     }
 }
 
-/// The batch in one transaction, its statements pipelined; `None` when it failed (rolled back).
+/// The batch in one transaction, sent in one flight (`BEGIN`, the statements, `COMMIT`,
+/// pipelined: one round trip and one WAL flush); `None` when a statement failed (then
+/// PostgreSQL turns the `COMMIT` into a rollback, and nothing of the batch was written).
 async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
+    use futures_util::FutureExt;
     let durable = batch
         .iter()
         .any(|queued| !matches!(queued.write, Write::Settle { .. }));
@@ -291,19 +308,25 @@ async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
     } else {
         "BEGIN; SET LOCAL synchronous_commit TO OFF"
     };
-    c.client.batch_execute(begin).await.ok()?;
-    let runs = batch.iter().map(|queued| queued.write.run(c));
-    let rows: Result<Vec<u64>, _> = futures_util::future::join_all(runs)
-        .await
-        .into_iter()
-        .collect();
-    match rows {
-        Ok(rows) if c.client.batch_execute("COMMIT").await.is_ok() => Some(rows),
-        _ => {
-            let _ = c.client.batch_execute("ROLLBACK").await;
-            None
-        }
-    }
+    let begin = c.client.batch_execute(begin).map(|r| r.map(|()| 0));
+    let commit = c.client.batch_execute("COMMIT").map(|r| r.map(|()| 0));
+    let mut flight: Vec<futures_util::future::BoxFuture<'_, Result<u64, _>>> =
+        Vec::with_capacity(batch.len() + 2);
+    flight.push(Box::pin(begin));
+    flight.extend(
+        batch
+            .iter()
+            .map(|queued| -> futures_util::future::BoxFuture<'_, _> {
+                Box::pin(queued.write.run(c))
+            }),
+    );
+    flight.push(Box::pin(commit));
+    let answers = futures_util::future::join_all(flight).await;
+    let rows: Result<Vec<u64>, _> = answers.into_iter().collect();
+    let mut rows = rows.ok()?;
+    rows.pop();
+    rows.remove(0);
+    Some(rows)
 }
 
 impl Postgres {

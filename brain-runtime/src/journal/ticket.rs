@@ -135,11 +135,15 @@ impl Ticket {
                 timeout_ms: self.timeout_ms,
                 trace_id: self.trace_id.clone(),
             };
+            // Owned before the claim is awaited: a claim that commits while the call is
+            // cancelled (or whose answer is lost) is still settled after the call — as not
+            // sent, since nothing was.
+            *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&owner));
             if store.claim(&claim).await.map_err(|e| self.failed(e))? {
-                *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(owner);
                 self.set(JournalState::New);
                 return Ok(None);
             }
+            *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
             match store.lookup(&self.key).await.map_err(|e| self.failed(e))? {
                 Some(entry) => match self.resolve(entry).await? {
                     None => continue,
@@ -297,6 +301,7 @@ impl Ticket {
         let record = record(result, state, self.journaling.journal.result_cap);
         let journaling = Arc::clone(&self.journaling);
         let key = self.key.clone();
+        let state = record.state;
         Some(async move {
             match journaling
                 .store()
@@ -304,6 +309,9 @@ impl Ticket {
                 .await
             {
                 Ok(true) => {}
+                // A claim that never committed (nothing to settle), or an outcome a retry
+                // recorded first after this process's lease had expired.
+                Ok(false) if state == EntryState::NotSent => {}
                 Ok(false) => tracing::warn!(
                     call_id = %key.call_id,
                     "the journal had already recorded this call's outcome as unknown (this \

@@ -1,20 +1,31 @@
 //! brain-soak: many calls through one runtime against test servers (separate processes), a share
 //! of them with random faults, both protocol revisions over HTTP (where a healthy call goes to
 //! an echoing server or to a chatty one: 100 progress notifications, and 3 pings over a
-//! session, before its result), and a share to stdio bindings
-//! (`brain-test-server --stdio`, a process per call, healthy or with a stdio fault) and a share to
-//! HTTP and SSE tools (the test server's `/tools` endpoints, healthy or faulty, one server each).
-//! `cargo xtask soak` builds and runs it.
+//! session, before its result; a faulty one may also go to the `fail` tool, a tool error), and
+//! a share to stdio bindings (`brain-test-server --stdio`, a process per call, healthy or with a
+//! stdio fault) and a share to HTTP and SSE tools (the test server's `/tools` endpoints, healthy
+//! or faulty, one server each). The runtime keeps a journal (SQLite, in a temporary directory),
+//! and a share of the call ids is sent again: retried after their first result (a faulty call
+//! more often, so that every fault kind is), or killed — the first call dropped at a random
+//! moment — and retried. `cargo xtask soak` builds and runs it.
 //!
 //! Asserts: no panic anywhere (a panic hook counts the runtime's tasks too), no hang (every call
 //! ends within its timeout plus 5 s), every call answered with exactly one `tool.result` whose
 //! `(is_error, unknown_outcome)` is what its server's fault must produce (and a healthy result
-//! says what the tool said), RSS flat (at most 0.5 KiB per call of growth from the second
-//! quarter of the calls to the last: a 1 KiB-per-call leak shows), this process's open file descriptors back to the starting count once the
-//! runtime is dropped, each server's `tools/call` count equal to the calls that reached it (stdio
-//! servers count in a stats file per kind; tool endpoints count the requests that reached them),
-//! and no server process left once the runtime is dropped.
-//! Prints the figures; the last line is a one-line summary; exit 1 on any violation.
+//! says what the tool said); every retry answered with exactly one `tool.result`: the first's,
+//! `replayed`, unless the first failed before anything could have run (then sent again, afresh,
+//! and ended the same way); a killed call's retry replayed (what the first ended with, or
+//! unknown) or, when the first was not sent, sent afresh and ended as its kind ends; RSS flat
+//! (at most 0.5 KiB per call of growth from the second quarter of the calls to the last: a
+//! 1 KiB-per-call leak shows), this process's open file descriptors back to the starting count
+//! once the runtime is dropped, each server's `tools/call` count equal to the calls that
+//! reached it (stdio servers count in a stats file per kind; tool endpoints count the requests
+//! that reached them), and per call id: each reached its server exactly as often as one call
+//! of its kind does (once for a healthy call, never again when retried; a retried not-sent
+//! failure twice when the server counts it), a killed call's id at most that, and no server
+//! counted an id not sent to it; no server process left once the runtime is dropped.
+//! Prints the figures (the retries and kills per kind among them); the last line is a one-line
+//! summary; exit 1 on any violation.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -23,11 +34,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use brain_runtime::{CallRequest, Event, Runtime, Scope};
+use brain_runtime::journal::{Durability, Journal};
+use brain_runtime::{CallRequest, Runtime, Scope};
 use clap::Parser;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tests::process::{ServerProcess, children, memory_mb};
+
+#[path = "brain-soak/journal.rs"]
+mod journal;
+#[path = "brain-soak/plan.rs"]
+mod plan;
+
+use journal::{Figures, Sending};
+use plan::{
+    CHATTY, Extra, KINDS, Route, STDIO_KINDS, TIMEOUT_SECONDS, TOOL_ERROR, TOOL_KINDS, UNKNOWN,
+};
 
 /// Soak the runtime with random faults.
 #[derive(Parser)]
@@ -47,9 +68,16 @@ struct Args {
     /// Share of calls made to HTTP and SSE tools (their own share of faults: `fault_rate`).
     #[arg(long, default_value_t = 0.2)]
     tool_share: f64,
-    /// Seed of the fault choice.
+    /// Seed of the fault choice (and of the retries and kills).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Share of call ids sent again after their first result (a faulty call's: five times
+    /// that), to be replayed from the journal.
+    #[arg(long, default_value_t = 0.1)]
+    retry_share: f64,
+    /// Share of calls dropped at a random moment, their call id then sent again.
+    #[arg(long, default_value_t = 0.02)]
+    kill_share: f64,
     /// Expect the wrong flags of the kind with this name (its healthy ones become "unknown"):
     /// a stand-in for a broken classification, which the soak must report (its own test).
     #[arg(long, value_name = "KIND")]
@@ -63,267 +91,8 @@ const MAX_GROWTH_PER_CALL_KIB: f64 = 0.5;
 /// Panics anywhere in the process (the runtime's own tasks included), counted by a hook.
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
-/// One server: its faults (as `brain-test-server` flags) and how many `tools/call` a call
-/// routed to it adds to its count, per revision.
-struct Kind {
-    name: &'static str,
-    flags: &'static [&'static str],
-    counted_session: usize,
-    counted_stateless: usize,
-    /// The `(is_error, unknown_outcome)` a call must end with over a session (and over stdio).
-    session: Flags,
-    /// The same at 2026-07-28.
-    stateless: Flags,
-}
-
-/// The chatty server's kind: its calls go to the test server's `chatty` tool, 100 progress
-/// notifications and (over a session, where brain answers them) 3 pings before the result.
-const CHATTY: &str = "chatty";
-
-/// `(is_error, unknown_outcome)`.
-type Flags = (bool, bool);
-const OK: Flags = (false, false);
-/// Refused or rejected before the tool ran.
-const KNOWN: Flags = (true, false);
-/// The tool may have run.
-const UNKNOWN: Flags = (true, true);
-
-/// The HTTP servers: two healthy ones first (echo, and [`CHATTY`]), then one per fault.
-const KINDS: &[Kind] = &[
-    Kind {
-        name: "healthy",
-        flags: &[],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: OK,
-        stateless: OK,
-    },
-    Kind {
-        name: CHATTY,
-        flags: &[],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: OK,
-        stateless: OK,
-    },
-    Kind {
-        name: "initialize 500",
-        flags: &["--initialize-500"],
-        counted_session: 0,
-        counted_stateless: 1,
-        session: KNOWN,
-        stateless: OK,
-    },
-    Kind {
-        name: "tools/call 500",
-        flags: &["--call-status", "500"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "tools/call 404",
-        flags: &["--call-status", "404"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: KNOWN,
-        stateless: KNOWN,
-    },
-    Kind {
-        name: "dropped before call",
-        flags: &["--drop-before-call"],
-        counted_session: 0,
-        counted_stateless: 0,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "dropped after call",
-        flags: &["--drop-after-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "stalled",
-        flags: &["--stall-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "malformed",
-        flags: &["--malformed-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "truncated",
-        flags: &["--truncated-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "-32601",
-        flags: &["--call-method-not-found"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: KNOWN,
-        stateless: KNOWN,
-    },
-    Kind {
-        name: "stream closed, resumed",
-        flags: &["--close-call-stream", "10"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: OK,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "stream closed, refused",
-        flags: &["--close-call-stream", "10", "--refuse-resume"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-];
-
-/// The stdio servers: healthy first, then one per stdio fault; how many `tools/call` a call adds
-/// to the kind's count.
-const STDIO_KINDS: &[Kind] = &[
-    Kind {
-        name: "stdio healthy",
-        flags: &[],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: OK,
-        stateless: OK,
-    },
-    Kind {
-        name: "stdio exit on initialize",
-        flags: &["--exit-on-initialize"],
-        counted_session: 0,
-        counted_stateless: 0,
-        session: KNOWN,
-        stateless: KNOWN,
-    },
-    Kind {
-        name: "stdio crash after call",
-        flags: &["--crash-after-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "stdio garbage after call",
-        flags: &["--garbage-after-call"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-    Kind {
-        name: "stdio hung",
-        flags: &["--hang"],
-        counted_session: 1,
-        counted_stateless: 1,
-        session: UNKNOWN,
-        stateless: UNKNOWN,
-    },
-];
-
-/// An HTTP or SSE tool: its endpoint on a test server of its own (under `/tools`), its
-/// transport and arguments. Every call reaches the endpoint once: each adds 1 to its count.
-struct ToolKind {
-    name: &'static str,
-    path: &'static str,
-    transport: &'static str,
-    arguments: fn() -> Value,
-    /// The `(is_error, unknown_outcome)` a call must end with (README, "HTTP and SSE tools").
-    expect: Flags,
-}
-
-/// The HTTP and SSE tools: healthy first, then one per fault.
-const TOOL_KINDS: &[ToolKind] = &[
-    ToolKind {
-        name: "http tool healthy",
-        path: "echo",
-        transport: "http",
-        arguments: || json!({"message": "soak"}),
-        expect: OK,
-    },
-    ToolKind {
-        name: "sse tool healthy",
-        path: "sse/progress",
-        transport: "sse",
-        arguments: || json!({"steps": 3}),
-        expect: OK,
-    },
-    ToolKind {
-        name: "http tool 500",
-        path: "status/500",
-        transport: "http",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-    ToolKind {
-        name: "http tool 429",
-        path: "status/429",
-        transport: "http",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-    ToolKind {
-        name: "http tool dropped",
-        path: "drop-after",
-        transport: "http",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-    ToolKind {
-        name: "http tool stalled",
-        path: "stall",
-        transport: "http",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-    ToolKind {
-        name: "sse tool without result",
-        path: "sse/no-result",
-        transport: "sse",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-    ToolKind {
-        name: "sse tool stalled",
-        path: "sse/stall",
-        transport: "sse",
-        arguments: || json!({}),
-        expect: UNKNOWN,
-    },
-];
-
-/// Where one call goes.
-#[derive(Clone, Copy)]
-enum Route {
-    /// An HTTP server of [`KINDS`], at 2026-07-28 or over a session.
-    Http { server: usize, stateless: bool },
-    /// A stdio binding of [`STDIO_KINDS`].
-    Stdio(usize),
-    /// An HTTP or SSE tool of [`TOOL_KINDS`].
-    Tool(usize),
-}
-
-/// A directory of its own for the stdio servers' stats files; removed when dropped.
+/// A directory of its own for the stdio servers' stats files and the journal; removed when
+/// dropped.
 struct StatsDir(std::path::PathBuf);
 
 impl StatsDir {
@@ -340,12 +109,11 @@ impl StatsDir {
 
 impl Drop for StatsDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if std::env::var_os("SOAK_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
-
-/// The timeout of every binding (the stalled server's calls end by it).
-const TIMEOUT_SECONDS: u64 = 2;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
@@ -370,22 +138,114 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// xorshift64*: a reproducible choice of faults.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .map(|dir| dir.count())
         .unwrap_or(0)
+}
+
+/// Call `index` (routed by `route`) as the soak sends it: its tool, arguments and expected
+/// result (`UNKNOWN` for the kind named `mislabel`).
+fn sending<'a>(
+    runtime: &'a Runtime,
+    route: Route,
+    index: usize,
+    mislabel: Option<&str>,
+) -> Sending<'a> {
+    let message = || json!({"message": "soak"});
+    let (tool, row, name, arguments, expected, says) = match route {
+        Route::Http { server, stateless } => (
+            format!("s{server}_{}", if stateless { "2026" } else { "2025" }),
+            server,
+            KINDS[server].name,
+            if KINDS[server].name == CHATTY {
+                json!({"progress": 100, "pings": if stateless { 0 } else { 3 }})
+            } else {
+                message()
+            },
+            if stateless {
+                KINDS[server].stateless
+            } else {
+                KINDS[server].session
+            },
+            if KINDS[server].name == CHATTY {
+                "chatted: 100 progress"
+            } else {
+                "soak"
+            },
+        ),
+        Route::Stdio(server) => (
+            format!("stdio{server}"),
+            KINDS.len() + server,
+            STDIO_KINDS[server].name,
+            message(),
+            STDIO_KINDS[server].session,
+            "soak",
+        ),
+        Route::Tool(server) => (
+            format!("tool{server}"),
+            KINDS.len() + STDIO_KINDS.len() + server,
+            TOOL_KINDS[server].name,
+            (TOOL_KINDS[server].arguments)(),
+            TOOL_KINDS[server].expect,
+            if server == 1 {
+                "done after 3 steps"
+            } else {
+                "soak"
+            },
+        ),
+    };
+    Sending {
+        runtime,
+        request: CallRequest {
+            tool,
+            scope: Scope {
+                tenant_id: "soak".into(),
+                session_id: "soak".into(),
+            },
+            call_id: Some(format!("soak-{index}")),
+            arguments,
+            parent: None,
+        },
+        index,
+        name,
+        row,
+        expected: if mislabel == Some(name) {
+            UNKNOWN
+        } else {
+            expected
+        },
+        says,
+        not_sent: plan::not_sent(name, expected),
+    }
+}
+
+/// The counter `total` of the server whose `/stats?by_id=1` is at `url`, the count it must
+/// show for `calls` (the call ids routed to it, see [`journal::check_ids`]), and what is wrong
+/// with its counts per call id (its `{total}_by_id`). A dropped connection's count may land a
+/// moment after the client gave up: asks again for up to 5 s until they agree.
+async fn server_counts(
+    http: &reqwest::Client,
+    url: &str,
+    total: &str,
+    name: &str,
+    calls: &[(usize, (usize, bool))],
+) -> anyhow::Result<(usize, usize, Vec<String>)> {
+    let mut answer = (0, 0, Vec::new());
+    for _ in 0..50 {
+        let stats: Value = http.get(url).send().await?.json().await?;
+        let counted = stats[total].as_u64().unwrap_or_default() as usize;
+        let by_id = journal::by_id(&stats[format!("{total}_by_id").as_str()]);
+        let mut wrong = Vec::new();
+        let expected = journal::check_ids(name, &by_id, calls, &mut wrong);
+        let agree = counted == expected && wrong.is_empty();
+        answer = (counted, expected, wrong);
+        if agree {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(answer)
 }
 
 async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
@@ -411,13 +271,13 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         }));
     }
     for (index, server) in servers.iter().enumerate() {
-        let (mcp_tool, input_schema) = if KINDS[index].name == CHATTY {
-            ("chatty", json!({"type": "object"}))
-        } else {
-            (
+        let (mcp_tool, input_schema) = match KINDS[index].name {
+            CHATTY => ("chatty", json!({"type": "object"})),
+            TOOL_ERROR => ("fail", json!({"type": "object"})),
+            _ => (
                 "echo",
                 json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
-            )
+            ),
         };
         for revision in ["2025-11-25", "2026-07-28"] {
             tools.push(json!({
@@ -458,39 +318,24 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     let text = json!({"tools": tools}).to_string();
     let config =
         brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
-    let runtime = Runtime::new(&config)?;
+    let journal = Journal::sqlite(&stats_dir.path().join("state.db"), Durability::Normal)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtime = Runtime::builder(&config).journal(journal).build()?;
 
-    // The plan: for each call, its server and revision.
-    let mut rng = Rng(args.seed.max(1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let plan: Vec<Route> = (0..args.calls)
-        .map(|_| {
-            let pick = rng.next();
-            let stdio = pick < args.stdio_share;
-            let tool = !stdio && pick < args.stdio_share + args.tool_share;
-            // The tools have two healthy kinds (HTTP and SSE), and so do MCP servers over HTTP
-            // (echo, and the chatty server).
-            let (healthy, kinds) = match (stdio, tool) {
-                (true, _) => (1, STDIO_KINDS.len()),
-                (false, true) => (2, TOOL_KINDS.len()),
-                (false, false) => (2, KINDS.len()),
-            };
-            let server = if rng.next() < args.fault_rate {
-                healthy + (rng.next() * (kinds - healthy) as f64) as usize % (kinds - healthy)
-            } else {
-                (rng.next() * healthy as f64) as usize % healthy
-            };
-            if stdio {
-                Route::Stdio(server)
-            } else if tool {
-                Route::Tool(server)
-            } else {
-                Route::Http {
-                    server,
-                    stateless: rng.next() < 0.5,
-                }
-            }
-        })
-        .collect();
+    // The plan: for each call, its server and revision, and whether its call id is sent again.
+    let plan = plan::routes(
+        args.calls,
+        args.seed,
+        args.stdio_share,
+        args.tool_share,
+        args.fault_rate,
+    );
+    let extras = Arc::new(plan::extras(
+        &plan,
+        args.seed,
+        args.retry_share,
+        args.kill_share,
+    ));
     let plan = Arc::new(plan);
     let mislabel = Arc::new(args.mislabel.clone());
 
@@ -506,19 +351,24 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             + TOOL_KINDS.len()
     ]));
     let rss = Arc::new(Mutex::new(vec![None::<f64>; 4]));
+    let figures = Arc::new(Figures::new(
+        KINDS.len() + STDIO_KINDS.len() + TOOL_KINDS.len(),
+    ));
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
-        let (runtime, plan, next, done) = (
+        let (runtime, plan, extras, next, done) = (
             runtime.clone(),
             Arc::clone(&plan),
+            Arc::clone(&extras),
             Arc::clone(&next),
             Arc::clone(&done),
         );
-        let (violations, outcomes, rss, mislabel) = (
+        let (violations, outcomes, rss, mislabel, figures) = (
             Arc::clone(&violations),
             Arc::clone(&outcomes),
             Arc::clone(&rss),
             Arc::clone(&mislabel),
+            Arc::clone(&figures),
         );
         let total = args.calls;
         workers.push(tokio::spawn(async move {
@@ -527,113 +377,53 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 if index >= total {
                     break;
                 }
-                let message = || json!({"message": "soak"});
-                // Each call's expected flags, and what a healthy result must say.
-                let (tool, row, name, arguments, expected, says) = match plan[index] {
-                    Route::Http { server, stateless } => (
-                        format!("s{server}_{}", if stateless { "2026" } else { "2025" }),
-                        server,
-                        KINDS[server].name,
-                        if KINDS[server].name == CHATTY {
-                            json!({"progress": 100, "pings": if stateless { 0 } else { 3 }})
-                        } else {
-                            message()
-                        },
-                        if stateless {
-                            KINDS[server].stateless
-                        } else {
-                            KINDS[server].session
-                        },
-                        if KINDS[server].name == CHATTY {
-                            "chatted: 100 progress"
-                        } else {
-                            "soak"
-                        },
-                    ),
-                    Route::Stdio(server) => (
-                        format!("stdio{server}"),
-                        KINDS.len() + server,
-                        STDIO_KINDS[server].name,
-                        message(),
-                        STDIO_KINDS[server].session,
-                        "soak",
-                    ),
-                    Route::Tool(server) => (
-                        format!("tool{server}"),
-                        KINDS.len() + STDIO_KINDS.len() + server,
-                        TOOL_KINDS[server].name,
-                        (TOOL_KINDS[server].arguments)(),
-                        TOOL_KINDS[server].expect,
-                        if server == 1 {
-                            "done after 3 steps"
-                        } else {
-                            "soak"
-                        },
-                    ),
-                };
-                let expected = if mislabel.as_deref() == Some(name) {
-                    UNKNOWN
-                } else {
-                    expected
-                };
-                let mut call = runtime.call(CallRequest {
-                    tool,
-                    scope: Scope {
-                        tenant_id: "soak".into(),
-                        session_id: "soak".into(),
-                    },
-                    call_id: Some(format!("soak-{index}")),
-                    arguments,
-                    parent: None,
-                });
-                let bound = Duration::from_secs(TIMEOUT_SECONDS + 5);
-                let mut results = Vec::new();
-                let ended = tokio::time::timeout(bound, async {
-                    while let Some(event) = call.next().await {
-                        if let Event::Result(result) = event {
-                            results.push(result);
+                let sending = sending(&runtime, plan[index], index, mislabel.as_deref());
+                let (name, row) = (sending.name, sending.row);
+                // The call's one result (a killed call's: its retry's), and what was wrong.
+                let (result, problems) = match extras[index] {
+                    Extra::Kill(delay) => journal::kill(&sending, delay, &figures).await,
+                    extra => {
+                        let call = runtime.call(sending.request.clone());
+                        match journal::results(call).await {
+                            None => (
+                                None,
+                                vec![format!(
+                                    "call {index} ({name}) did not end within {:?}",
+                                    journal::BOUND
+                                )],
+                            ),
+                            Some(mut results) if results.len() == 1 => {
+                                let first = results.remove(0);
+                                let mut problems: Vec<String> =
+                                    journal::judge(&first, sending.expected, sending.says)
+                                        .map(|problem| format!("call {index} ({name}) {problem}"))
+                                        .into_iter()
+                                        .collect();
+                                if extra == Extra::Retry {
+                                    problems
+                                        .extend(journal::retry(&sending, &first, &figures).await);
+                                }
+                                (Some(first), problems)
+                            }
+                            Some(results) => (
+                                None,
+                                vec![format!("call {index} ended with {} results", results.len())],
+                            ),
                         }
                     }
-                })
-                .await;
-                let mut violations = violations.lock().unwrap_or_else(|p| p.into_inner());
-                if ended.is_err() {
-                    violations.push(format!(
-                        "call {index} ({name}) did not end within {bound:?}"
-                    ));
-                } else if results.len() != 1 {
-                    violations.push(format!("call {index} ended with {} results", results.len()));
-                } else {
-                    let result = &results[0];
-                    let got = (result.is_error, result.unknown_outcome);
-                    let text: String = result
-                        .content
-                        .iter()
-                        .filter_map(|block| match block {
-                            brain_runtime::ContentBlock::Text { text } => Some(text.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    if got != expected {
-                        violations.push(format!(
-                            "call {index} ({name}) ended with (is_error, unknown_outcome) = \
-                             {got:?}, not {expected:?}: {}",
-                            text.chars().take(200).collect::<String>()
-                        ));
-                    } else if got == OK && !text.contains(says) {
-                        violations.push(format!(
-                            "call {index} ({name}) succeeded without {says:?}: {}",
-                            text.chars().take(200).collect::<String>()
-                        ));
-                    }
-                    let slot = match got {
+                };
+                violations
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(problems);
+                if let Some(result) = result {
+                    let slot = match journal::flags(&result) {
                         (false, _) => 0,
                         (true, false) => 1,
                         (true, true) => 2,
                     };
                     outcomes.lock().unwrap_or_else(|p| p.into_inner())[row][slot] += 1;
                 }
-                drop(violations);
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
                     rss.lock().unwrap_or_else(|p| p.into_inner())
@@ -660,32 +450,43 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         violations.push(format!("{panics} workers panicked"));
     }
 
-    // Each server counted exactly the calls that reached it.
+    // Each server counted exactly the calls that reached it, and each call id as often as its
+    // kind allows (once for a healthy call, retried or not).
     let http = reqwest::Client::new();
     let mut table = Vec::new();
-    for (index, (kind, server)) in KINDS.iter().zip(&servers).enumerate() {
-        let sent = |to_stateless: bool| {
-            plan.iter()
-                .filter(|route| {
-                    matches!(route, Route::Http { server, stateless }
-                        if *server == index && *stateless == to_stateless)
-                })
-                .count()
-        };
-        let (sent_session, sent_stateless) = (sent(false), sent(true));
-        let expected =
-            sent_session * kind.counted_session + sent_stateless * kind.counted_stateless;
-        let stats_url = server.url.replace("/mcp", "/stats");
-        // A dropped connection's count may land a moment after the client gave up.
-        let mut counted = 0;
-        for _ in 0..50 {
-            let stats: Value = http.get(&stats_url).send().await?.json().await?;
-            counted = stats["calls"].as_u64().unwrap_or_default() as usize;
-            if counted == expected {
-                break;
+    let rows = KINDS.len() + STDIO_KINDS.len() + TOOL_KINDS.len();
+    // The call ids routed to each row, with what its server may count of each.
+    let mut routed = vec![Vec::new(); rows];
+    for (index, route) in plan.iter().enumerate() {
+        let (row, name, counted, flags) = match *route {
+            Route::Http { server, stateless } => {
+                let kind = &KINDS[server];
+                if stateless {
+                    (server, kind.name, kind.counted_stateless, kind.stateless)
+                } else {
+                    (server, kind.name, kind.counted_session, kind.session)
+                }
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            Route::Stdio(server) => {
+                let kind = &STDIO_KINDS[server];
+                let row = KINDS.len() + server;
+                (row, kind.name, kind.counted_session, kind.session)
+            }
+            Route::Tool(server) => {
+                let kind = &TOOL_KINDS[server];
+                let row = KINDS.len() + STDIO_KINDS.len() + server;
+                (row, kind.name, 1, kind.expect)
+            }
+        };
+        let not_sent = plan::not_sent(name, flags);
+        routed[row].push((index, journal::allowed(extras[index], counted, not_sent)));
+    }
+    for (index, (kind, server)) in KINDS.iter().zip(&servers).enumerate() {
+        let stats_url = server.url.replace("/mcp", "/stats?by_id=1");
+        let calls = &routed[index];
+        let (counted, expected, wrong) =
+            server_counts(&http, &stats_url, "calls", kind.name, calls).await?;
+        violations.extend(wrong);
         if counted != expected {
             violations.push(format!(
                 "{}: the server counted {counted} tools/call, {expected} reached it",
@@ -693,50 +494,41 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             ));
         }
         let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[index];
-        table.push((kind.name, sent_session + sent_stateless, counted, outcome));
+        table.push((kind.name, calls.len(), counted, outcome));
     }
 
     for (index, kind) in STDIO_KINDS.iter().enumerate() {
-        let sent = plan
-            .iter()
-            .filter(|route| matches!(route, Route::Stdio(server) if *server == index))
-            .count();
-        let expected = sent * kind.counted_session;
-        let counted = tests::stdio::count(&stats_dir.path().join(index.to_string()), "tools/call");
+        let row = KINDS.len() + index;
+        let calls = &routed[row];
+        let file = stats_dir.path().join(index.to_string());
+        let counted = tests::stdio::count(&file, "tools/call");
+        let by_id = tests::stdio::count_by_id(&file);
+        let expected = journal::check_ids(kind.name, &by_id, calls, &mut violations);
         if counted != expected {
             violations.push(format!(
                 "{}: the servers counted {counted} tools/call, {expected} reached them",
                 kind.name
             ));
         }
-        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[KINDS.len() + index];
-        table.push((kind.name, sent, counted, outcome));
+        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[row];
+        table.push((kind.name, calls.len(), counted, outcome));
     }
 
     for (index, (kind, server)) in TOOL_KINDS.iter().zip(&tool_servers).enumerate() {
-        let sent = plan
-            .iter()
-            .filter(|route| matches!(route, Route::Tool(server) if *server == index))
-            .count();
-        let stats_url = server.url.replace("/mcp", "/stats");
-        let mut counted = 0;
-        for _ in 0..50 {
-            let stats: Value = http.get(&stats_url).send().await?.json().await?;
-            counted = stats["tool_requests"].as_u64().unwrap_or_default() as usize;
-            if counted == sent {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        if counted != sent {
+        let row = KINDS.len() + STDIO_KINDS.len() + index;
+        let calls = &routed[row];
+        let stats_url = server.url.replace("/mcp", "/stats?by_id=1");
+        let (counted, expected, wrong) =
+            server_counts(&http, &stats_url, "tool_requests", kind.name, calls).await?;
+        violations.extend(wrong);
+        if counted != expected {
             violations.push(format!(
-                "{}: the endpoint counted {counted} requests, {sent} were sent",
+                "{}: the endpoint counted {counted} requests, {expected} were sent",
                 kind.name
             ));
         }
-        let row = KINDS.len() + STDIO_KINDS.len() + index;
         let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[row];
-        table.push((kind.name, sent, counted, outcome));
+        table.push((kind.name, calls.len(), counted, outcome));
     }
 
     let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -797,6 +589,8 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     for (name, calls, counted, [ok, error, unknown]) in &table {
         println!("{name:<26} {calls:>7} {counted:>9} {ok:>7} {error:>9} {unknown:>9}");
     }
+    let names: Vec<&str> = table.iter().map(|(name, ..)| *name).collect();
+    figures.print(&names);
     let shown: Vec<String> = rss
         .iter()
         .map(|mb| mb.map_or("-".to_owned(), |mb| format!("{mb:.1}")))
@@ -810,12 +604,17 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         ))
     );
     println!(
-        "soak: {} calls ({:.0} % stdio, {:.0} % HTTP and SSE tools), concurrency {}, fault rate {}, {:.1} s ({:.0} calls/s), {} violations",
+        "soak: {} calls ({:.0} % stdio, {:.0} % HTTP and SSE tools), concurrency {}, fault rate {}, journal on ({} call ids retried, {} killed and retried), {:.1} s ({:.0} calls/s), {} violations",
         args.calls,
         args.stdio_share * 100.0,
         args.tool_share * 100.0,
         args.concurrency,
         args.fault_rate,
+        extras.iter().filter(|e| **e == Extra::Retry).count(),
+        extras
+            .iter()
+            .filter(|e| matches!(e, Extra::Kill(_)))
+            .count(),
         elapsed.as_secs_f64(),
         args.calls as f64 / elapsed.as_secs_f64(),
         violations.len()
