@@ -8,6 +8,7 @@
 //! (`busy_timeout`, 5 s). The clock of every lease and deadline is SQLite's `unixepoch`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -110,6 +111,18 @@ pub(crate) struct Sqlite {
     /// [`Durability::Full`], whose every commit syncs the disk: there the writer's batches
     /// share one sync.
     inline: Option<std::sync::Mutex<Connection>>,
+    /// Claims in progress: a claim made while others are goes to the writer, whose batch
+    /// commits them together.
+    claiming: std::sync::Arc<AtomicUsize>,
+}
+
+/// Counts a claim in progress until dropped.
+struct Claiming(std::sync::Arc<AtomicUsize>);
+
+impl Drop for Claiming {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Most requests one transaction carries.
@@ -158,6 +171,7 @@ impl Sqlite {
             jobs,
             reader: std::sync::Mutex::new(reader),
             inline,
+            claiming: std::sync::Arc::default(),
         })
     }
 
@@ -433,7 +447,9 @@ impl JournalStore for Sqlite {
         // Inline when the file's write lock is free at once (one short transaction on this
         // thread, no trip to the writer's); else, and under load, through the writer, whose
         // batches share one commit.
-        if let Some(Ok(inline)) = self.inline.as_ref().map(std::sync::Mutex::try_lock) {
+        let alone = self.claiming.fetch_add(1, Ordering::AcqRel) == 0;
+        let claiming = Claiming(std::sync::Arc::clone(&self.claiming));
+        if alone && let Some(Ok(inline)) = self.inline.as_ref().map(std::sync::Mutex::try_lock) {
             // One statement: its own transaction, committed when it returns.
             let attempt = insert_claim(&inline, claim);
             // Busy (another connection writes), or failed: nothing was committed.
@@ -442,7 +458,11 @@ impl JournalStore for Sqlite {
             }
         }
         let claim = claim.clone();
-        self.run(move |c| insert_claim(c, &claim))
+        let queued = self.run(move |c| insert_claim(c, &claim));
+        Box::pin(async move {
+            let _claiming = claiming;
+            queued.await
+        })
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
