@@ -90,6 +90,17 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// The kind of a result the call delivered: none for a success, a tool error for a tool's
+    /// `isError`; a result replayed from the call journal keeps the kind its flags say (a call
+    /// whose process died before recording it is an unknown outcome).
+    pub(crate) fn of_result(result: &ToolResult) -> Option<Kind> {
+        match (result.is_error, result.unknown_outcome) {
+            (false, _) => None,
+            (true, false) => Some(Kind::ToolError),
+            (true, true) => Some(Kind::UnknownOutcome),
+        }
+    }
+
     /// The value of `error.type`.
     pub(crate) fn error_type(self) -> &'static str {
         match self {

@@ -74,6 +74,10 @@ async fn the_call_span_says_what_the_journal_made_of_the_call() {
     assert_eq!(state("first"), json!("new"));
     assert_eq!(state("retry"), json!("replayed"));
     assert_eq!(state("reuse"), json!("conflict"));
+    let error_type = |turn: &str| call_of(turn).attributes.get("error.type").cloned();
+    assert_eq!(error_type("first"), None);
+    assert_eq!(error_type("retry"), None);
+    assert_eq!(error_type("reuse"), Some(json!("refused")));
     // The journal keeps the trace id of the call that was sent.
     let first = call_of("first");
     let entries = journal.list(&Filter::default()).await.unwrap();

@@ -169,7 +169,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let completed = outcome.is_ok();
     let (result, kind) = match outcome {
         Ok(result) => {
-            let kind = result.is_error.then_some(Kind::ToolError);
+            let kind = Kind::of_result(&result);
             (result, kind)
         }
         Err(failure) => {
