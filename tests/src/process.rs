@@ -58,7 +58,8 @@ pub fn test_server_binary() -> std::path::PathBuf {
     target.join("debug/brain-test-server")
 }
 
-/// A field of `/proc/self/status` in MB: `VmRSS:` (resident now) or `VmHWM:` (peak); `None`
+/// A field of `/proc/self/status` in MB: `VmRSS:` (resident now), `RssAnon:` (the anonymous part:
+/// heap and stacks, not mapped files) or `VmHWM:` (peak); `None`
 /// when it cannot be read (not Linux): not measured, never 0.
 pub fn memory_mb(field: &str) -> Option<f64> {
     std::fs::read_to_string("/proc/self/status")

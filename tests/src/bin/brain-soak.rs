@@ -15,9 +15,10 @@
 //! says what the tool said); every retry answered with exactly one `tool.result`: the first's,
 //! `replayed`, unless the first failed before anything could have run (then sent again, afresh,
 //! and ended the same way); a killed call's retry replayed (what the first ended with, or
-//! unknown) or, when the first was not sent, sent afresh and ended as its kind ends; RSS flat
-//! (at most 0.5 KiB per call of growth from the second quarter of the calls to the last: a
-//! 1 KiB-per-call leak shows), this process's open file descriptors back to the starting count
+//! unknown) or, when the first was not sent, sent afresh and ended as its kind ends; anonymous
+//! RSS flat (`RssAnon`: the heap, not the pages of the journal's SQLite file that its memory map
+//! brings in as the file grows; at most 0.5 KiB per call of growth from the second quarter of the
+//! calls to the last: a 1 KiB-per-call leak shows), this process's open file descriptors back to the starting count
 //! once the runtime is dropped, each server's `tools/call` count equal to the calls that
 //! reached it (stdio servers count in a stats file per kind; tool endpoints count the requests
 //! that reached them), and per call id: each reached its server exactly as often as one call
@@ -427,7 +428,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
                     rss.lock().unwrap_or_else(|p| p.into_inner())
-                        [finished / (total / 4).max(1) - 1] = memory_mb("VmRSS:");
+                        [finished / (total / 4).max(1) - 1] = memory_mb("RssAnon:");
                 }
             }
         }));
@@ -541,7 +542,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
     };
     match leak_per_call_kib {
         Some(kib) if kib > MAX_GROWTH_PER_CALL_KIB => violations.push(format!(
-            "RSS grew {kib:.2} KiB per call between the second quarter and the last (at most \
+            "anonymous RSS grew {kib:.2} KiB per call between the second quarter and the last (at most \
              {MAX_GROWTH_PER_CALL_KIB} KiB)"
         )),
         Some(_) => {}
@@ -596,7 +597,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         .map(|mb| mb.map_or("-".to_owned(), |mb| format!("{mb:.1}")))
         .collect();
     println!(
-        "RSS by quarter (MB): {} ({}); open fds: {fds_before} before, {fds_after} after; \
+        "anonymous RSS by quarter (MB): {} ({}); open fds: {fds_before} before, {fds_after} after; \
          child processes: {children_before} before, {children_after} after",
         shown.join(" "),
         leak_per_call_kib.map_or("growth not measured".to_owned(), |kib| format!(
