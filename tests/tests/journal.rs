@@ -219,57 +219,71 @@ async fn a_call_that_was_not_sent_is_sent_by_its_retry(backend: Backend) {
 
 async fn racing_callers_send_once(backend: Backend) {
     let server = TestServer::start(Faults::default()).await.unwrap();
-    let config = mcp_config(&server.url, None);
-    // Two runtimes (two owners, as two processes would be), 32 tasks each, one call id.
-    let runtimes = [
-        runtime(&config, &backend).await,
-        runtime(&config, &backend).await,
-    ];
-    let mut calls = Vec::new();
-    for i in 0..64 {
-        let runtime = runtimes[i % 2].clone();
-        calls.push(tokio::spawn(async move {
-            call(&runtime, "slow", "race-1", json!({"seconds": 0.5})).await
-        }));
+    // At 2025-11-25 the journal answers at admit, before a session is opened; at 2026-07-28
+    // (nothing to open) the claim answers.
+    for (round, revision) in [None, Some("2026-07-28")].into_iter().enumerate() {
+        let config = mcp_config(&server.url, revision);
+        // Two runtimes (two owners, as two processes would be), 32 tasks each, one call id.
+        let runtimes = [
+            runtime(&config, &backend).await,
+            runtime(&config, &backend).await,
+        ];
+        let mut calls = Vec::new();
+        for i in 0..64 {
+            let runtime = runtimes[i % 2].clone();
+            let id = format!("race-{round}");
+            calls.push(tokio::spawn(async move {
+                call(&runtime, "slow", &id, json!({"seconds": 0.5})).await
+            }));
+        }
+        let mut fresh = 0;
+        for handle in calls {
+            let result = handle.await.unwrap();
+            assert!(!result.is_error, "{revision:?}: {result:?}");
+            assert_eq!(text(&result), "slept", "{result:?}");
+            fresh += usize::from(!result.replayed);
+        }
+        assert_eq!(
+            fresh, 1,
+            "{revision:?}: one caller sent it; every other got it replayed"
+        );
+        for runtime in &runtimes {
+            runtime.wait_for_cleanup().await;
+        }
+        assert_eq!(Stats::get(&server.stats.calls), round + 1, "{revision:?}");
     }
-    let mut fresh = 0;
-    for handle in calls {
-        let result = handle.await.unwrap();
-        assert!(!result.is_error, "{result:?}");
-        assert_eq!(text(&result), "slept", "{result:?}");
-        fresh += usize::from(!result.replayed);
-    }
-    assert_eq!(fresh, 1, "one caller sent it; every other got it replayed");
-    for runtime in &runtimes {
-        runtime.wait_for_cleanup().await;
-    }
-    assert_eq!(Stats::get(&server.stats.calls), 1);
 }
 
 async fn a_long_call_of_a_live_owner_is_waited_for(backend: Backend) {
     let server = TestServer::start(Faults::default()).await.unwrap();
-    let config = mcp_config(&server.url, None);
-    let lease = Duration::from_secs(1);
-    let owner = Runtime::builder(&config)
-        .journal(backend.journal().await.lease(lease))
-        .build()
-        .unwrap();
-    let retrier = Runtime::builder(&config)
-        .journal(backend.journal().await.lease(lease))
-        .build()
-        .unwrap();
-    let running = owner.call(request("slow", "long-1", json!({"seconds": 3.5})));
-    let running = tokio::spawn(running.result());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let retried = call(&retrier, "slow", "long-1", json!({"seconds": 3.5})).await;
-    let first = running.await.unwrap();
-    assert!(!first.is_error && !first.replayed, "{first:?}");
-    assert!(
-        retried.replayed && !retried.is_error,
-        "the retry waited for the live owner (3.5 s, 3 leases): {retried:?}"
-    );
-    assert_eq!(text(&retried), text(&first));
-    assert_eq!(Stats::get(&server.stats.calls), 1);
+    for (round, revision) in [None, Some("2026-07-28")].into_iter().enumerate() {
+        let config = mcp_config(&server.url, revision);
+        let lease = Duration::from_secs(1);
+        let owner = Runtime::builder(&config)
+            .journal(backend.journal().await.lease(lease))
+            .build()
+            .unwrap();
+        let retrier = Runtime::builder(&config)
+            .journal(backend.journal().await.lease(lease))
+            .build()
+            .unwrap();
+        let id = format!("long-{round}");
+        let running = owner.call(request("slow", &id, json!({"seconds": 3.5})));
+        let running = tokio::spawn(running.result());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let retried = call(&retrier, "slow", &id, json!({"seconds": 3.5})).await;
+        let first = running.await.unwrap();
+        assert!(
+            !first.is_error && !first.replayed,
+            "{revision:?}: {first:?}"
+        );
+        assert!(
+            retried.replayed && !retried.is_error,
+            "{revision:?}: the retry waited for the live owner (3.5 s, 3 leases): {retried:?}"
+        );
+        assert_eq!(text(&retried), text(&first));
+        assert_eq!(Stats::get(&server.stats.calls), round + 1, "{revision:?}");
+    }
 }
 
 async fn a_database_gone_mid_call_changes_nothing(backend: Backend) {

@@ -80,6 +80,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
         call: &Exchange<'_>,
     ) -> impl Future<Output = Result<Self::Opened, Failure>> + Send;
 
+    /// Whether [`Transport::open`] does anything (a session, a process) that a call the
+    /// journal answers should be spared: then the journal is asked at *admit*, before opening;
+    /// when not, the claim at the send point, which meets a call id seen before, answers alone
+    /// (one statement a call rather than two).
+    const OPENS: bool = true;
+
     /// Writes the round's request (MCP `tools/call`, or an HTTP tool's POST) once; a request
     /// refused for its token is re-sent inside, at most once per kind of refusal. Called only
     /// after the send point.

@@ -5,7 +5,10 @@
 //!    refusal does no I/O);
 //! 2. *admit* ([`admit`]) — before anything is opened, and before the call's own timeout runs:
 //!    the call journal answers a call id it has seen (a recorded result, a call running
-//!    elsewhere, a call whose process died, a conflicting reuse) without contacting the server;
+//!    elsewhere, a call whose process died, a conflicting reuse) without contacting the server.
+//!    A transport that opens nothing ([`Transport::OPENS`]) skips it: its claim, next, meets a
+//!    call id seen before and answers the same way, and a wait there for a call running
+//!    elsewhere is bounded as admit's is;
 //! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
 //! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]:
 //!    the journal's claim, committed durably), before the first byte of `tools/call` (or an
@@ -137,7 +140,8 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let admit_bound = timeout + ADMIT_GRACE;
     let admitted = tokio::select! {
         biased;
-        admitted = tokio::time::timeout(admit_bound, admit(ticket)) => admitted.unwrap_or_else(|_| {
+        admitted = tokio::time::timeout(admit_bound, admit(ticket.filter(|_| T::OPENS)))
+            => admitted.unwrap_or_else(|_| {
             Err(interrupted(
                 Interruption::Timeout,
                 format!("the call journal did not answer within {}s", admit_bound.as_secs()),
@@ -151,18 +155,32 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let outcome = match admitted {
         Ok(Some(answer)) => Ok(answer),
         Err(failure) => Err(failure),
-        Ok(None) => tokio::select! {
-        biased;
-        outcome = phases(&transport, &exchange) => outcome,
-        () = tokio::time::sleep_until(deadline) => Err(interrupted(
-            Interruption::Timeout,
-            format!("the call timed out after {}s", timeout.as_secs()),
-        )),
-        () = cancel.cancelled() => Err(interrupted(
-            Interruption::Cancelled,
-            "the call was interrupted".to_owned(),
-        )),
-        },
+        Ok(None) => {
+            let phases = phases(&transport, &exchange);
+            tokio::pin!(phases);
+            let mut until = deadline;
+            loop {
+                tokio::select! {
+                    biased;
+                    outcome = &mut phases => break outcome,
+                    () = tokio::time::sleep_until(until) => {
+                        // A claim that met the call running elsewhere waits as admit would.
+                        if elsewhere() && until == deadline {
+                            until = deadline + ADMIT_GRACE;
+                            continue;
+                        }
+                        break Err(interrupted(
+                            Interruption::Timeout,
+                            format!("the call timed out after {}s", timeout.as_secs()),
+                        ));
+                    }
+                    () = cancel.cancelled() => break Err(interrupted(
+                        Interruption::Cancelled,
+                        "the call was interrupted".to_owned(),
+                    )),
+                }
+            }
+        }
     };
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
     let revision = state.revision;

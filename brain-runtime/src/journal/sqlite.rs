@@ -1,15 +1,23 @@
 //! The embedded journal: one SQLite file (WAL), shared by the processes of one host.
 //!
-//! One thread owns the writing connection. Requests queue to it; it runs all that are waiting
-//! in one `BEGIN IMMEDIATE` transaction and answers each after the commit (group commit: 32
-//! concurrent claims cost one commit, not 32). A claim is first tried inline on a connection of
-//! its own that never waits for the write lock, so that a call on a quiet journal does not pay
-//! the trip to the thread; lookups read inline on a third connection. Other processes on the same file wait for the write lock
-//! (`busy_timeout`, 5 s). The clock of every lease and deadline is SQLite's `unixepoch`.
+//! One connection does this process's work on the file, behind a mutex: a connection's page
+//! cache stays valid while only it writes, so the hot pages are read once (several connections
+//! of one process would each discard their cache after another's commit and read the pages
+//! again). A thread takes requests from a queue and runs all that are waiting in one
+//! `BEGIN IMMEDIATE` transaction on it, answering each after the commit (group commit: 32
+//! concurrent claims cost one commit, not 32). A claim made while no other is in progress, and
+//! a lookup, run inline on the caller's thread when the connection is free, so that a call on a
+//! quiet journal does not pay the trip to the thread; a lookup that finds it busy reads on a
+//! second connection (a WAL reader never waits for a writer). Other processes on the same file
+//! wait for the write lock (`busy_timeout`, 5 s). The file is read with system calls, not a
+//! memory map: SQLite drops its map of the file whenever another connection has written, and
+//! each unmap is a TLB shootdown across the cores. The clock of every lease and deadline is
+//! SQLite's `unixepoch`.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::oneshot;
@@ -94,39 +102,156 @@ type Run = Box<dyn FnOnce(Option<&Connection>) -> Deliver + Send>;
 struct Job {
     run: Run,
     defer: bool,
+    queued: Instant,
 }
 
-/// How long a batch of outcomes only waits for a claim to commit with.
-const DEFER: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long an outcome waits for a claim to share its commit with before the journal's thread
+/// commits it.
+const DEFER: Duration = Duration::from_millis(2);
+
+/// How long after the last request left to it the thread keeps looking at the queue every
+/// [`DEFER`], rather than sleeping until it is woken.
+const IDLE: Duration = Duration::from_millis(100);
+
+/// Most requests one transaction carries.
+const MAX_BATCH: usize = 256;
+
+/// What this process shares: the connection and the requests waiting for it.
+struct Shared {
+    /// This process's connection to the file.
+    connection: Mutex<Connection>,
+    pending: Mutex<Pending>,
+    /// Tells the journal's thread that requests wait (or that the journal is dropped).
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    jobs: VecDeque<Job>,
+    stopped: bool,
+    /// When a request was last left to the thread.
+    pushed: Option<Instant>,
+    /// Whether the thread looks at the queue every [`DEFER`] (it has work, or had lately): an
+    /// outcome queued then need not wake it.
+    polling: bool,
+}
+
+impl Shared {
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Leaves `job` to the thread.
+    fn push(&self, job: Job) {
+        let mut pending = self.pending();
+        let wake = !job.defer || !pending.polling;
+        pending.pushed = Some(job.queued);
+        pending.jobs.push_back(job);
+        drop(pending);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Whether a request that must not wait is queued.
+    fn urgent(&self) -> bool {
+        self.pending().jobs.iter().any(|job| !job.defer)
+    }
+
+    /// Runs what is queued, in batches of one transaction each, until nothing urgent is left.
+    /// `wait`: the journal's thread, which waits for the connection and for another process's
+    /// write lock; else a caller, which leads only when the connection is free at once and
+    /// leaves a batch that finds the file's write lock taken to the thread.
+    fn lead(&self, wait: bool) {
+        loop {
+            let connection = if wait {
+                self.connection.lock().unwrap_or_else(|p| p.into_inner())
+            } else {
+                match self.connection.try_lock() {
+                    Ok(connection) => connection,
+                    Err(_) => return,
+                }
+            };
+            let batch: Vec<Job> = {
+                let mut pending = self.pending();
+                let take = pending.jobs.len().min(MAX_BATCH);
+                pending.jobs.drain(..take).collect()
+            };
+            if !batch.is_empty() {
+                if !wait {
+                    let _ = connection.busy_timeout(Duration::ZERO);
+                }
+                let began = statement(&connection, "BEGIN IMMEDIATE");
+                if !wait {
+                    let _ = connection.busy_timeout(BUSY);
+                }
+                match began {
+                    Err(error) if wait => {
+                        drop(connection);
+                        let error = format!("cannot begin a transaction: {error}");
+                        for job in batch {
+                            (job.run)(None)(Some(&error));
+                        }
+                    }
+                    // Another process writes: the thread waits for it, with the batch.
+                    Err(_) => {
+                        drop(connection);
+                        let mut pending = self.pending();
+                        for job in batch.into_iter().rev() {
+                            pending.jobs.push_front(Job {
+                                defer: false,
+                                ..job
+                            });
+                        }
+                        drop(pending);
+                        self.wake.notify_one();
+                        return;
+                    }
+                    Ok(()) => {
+                        let delivers: Vec<Deliver> = batch
+                            .into_iter()
+                            .map(|job| (job.run)(Some(&connection)))
+                            .collect();
+                        let commit = statement(&connection, "COMMIT").err().map(|e| {
+                            let _ = connection.execute_batch("ROLLBACK");
+                            e.to_string()
+                        });
+                        drop(connection);
+                        for deliver in delivers {
+                            deliver(commit.as_deref());
+                        }
+                    }
+                }
+            } else {
+                drop(connection);
+            }
+            // A request queued while the connection was held: its caller found it taken and
+            // left the request to whoever held it.
+            if !self.urgent() {
+                return;
+            }
+        }
+    }
+}
 
 /// The SQLite journal.
 pub(crate) struct Sqlite {
     describe: String,
-    jobs: mpsc::Sender<Job>,
-    /// Lookups read here, inline: a WAL reader never waits for a writer, and one indexed read
-    /// takes microseconds — less than a trip to the writer's thread.
-    reader: std::sync::Mutex<Connection>,
-    /// Claims are tried here first, inline, never waiting for the write lock
-    /// (`busy_timeout` 0): taken, they go to the writer's thread. Not with
-    /// [`Durability::Full`], whose every commit syncs the disk: there the writer's batches
-    /// share one sync.
-    inline: Option<std::sync::Mutex<Connection>>,
-    /// Claims in progress: a claim made while others are goes to the writer, whose batch
-    /// commits them together.
-    claiming: std::sync::Arc<AtomicUsize>,
+    shared: Arc<Shared>,
+    /// Lookups read here when the shared connection is taken.
+    reader: Mutex<Connection>,
+    /// Whether a caller may commit its claim itself: not with [`Durability::Full`], whose
+    /// every commit syncs the disk; there the thread commits, and claims queued meanwhile
+    /// share its next sync.
+    inline: bool,
 }
 
-/// Counts a claim in progress until dropped.
-struct Claiming(std::sync::Arc<AtomicUsize>);
-
-impl Drop for Claiming {
+impl Drop for Sqlite {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.shared.pending().stopped = true;
+        self.shared.wake.notify_one();
     }
 }
-
-/// Most requests one transaction carries.
-const MAX_BATCH: usize = 256;
 
 impl Sqlite {
     /// Opens (creating it, mode 0600, and its directory, mode 0700) the journal at `path`, and
@@ -138,57 +263,57 @@ impl Sqlite {
             message,
         };
         create_private(path).map_err(&error)?;
-        let connection = Connection::open(path).map_err(|e| error(e.to_string()))?;
-        configure(&connection, durability).map_err(|e| error(e.to_string()))?;
+        let open = || -> Result<Connection, StoreError> {
+            let connection = Connection::open(path).map_err(|e| error(e.to_string()))?;
+            configure(&connection, durability).map_err(|e| error(e.to_string()))?;
+            Ok(connection)
+        };
+        let connection = open()?;
         migrate(&connection).map_err(&error)?;
         // What earlier processes left in the WAL (a harness process may exit before its
         // thread's next checkpoint).
         checkpoint(&connection);
-        let reader = Connection::open(path).map_err(|e| error(e.to_string()))?;
+        let reader = open()?;
         reader
-            .busy_timeout(std::time::Duration::from_secs(5))
-            .and_then(|()| reader.pragma_update(None, "cache_size", -CACHE_KIB))
-            .and_then(|()| reader.pragma_update(None, "mmap_size", MMAP_BYTES))
-            .and_then(|()| reader.pragma_update(None, "query_only", true))
+            .pragma_update(None, "query_only", true)
             .map_err(|e| error(e.to_string()))?;
-        let inline = match durability {
-            Durability::Normal => {
-                let inline = Connection::open(path).map_err(|e| error(e.to_string()))?;
-                configure(&inline, durability)
-                    .and_then(|()| inline.busy_timeout(std::time::Duration::ZERO))
-                    .map_err(|e| error(e.to_string()))?;
-                Some(std::sync::Mutex::new(inline))
-            }
-            Durability::Full => None,
-        };
-        let (jobs, queue) = mpsc::channel::<Job>();
+        // Checkpoints run on a connection of their own: they sync the files, and the shared
+        // one stays free meanwhile.
+        let checkpoints = open()?;
+        let shared = Arc::new(Shared {
+            connection: Mutex::new(connection),
+            pending: Mutex::default(),
+            wake: Condvar::new(),
+        });
+        let thread = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("brain-journal".into())
-            .spawn(move || work(connection, queue))
+            .spawn(move || work(&thread, &checkpoints))
             .map_err(|e| error(format!("cannot start the journal's thread: {e}")))?;
         Ok(Sqlite {
             describe,
-            jobs,
-            reader: std::sync::Mutex::new(reader),
-            inline,
-            claiming: std::sync::Arc::default(),
+            shared,
+            reader: Mutex::new(reader),
+            inline: durability == Durability::Normal,
         })
     }
 
-    /// Runs `job` in the next transaction; resolves after its commit.
+    /// Runs `job` in the next transaction, on the journal's thread; resolves after its commit.
     fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        self.queue(job, false)
+        self.queue(job, false, false)
     }
 
-    /// [`Sqlite::run`], for `defer`: a job that may wait up to [`DEFER`] to share the next
-    /// claim's commit.
+    /// Queues `job` for the next transaction and resolves after its commit. `defer`: it may
+    /// wait up to [`DEFER`] to share a claim's commit; `lead`: the caller runs the queue itself
+    /// when the connection is free (else whoever holds it does, or the thread).
     fn queue<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
         defer: bool,
+        lead: bool,
     ) -> StoreFuture<'_, T> {
         let (reply, answer) = oneshot::channel::<Result<T, String>>();
         let run: Run = Box::new(move |connection| {
@@ -204,16 +329,33 @@ impl Sqlite {
                 let _ = reply.send(outcome);
             })
         });
-        let sent = self.jobs.send(Job { run, defer });
+        let job = Job {
+            run,
+            defer,
+            queued: Instant::now(),
+        };
+        if lead {
+            self.shared.pending().jobs.push_back(job);
+        } else {
+            self.shared.push(job);
+        }
         Box::pin(async move {
-            let error = |message: String| StoreError {
-                store: self.describe.clone(),
-                message,
-            };
-            sent.map_err(|_| error("the journal's thread has stopped".into()))?;
+            if lead {
+                // The calls ready on this thread run first, up to their own claims, which
+                // join this commit (group commit without a trip to another thread); alone,
+                // this costs one turn of the scheduler.
+                tokio::task::yield_now().await;
+                self.shared.lead(false);
+            }
             match answer.await {
-                Ok(outcome) => outcome.map_err(error),
-                Err(_) => Err(error("the journal's thread has stopped".into())),
+                Ok(outcome) => outcome.map_err(|message| StoreError {
+                    store: self.describe.clone(),
+                    message,
+                }),
+                Err(_) => Err(StoreError {
+                    store: self.describe.clone(),
+                    message: "the journal's thread has stopped".into(),
+                }),
             }
         })
     }
@@ -251,16 +393,14 @@ fn create_private(path: &Path) -> Result<(), String> {
 /// Each connection's page cache: the journal's hot rows are the newest, and the operating
 /// system caches the file; SQLite's default (2 MB) would grow a host's memory for nothing.
 const CACHE_KIB: i64 = 512;
-/// How much of the file is read through a memory mapping.
-const MMAP_BYTES: i64 = 256 << 20;
+/// How long a write waits for another process's write lock.
+const BUSY: Duration = Duration::from_secs(5);
 
 fn configure(connection: &Connection, durability: Durability) -> rusqlite::Result<()> {
-    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    connection.busy_timeout(BUSY)?;
     connection.pragma_update(None, "cache_size", -CACHE_KIB)?;
     // Checkpoints (which sync the files) run on the journal's thread, off the calls' path.
     connection.pragma_update(None, "wal_autocheckpoint", 0)?;
-    // Pages are read through a mapping of the file, not a system call each.
-    connection.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     let synchronous = match durability {
         Durability::Normal => "NORMAL",
@@ -300,56 +440,58 @@ fn migrate(connection: &Connection) -> Result<(), String> {
     }
 }
 
-/// The journal's thread: each turn, every waiting request in one transaction; outcomes alone
-/// wait a little for a claim to share the commit with.
-fn work(connection: Connection, queue: mpsc::Receiver<Job>) {
-    let mut checkpointed = std::time::Instant::now();
+/// The journal's thread: commits what callers left queued — at once what must not wait, an
+/// outcome once it has waited [`DEFER`] for a claim to share the commit with — and, between
+/// turns, checkpoints on a connection of its own.
+fn work(shared: &Shared, checkpoints: &Connection) {
+    let mut checkpointed = Instant::now();
+    let mut pending = shared.pending();
     loop {
         if checkpointed.elapsed() >= CHECKPOINT_EVERY {
-            checkpoint(&connection);
-            checkpointed = std::time::Instant::now();
+            drop(pending);
+            checkpoint(checkpoints);
+            checkpointed = Instant::now();
+            pending = shared.pending();
         }
-        let first = match queue.recv_timeout(CHECKPOINT_EVERY) {
-            Ok(job) => job,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        if pending.stopped && pending.jobs.is_empty() {
+            return;
+        }
+        let due = pending
+            .jobs
+            .iter()
+            .map(|job| {
+                if job.defer {
+                    job.queued + DEFER
+                } else {
+                    job.queued
+                }
+            })
+            .min();
+        let now = Instant::now();
+        let until = match due {
+            Some(due) if due <= now => {
+                drop(pending);
+                shared.lead(true);
+                pending = shared.pending();
+                continue;
+            }
+            Some(due) => due,
+            None if pending.pushed.is_some_and(|at| now - at < IDLE) => now + DEFER,
+            None => checkpointed + CHECKPOINT_EVERY,
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let deadline = std::time::Instant::now() + DEFER;
-        while batch.len() < MAX_BATCH && batch.iter().all(|job| job.defer) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match queue.recv_timeout(left) {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let batch: Vec<Run> = batch.into_iter().map(|job| job.run).collect();
-        let began = connection.execute_batch("BEGIN IMMEDIATE");
-        if let Err(error) = began {
-            let error = format!("cannot begin a transaction: {error}");
-            for job in batch {
-                job(None)(Some(&error));
-            }
-            continue;
-        }
-        let delivers: Vec<Deliver> = batch
-            .into_iter()
-            .map(|job| job(Some(&connection)))
-            .collect();
-        let commit = connection.execute_batch("COMMIT").err().map(|e| {
-            let _ = connection.execute_batch("ROLLBACK");
-            e.to_string()
-        });
-        for deliver in delivers {
-            deliver(commit.as_deref());
-        }
+        let left = until.saturating_duration_since(now).min(CHECKPOINT_EVERY);
+        pending.polling = left <= DEFER;
+        pending = shared
+            .wake
+            .wait_timeout(pending, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
+}
+
+/// Runs a statement without parameters, prepared once per connection.
+fn statement(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// The claim's statement: `sent` for a new key, or for one recorded `not_sent` with the same
@@ -383,7 +525,7 @@ fn insert_claim(c: &Connection, claim: &Claim) -> rusqlite::Result<bool> {
 }
 
 /// How often the journal's thread copies the WAL back into the database file.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 /// A passive checkpoint: copies what no reader still needs, waits for no one.
 fn checkpoint(connection: &Connection) {
@@ -444,25 +586,11 @@ impl JournalStore for Sqlite {
     }
 
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
-        // Inline when the file's write lock is free at once (one short transaction on this
-        // thread, no trip to the writer's); else, and under load, through the writer, whose
-        // batches share one commit.
-        let alone = self.claiming.fetch_add(1, Ordering::AcqRel) == 0;
-        let claiming = Claiming(std::sync::Arc::clone(&self.claiming));
-        if alone && let Some(Ok(inline)) = self.inline.as_ref().map(std::sync::Mutex::try_lock) {
-            // One statement: its own transaction, committed when it returns.
-            let attempt = insert_claim(&inline, claim);
-            // Busy (another connection writes), or failed: nothing was committed.
-            if let Ok(claimed) = attempt {
-                return Box::pin(std::future::ready(Ok(claimed)));
-            }
-        }
+        // Committed by this caller when the connection is free (with what else is queued:
+        // other claims, outcomes waiting to share a commit); else by whoever holds it, in
+        // its next batch. A caller never waits for the connection or another process's lock.
         let claim = claim.clone();
-        let queued = self.run(move |c| insert_claim(c, &claim));
-        Box::pin(async move {
-            let _claiming = claiming;
-            queued.await
-        })
+        self.queue(move |c| insert_claim(c, &claim), false, self.inline)
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
@@ -470,13 +598,24 @@ impl JournalStore for Sqlite {
             columns!("c.result"),
             "WHERE c.tenant = ?1 AND c.session = ?2 AND c.call_id = ?3"
         );
-        let read = {
-            let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-            reader.prepare_cached(sql).and_then(|mut statement| {
+        let read = |connection: &Connection| {
+            connection.prepare_cached(sql).and_then(|mut statement| {
                 statement
                     .query_row(params![key.tenant, key.session, key.call_id], entry)
                     .optional()
             })
+        };
+        let read = match self.shared.connection.try_lock() {
+            Ok(connection) => {
+                let read = read(&connection);
+                drop(connection);
+                // A claim queued while this read held the connection was left to it.
+                if self.shared.urgent() {
+                    self.shared.lead(false);
+                }
+                read
+            }
+            Err(_) => read(&self.reader.lock().unwrap_or_else(|p| p.into_inner())),
         };
         let read = read.map_err(|e| StoreError {
             store: self.describe.clone(),
@@ -520,6 +659,7 @@ impl JournalStore for Sqlite {
             Ok(changed > 0)
             },
             true,
+            false,
         )
     }
 

@@ -57,6 +57,8 @@ impl Transport for Arc<HttpTool> {
     type Opened = ();
     type Reading = HttpToolReading;
 
+    const OPENS: bool = false;
+
     /// Nothing to open: the request is one exchange.
     async fn open(&self, _: &Exchange<'_>) -> Result<(), Failure> {
         Ok(())

@@ -22,6 +22,8 @@ impl Transport for Stateless {
     type Opened = ();
     type Reading = HttpReading;
 
+    const OPENS: bool = false;
+
     /// Nothing to open: the revision is all there is.
     async fn open(&self, call: &Exchange<'_>) -> Result<(), Failure> {
         call.state().revision = Some(STATELESS);
