@@ -107,6 +107,26 @@ const CLAIM: &str = concat!(
     "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
     "WHERE c.state = 'not_sent' AND c.digest = excluded.digest"
 );
+/// [`CLAIM`] for a batch of claims in one statement (their keys distinct): the keys it claimed.
+const CLAIM_MANY: &str = concat!(
+    "INSERT INTO brain_calls AS c (tenant, session, call_id, digest, binding, state, owner, ",
+    "created, deadline, trace_id) SELECT t.tenant, t.session, t.call_id, t.digest, t.binding, ",
+    "'sent', t.owner, ",
+    now!(),
+    ", ",
+    now!(),
+    " + t.timeout_ms, t.trace_id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], ",
+    "$5::text[], $6::text[], $7::int8[], $8::text[]) AS t (tenant, session, call_id, digest, ",
+    "binding, owner, timeout_ms, trace_id) WHERE EXISTS (SELECT 1 FROM brain_owners o ",
+    "WHERE o.owner = t.owner AND o.expires > ",
+    now!(),
+    ") ON CONFLICT (tenant, session, call_id) DO UPDATE SET state = 'sent', ",
+    "owner = excluded.owner, created = excluded.created, deadline = excluded.deadline, ",
+    "trace_id = excluded.trace_id, finished = NULL, is_error = NULL, ",
+    "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
+    "WHERE c.state = 'not_sent' AND c.digest = excluded.digest ",
+    "RETURNING c.tenant, c.session, c.call_id"
+);
 const LOOKUP: &str = concat!(
     columns!("c.result"),
     "WHERE c.tenant = $1 AND c.session = $2 AND c.call_id = $3"
@@ -119,6 +139,21 @@ const SETTLE: &str = concat!(
     "AND c.owner = $9 AND (NOT $10 OR NOT ",
     live!(),
     ")"
+);
+/// [`SETTLE`] for a batch of outcomes in one statement (their keys distinct): the keys it
+/// settled.
+const SETTLE_MANY: &str = concat!(
+    "UPDATE brain_calls AS c SET state = t.state, is_error = t.is_error, ",
+    "unknown_outcome = t.unknown_outcome, result = t.result, result_bytes = t.result_bytes, ",
+    "finished = ",
+    now!(),
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::bool[], ",
+    "$7::text[], $8::int8[], $9::text[], $10::bool[]) AS t (tenant, session, call_id, state, ",
+    "is_error, unknown_outcome, result, result_bytes, owner, only_if_expired) ",
+    "WHERE c.tenant = t.tenant AND c.session = t.session AND c.call_id = t.call_id ",
+    "AND c.state = 'sent' AND c.owner = t.owner AND (NOT t.only_if_expired OR NOT ",
+    live!(),
+    ") RETURNING c.tenant, c.session, c.call_id"
 );
 const LIST: &str = concat!(
     columns!("CASE WHEN $6 THEN c.result END"),
@@ -142,8 +177,10 @@ struct Connection {
     renew_create: Statement,
     renew: Statement,
     claim: Statement,
+    claim_many: Statement,
     lookup: Statement,
     settle: Statement,
+    settle_many: Statement,
     list: Statement,
     prune_calls: Statement,
     prune_owners: Statement,
@@ -188,6 +225,15 @@ const MAX_BATCH: usize = 256;
 const DEFER: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl Write {
+    /// The call it writes, unless it is a lease's.
+    fn key(&self) -> Option<&Key> {
+        match self {
+            Write::Claim(claim) => Some(&claim.key),
+            Write::Settle { key, .. } => Some(key),
+            Write::Renew { .. } => None,
+        }
+    }
+
     async fn run(&self, c: &Connection) -> Result<u64, tokio_postgres::Error> {
         match self {
             Write::Renew {
@@ -296,10 +342,18 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
 }
 
 /// The batch in one transaction, sent in one flight (`BEGIN`, the statements, `COMMIT`,
-/// pipelined: one round trip and one WAL flush); `None` when a statement failed (then
-/// PostgreSQL turns the `COMMIT` into a rollback, and nothing of the batch was written).
+/// pipelined: one round trip and one WAL flush): the leases in order, then every claim in one
+/// statement, then every outcome in one (a claim queued before an outcome of the same call —
+/// one cancelled while it was claimed — is written first). A key a batch claims or settles twice
+/// is written by its first request; the later ones change nothing, as they would one after
+/// another. `None` when a statement failed (then PostgreSQL turns the `COMMIT` into a rollback,
+/// and nothing of the batch was written).
 async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
     use futures_util::FutureExt;
+    use futures_util::future::BoxFuture;
+    use std::collections::HashSet;
+    /// What a statement of the flight wrote: (the request's place in the batch, its rows).
+    type Written = Vec<(usize, u64)>;
     let durable = batch
         .iter()
         .any(|queued| !matches!(queued.write, Write::Settle { .. }));
@@ -308,25 +362,159 @@ async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
     } else {
         "BEGIN; SET LOCAL synchronous_commit TO OFF"
     };
-    let begin = c.client.batch_execute(begin).map(|r| r.map(|()| 0));
-    let commit = c.client.batch_execute("COMMIT").map(|r| r.map(|()| 0));
-    let mut flight: Vec<futures_util::future::BoxFuture<'_, Result<u64, _>>> =
-        Vec::with_capacity(batch.len() + 2);
-    flight.push(Box::pin(begin));
-    flight.extend(
-        batch
-            .iter()
-            .map(|queued| -> futures_util::future::BoxFuture<'_, _> {
-                Box::pin(queued.write.run(c))
-            }),
-    );
-    flight.push(Box::pin(commit));
+    let mut flight: Vec<BoxFuture<'_, Result<Written, tokio_postgres::Error>>> = Vec::new();
+    flight.push(Box::pin(
+        c.client
+            .batch_execute(begin)
+            .map(|r| r.map(|()| Vec::new())),
+    ));
+    let (mut claims, mut claimed) = (Many::default(), HashSet::new());
+    let (mut settles, mut settled) = (Many::default(), HashSet::new());
+    for (index, queued) in batch.iter().enumerate() {
+        match &queued.write {
+            Write::Renew { .. } => flight.push(Box::pin(
+                queued
+                    .write
+                    .run(c)
+                    .map(move |r| r.map(|rows| vec![(index, rows)])),
+            )),
+            Write::Claim(claim) if claimed.insert(&claim.key) => {
+                claims.push(index, &queued.write);
+            }
+            Write::Settle { key, .. } if settled.insert(key) => {
+                settles.push(index, &queued.write);
+            }
+            // The same key again: changes nothing after the first.
+            Write::Claim(_) | Write::Settle { .. } => {}
+        }
+    }
+    if !claims.is_empty() {
+        flight.push(Box::pin(claims.claim(c)));
+    }
+    if !settles.is_empty() {
+        flight.push(Box::pin(settles.settle(c)));
+    }
+    flight.push(Box::pin(
+        c.client
+            .batch_execute("COMMIT")
+            .map(|r| r.map(|()| Vec::new())),
+    ));
     let answers = futures_util::future::join_all(flight).await;
-    let rows: Result<Vec<u64>, _> = answers.into_iter().collect();
-    let mut rows = rows.ok()?;
-    rows.pop();
-    rows.remove(0);
+    let mut rows = vec![0u64; batch.len()];
+    for answer in answers {
+        for (index, written) in answer.ok()? {
+            rows[index] = written;
+        }
+    }
     Some(rows)
+}
+
+/// Claims or outcomes of one batch, as the columns of one statement's arrays.
+#[derive(Default)]
+struct Many<'a> {
+    indexes: Vec<usize>,
+    writes: Vec<&'a Write>,
+}
+
+impl<'a> Many<'a> {
+    fn push(&mut self, index: usize, write: &'a Write) {
+        self.indexes.push(index);
+        self.writes.push(write);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// Which of the requests' keys the statement returned.
+    fn written(&self, rows: &[Row]) -> Vec<(usize, u64)> {
+        let returned: std::collections::HashSet<(String, String, String)> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        self.indexes
+            .iter()
+            .zip(&self.writes)
+            .map(|(index, write)| {
+                let found = write.key().is_some_and(|key| {
+                    returned.contains(&(
+                        key.tenant.clone(),
+                        key.session.clone(),
+                        key.call_id.clone(),
+                    ))
+                });
+                (*index, u64::from(found))
+            })
+            .collect()
+    }
+
+    async fn claim(self, c: &Connection) -> Result<Vec<(usize, u64)>, tokio_postgres::Error> {
+        let claims: Vec<&Claim> = self
+            .writes
+            .iter()
+            .filter_map(|write| match write {
+                Write::Claim(claim) => Some(claim),
+                _ => None,
+            })
+            .collect();
+        let column = |f: fn(&Claim) -> &str| claims.iter().map(|c| f(c)).collect::<Vec<&str>>();
+        let timeouts: Vec<i64> = claims.iter().map(|c| c.timeout_ms).collect();
+        let traces: Vec<Option<&str>> = claims.iter().map(|c| c.trace_id.as_deref()).collect();
+        let rows = c
+            .client
+            .query(
+                &c.claim_many,
+                &[
+                    &column(|c| &c.key.tenant),
+                    &column(|c| &c.key.session),
+                    &column(|c| &c.key.call_id),
+                    &column(|c| &c.digest),
+                    &column(|c| &c.binding),
+                    &column(|c| &c.owner),
+                    &timeouts,
+                    &traces,
+                ],
+            )
+            .await?;
+        Ok(self.written(&rows))
+    }
+
+    async fn settle(self, c: &Connection) -> Result<Vec<(usize, u64)>, tokio_postgres::Error> {
+        let settles: Vec<(&Key, &str, &Record, bool)> = self
+            .writes
+            .iter()
+            .filter_map(|write| match write {
+                Write::Settle {
+                    key,
+                    owner,
+                    record,
+                    only_if_expired,
+                } => Some((key, owner.as_str(), record, *only_if_expired)),
+                _ => None,
+            })
+            .collect();
+        let tenants: Vec<&str> = settles.iter().map(|s| s.0.tenant.as_str()).collect();
+        let sessions: Vec<&str> = settles.iter().map(|s| s.0.session.as_str()).collect();
+        let call_ids: Vec<&str> = settles.iter().map(|s| s.0.call_id.as_str()).collect();
+        let states: Vec<&str> = settles.iter().map(|s| s.2.state.as_str()).collect();
+        let is_error: Vec<bool> = settles.iter().map(|s| s.2.is_error).collect();
+        let unknown: Vec<bool> = settles.iter().map(|s| s.2.unknown_outcome).collect();
+        let results: Vec<Option<&str>> = settles.iter().map(|s| s.2.result.as_deref()).collect();
+        let bytes: Vec<i64> = settles.iter().map(|s| s.2.result_bytes).collect();
+        let owners: Vec<&str> = settles.iter().map(|s| s.1).collect();
+        let expired: Vec<bool> = settles.iter().map(|s| s.3).collect();
+        let rows = c
+            .client
+            .query(
+                &c.settle_many,
+                &[
+                    &tenants, &sessions, &call_ids, &states, &is_error, &unknown, &results, &bytes,
+                    &owners, &expired,
+                ],
+            )
+            .await?;
+        Ok(self.written(&rows))
+    }
 }
 
 impl Postgres {
@@ -340,13 +528,16 @@ impl Postgres {
         };
         let first = connect(url).await.map_err(&error)?;
         migrate(&first).await.map_err(&error)?;
+        // The others at once: a harness process connects for every call.
+        let others = futures_util::future::try_join_all(
+            (0..CONNECTIONS).map(|_| async { prepare(connect(url).await?).await }),
+        )
+        .await
+        .map_err(&error)?;
         let mut connections = vec![Mutex::new(Arc::new(prepare(first).await.map_err(&error)?))];
-        for _ in 1..CONNECTIONS {
-            let client = connect(url).await.map_err(&error)?;
-            connections.push(Mutex::new(Arc::new(prepare(client).await.map_err(&error)?)));
-        }
-        let client = connect(url).await.map_err(&error)?;
-        let first = prepare(client).await.map_err(&error)?;
+        let mut others = others.into_iter();
+        let first = others.next().ok_or_else(|| error("no connection".into()))?;
+        connections.extend(others.map(|c| Mutex::new(Arc::new(c))));
         let (writes, queue) = mpsc::unbounded_channel();
         tokio::spawn(writer(url.to_owned(), first, queue));
         Ok(Postgres {
@@ -470,22 +661,37 @@ async fn migrate(client: &Client) -> Result<(), String> {
     }
 }
 
+/// Prepares every statement, pipelined (one round trip, not one each: a harness process
+/// connects for every call).
 async fn prepare(client: Client) -> Result<Connection, String> {
-    let prepare = async |sql: &str| {
-        client
-            .prepare(sql)
-            .await
-            .map_err(|e| format!("cannot prepare a statement: {}", describe_error(&e)))
-    };
+    let prepare = |sql: &'static str| client.prepare(sql);
+    let prepared = futures_util::future::try_join_all([
+        prepare(RENEW_CREATE),
+        prepare(RENEW),
+        prepare(CLAIM),
+        prepare(CLAIM_MANY),
+        prepare(LOOKUP),
+        prepare(SETTLE),
+        prepare(SETTLE_MANY),
+        prepare(LIST),
+        prepare(PRUNE_CALLS),
+        prepare(PRUNE_OWNERS),
+    ])
+    .await
+    .map_err(|e| format!("cannot prepare a statement: {}", describe_error(&e)))?;
+    let mut prepared = prepared.into_iter();
+    let mut next = || prepared.next().expect("one statement each");
     Ok(Connection {
-        renew_create: prepare(RENEW_CREATE).await?,
-        renew: prepare(RENEW).await?,
-        claim: prepare(CLAIM).await?,
-        lookup: prepare(LOOKUP).await?,
-        settle: prepare(SETTLE).await?,
-        list: prepare(LIST).await?,
-        prune_calls: prepare(PRUNE_CALLS).await?,
-        prune_owners: prepare(PRUNE_OWNERS).await?,
+        renew_create: next(),
+        renew: next(),
+        claim: next(),
+        claim_many: next(),
+        lookup: next(),
+        settle: next(),
+        settle_many: next(),
+        list: next(),
+        prune_calls: next(),
+        prune_owners: next(),
         client,
     })
 }
