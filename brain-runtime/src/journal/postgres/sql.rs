@@ -1,0 +1,152 @@
+//! The PostgreSQL journal's schema and statements. Every lease and deadline is judged by the
+//! database's `now()`.
+
+/// The store's clock, in milliseconds.
+macro_rules! now {
+    () => {
+        "(extract(epoch FROM now()) * 1000)::int8"
+    };
+}
+
+macro_rules! live {
+    () => {
+        concat!(
+            "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
+            now!(),
+            ")"
+        )
+    };
+}
+
+/// An entry's columns, in the order `entry` reads them.
+macro_rules! columns {
+    ($result:literal) => {
+        concat!(
+            "SELECT c.tenant, c.session, c.call_id, c.binding, c.digest, c.state, c.owner, ",
+            live!(),
+            ", ",
+            now!(),
+            ", c.created, c.deadline, c.finished, c.is_error, c.unknown_outcome, ",
+            $result,
+            ", c.result_bytes, c.trace_id FROM brain_calls c "
+        )
+    };
+}
+
+pub(super) const SCHEMA_VERSION: i32 = 1;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE brain_calls (
+    tenant TEXT NOT NULL,
+    session TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created INT8 NOT NULL,
+    deadline INT8 NOT NULL,
+    finished INT8,
+    is_error BOOLEAN,
+    unknown_outcome BOOLEAN,
+    result TEXT,
+    result_bytes INT8,
+    trace_id TEXT,
+    PRIMARY KEY (tenant, session, call_id)
+);
+CREATE INDEX brain_calls_created ON brain_calls (created);
+CREATE TABLE brain_owners (
+    owner TEXT PRIMARY KEY,
+    expires INT8 NOT NULL
+);
+";
+
+pub(super) const RENEW_CREATE: &str = concat!(
+    "INSERT INTO brain_owners (owner, expires) VALUES ($1, ",
+    now!(),
+    " + $2) ON CONFLICT (owner) DO UPDATE SET expires = excluded.expires"
+);
+pub(super) const RENEW: &str = concat!(
+    "UPDATE brain_owners SET expires = ",
+    now!(),
+    " + $2 WHERE owner = $1 AND expires > ",
+    now!()
+);
+pub(super) const CLAIM: &str = concat!(
+    "INSERT INTO brain_calls AS c (tenant, session, call_id, digest, binding, state, owner, ",
+    "created, deadline, trace_id) SELECT $1, $2, $3, $4, $5, 'sent', $6, ",
+    now!(),
+    ", ",
+    now!(),
+    " + $7, $8 WHERE EXISTS (SELECT 1 FROM brain_owners WHERE owner = $6 AND expires > ",
+    now!(),
+    ") ON CONFLICT (tenant, session, call_id) DO UPDATE SET state = 'sent', ",
+    "owner = excluded.owner, created = excluded.created, deadline = excluded.deadline, ",
+    "trace_id = excluded.trace_id, finished = NULL, is_error = NULL, ",
+    "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
+    "WHERE c.state = 'not_sent' AND c.digest = excluded.digest"
+);
+/// [`CLAIM`] for a batch of claims in one statement (their keys distinct): the keys it claimed.
+pub(super) const CLAIM_MANY: &str = concat!(
+    "INSERT INTO brain_calls AS c (tenant, session, call_id, digest, binding, state, owner, ",
+    "created, deadline, trace_id) SELECT t.tenant, t.session, t.call_id, t.digest, t.binding, ",
+    "'sent', t.owner, ",
+    now!(),
+    ", ",
+    now!(),
+    " + t.timeout_ms, t.trace_id FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], ",
+    "$5::text[], $6::text[], $7::int8[], $8::text[]) AS t (tenant, session, call_id, digest, ",
+    "binding, owner, timeout_ms, trace_id) WHERE EXISTS (SELECT 1 FROM brain_owners o ",
+    "WHERE o.owner = t.owner AND o.expires > ",
+    now!(),
+    ") ON CONFLICT (tenant, session, call_id) DO UPDATE SET state = 'sent', ",
+    "owner = excluded.owner, created = excluded.created, deadline = excluded.deadline, ",
+    "trace_id = excluded.trace_id, finished = NULL, is_error = NULL, ",
+    "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
+    "WHERE c.state = 'not_sent' AND c.digest = excluded.digest ",
+    "RETURNING c.tenant, c.session, c.call_id"
+);
+pub(super) const LOOKUP: &str = concat!(
+    columns!("c.result"),
+    "WHERE c.tenant = $1 AND c.session = $2 AND c.call_id = $3"
+);
+pub(super) const SETTLE: &str = concat!(
+    "UPDATE brain_calls AS c SET state = $4, is_error = $5, unknown_outcome = $6, ",
+    "result = $7, result_bytes = $8, finished = ",
+    now!(),
+    " WHERE c.tenant = $1 AND c.session = $2 AND c.call_id = $3 AND c.state = 'sent' ",
+    "AND c.owner = $9 AND (NOT $10 OR NOT ",
+    live!(),
+    ")"
+);
+/// [`SETTLE`] for a batch of outcomes in one statement (their keys distinct): the keys it
+/// settled.
+pub(super) const SETTLE_MANY: &str = concat!(
+    "UPDATE brain_calls AS c SET state = t.state, is_error = t.is_error, ",
+    "unknown_outcome = t.unknown_outcome, result = t.result, result_bytes = t.result_bytes, ",
+    "finished = ",
+    now!(),
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::bool[], ",
+    "$7::text[], $8::int8[], $9::text[], $10::bool[]) AS t (tenant, session, call_id, state, ",
+    "is_error, unknown_outcome, result, result_bytes, owner, only_if_expired) ",
+    "WHERE c.tenant = t.tenant AND c.session = t.session AND c.call_id = t.call_id ",
+    "AND c.state = 'sent' AND c.owner = t.owner AND (NOT t.only_if_expired OR NOT ",
+    live!(),
+    ") RETURNING c.tenant, c.session, c.call_id"
+);
+pub(super) const LIST: &str = concat!(
+    columns!("CASE WHEN $6 THEN c.result END"),
+    "WHERE ($1::text IS NULL OR c.tenant = $1) AND ($2::text IS NULL OR c.session = $2) ",
+    "AND ($3::text IS NULL OR c.call_id = $3) AND ($4::int8 IS NULL OR c.created >= ",
+    now!(),
+    " - $4) ORDER BY c.created DESC, c.tenant, c.session, c.call_id LIMIT $5"
+);
+pub(super) const PRUNE_CALLS: &str = concat!(
+    "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
+    now!(),
+    " - $1 AND NOT (c.state = 'sent' AND ",
+    live!(),
+    ")"
+);
+pub(super) const PRUNE_OWNERS: &str =
+    concat!("DELETE FROM brain_owners WHERE expires < ", now!(), " - $1");
