@@ -172,7 +172,10 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
         }
         if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
             connection = match connect(&url).await {
-                Ok(client) => prepare(client).await.ok(),
+                Ok(client) => match plan_each(&client).await {
+                    Ok(()) => prepare(client).await.ok(),
+                    Err(_) => None,
+                },
                 Err(_) => None,
             };
         }
@@ -395,6 +398,7 @@ impl Postgres {
         let mut connections = vec![Mutex::new(Arc::new(prepare(first).await.map_err(&error)?))];
         let mut others = others.into_iter();
         let first = others.next().ok_or_else(|| error("no connection".into()))?;
+        plan_each(&first.client).await.map_err(&error)?;
         connections.extend(others.map(|c| Mutex::new(Arc::new(c))));
         let (writes, queue) = mpsc::unbounded_channel();
         tokio::spawn(writer(url.to_owned(), first, queue));
@@ -517,6 +521,16 @@ async fn migrate(client: &Client) -> Result<(), String> {
             ))
         }
     }
+}
+
+/// The writer's session plans each batch for its own size: a plan made once for all (after
+/// five executions PostgreSQL may keep a generic one) could join a batch's keys to every row
+/// of the calls' table rather than look each up by its key.
+async fn plan_each(client: &Client) -> Result<(), String> {
+    client
+        .batch_execute("SET plan_cache_mode = force_custom_plan")
+        .await
+        .map_err(|e| describe_error(&e))
 }
 
 /// Prepares every statement, pipelined (one round trip, not one each: a harness process

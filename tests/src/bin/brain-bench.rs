@@ -52,7 +52,8 @@ struct Args {
     #[arg(long)]
     only_journal: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
-    /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-sqlite` (with the SQLite
+    /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
+    /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
     /// journal), `floor`, `session-floor`),
     /// CONCURRENCY at a time, and print their rate.
     #[arg(long, value_names = ["CLIENT", "CALLS", "CONCURRENCY"], num_args = 3)]
@@ -143,6 +144,8 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     }
     if let Some(profile) = &args.profile {
         let mut _telemetry = None;
+        // Stopped when the profile ends.
+        let mut _cluster = None;
         if profile[0] == "brain-otel" {
             _telemetry = Some(install_telemetry().await?);
             TRACING.store(true, Ordering::Relaxed);
@@ -154,6 +157,12 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             "brain-2026-sqlite" => {
                 let dir = std::env::temp_dir().join(format!("brain-bench-{}", std::process::id()));
                 let journal = Journal::sqlite(&dir.join("state.db"), Durability::Normal)?;
+                let config = echo_config(&server.url, "2026-07-28", "echo")?;
+                Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
+            }
+            "brain-2026-postgres" => {
+                let cluster = _cluster.insert(tests::postgres::Cluster::start());
+                let journal = Journal::postgres(&cluster.url).await?;
                 let config = echo_config(&server.url, "2026-07-28", "echo")?;
                 Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
             }
