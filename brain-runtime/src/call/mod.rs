@@ -50,8 +50,9 @@ pub(crate) use exchange::{
 };
 pub(crate) use rounds::{CALL_ID, Round, call_message};
 
-/// How much longer than the call's timeout the admit step may take: the wait for a call
-/// running elsewhere lasts until its owner's deadline plus the journal's grace (5 s).
+/// How much longer than the call's timeout the admit step may take, and a claim that met the
+/// call running elsewhere: the wait for it lasts until its owner's deadline plus the
+/// journal's grace (5 s).
 const ADMIT_GRACE: Duration = Duration::from_secs(10);
 
 /// A call the gate let through, as the runtime hands it to the lifecycle.

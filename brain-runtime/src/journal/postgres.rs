@@ -289,21 +289,19 @@ impl<'a> Many<'a> {
 
     /// Which of the requests' keys the statement returned.
     fn written(&self, rows: &[Row]) -> Vec<(usize, u64)> {
-        let returned: std::collections::HashSet<(String, String, String)> = rows
+        let returned: std::collections::HashSet<Key> = rows
             .iter()
-            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .map(|row| Key {
+                tenant: row.get(0),
+                session: row.get(1),
+                call_id: row.get(2),
+            })
             .collect();
         self.indexes
             .iter()
             .zip(&self.writes)
             .map(|(index, write)| {
-                let found = write.key().is_some_and(|key| {
-                    returned.contains(&(
-                        key.tenant.clone(),
-                        key.session.clone(),
-                        key.call_id.clone(),
-                    ))
-                });
+                let found = write.key().is_some_and(|key| returned.contains(key));
                 (*index, u64::from(found))
             })
             .collect()

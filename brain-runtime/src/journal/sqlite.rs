@@ -3,16 +3,18 @@
 //! One connection does this process's work on the file, behind a mutex: a connection's page
 //! cache stays valid while only it writes, so the hot pages are read once (several connections
 //! of one process would each discard their cache after another's commit and read the pages
-//! again). A thread takes requests from a queue and runs all that are waiting in one
-//! `BEGIN IMMEDIATE` transaction on it, answering each after the commit (group commit: 32
-//! concurrent claims cost one commit, not 32). A claim made while no other is in progress, and
-//! a lookup, run inline on the caller's thread when the connection is free, so that a call on a
-//! quiet journal does not pay the trip to the thread; a lookup that finds it busy reads on a
-//! second connection (a WAL reader never waits for a writer). Other processes on the same file
-//! wait for the write lock (`busy_timeout`, 5 s). The file is read with system calls, not a
-//! memory map: SQLite drops its map of the file whenever another connection has written, and
-//! each unmap is a TLB shootdown across the cores. The clock of every lease and deadline is
-//! SQLite's `unixepoch`.
+//! again). Requests wait in one queue. A claim's caller, after one turn of the scheduler (the
+//! calls ready on its thread reach their own claims meanwhile), commits everything queued in one
+//! `BEGIN IMMEDIATE` transaction when the connection is free (group commit: concurrent claims
+//! cost one commit, not one each, and no trip to another thread); one that finds the connection
+//! taken leaves its claim to whoever holds it, and one that finds another process holding the
+//! file's write lock leaves the batch to the journal's thread, which waits for it
+//! (`busy_timeout`, 5 s). Outcomes wait up to 2 ms for a claim to share its commit; the thread
+//! commits those that find none, runs the other writes (leases, pruning) and checkpoints.
+//! Lookups read inline, on a second connection when the first is taken (a WAL reader never
+//! waits for a writer). The file is read with system calls, not a memory map: SQLite drops its
+//! map of the file whenever another connection has written, and each unmap is a TLB shootdown
+//! across the cores. The clock of every lease and deadline is SQLite's `unixepoch`.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -234,6 +236,16 @@ impl Shared {
     }
 }
 
+/// Wakes the journal's thread when dropped: a request whose caller was to commit it, and will
+/// not.
+struct Unled<'a>(&'a Shared);
+
+impl Drop for Unled<'_> {
+    fn drop(&mut self) {
+        self.0.wake.notify_one();
+    }
+}
+
 /// The SQLite journal.
 pub(crate) struct Sqlite {
     describe: String,
@@ -341,10 +353,13 @@ impl Sqlite {
         }
         Box::pin(async move {
             if lead {
+                // Dropped before it leads (the call cancelled), the request is the thread's.
+                let unled = Unled(&self.shared);
                 // The calls ready on this thread run first, up to their own claims, which
                 // join this commit (group commit without a trip to another thread); alone,
                 // this costs one turn of the scheduler.
                 tokio::task::yield_now().await;
+                std::mem::forget(unled);
                 self.shared.lead(false);
             }
             match answer.await {

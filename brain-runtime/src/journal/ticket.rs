@@ -1,5 +1,6 @@
-//! One call's journal entry, through the lifecycle: looked up at *admit*, claimed at the send
-//! point, settled after the call. The rules of what a retry gets live here, the same for every
+//! One call's journal entry, through the lifecycle: looked up at *admit* (when the transport
+//! opens something; else the claim meets what is there), claimed at the send point, settled
+//! after the call. The rules of what a retry gets live here, the same for every
 //! backend.
 
 use std::sync::atomic::{AtomicBool, Ordering};
