@@ -39,6 +39,9 @@ async fn the_call_span_says_what_the_journal_made_of_the_call() {
         }
         .instrument(span)
         .await;
+        // The outcome is recorded off the caller's path: a retry that came before it would
+        // wait for it, and its span would say `in_progress_elsewhere`.
+        runtime.wait_for_cleanup().await;
         states.push((turn, result.replayed, result.is_error));
     }
     assert_eq!(
