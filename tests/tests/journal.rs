@@ -17,6 +17,8 @@ enum Backend {
     Memory(Journal),
     Sqlite(tempfile::TempDir),
     Postgres(tests::postgres::Cluster),
+    /// A database another part of the test owns.
+    Url(String),
 }
 
 impl Backend {
@@ -48,6 +50,7 @@ impl Backend {
                 Journal::sqlite(&self.sqlite_path().unwrap(), Durability::Normal).unwrap()
             }
             Backend::Postgres(cluster) => Journal::postgres(&cluster.url).await.unwrap(),
+            Backend::Url(url) => Journal::postgres(url).await.unwrap(),
         }
     }
 }
@@ -338,6 +341,87 @@ async fn a_locked_sqlite_file_refuses_the_call(backend: Backend) {
     assert_eq!(Stats::get(&server.stats.calls), 0);
 }
 
+/// The first schema brain's PostgreSQL journal made (version 1), as a database made then holds
+/// it.
+const SCHEMA_1: &str = "
+CREATE TABLE brain_schema (version INT4 NOT NULL);
+INSERT INTO brain_schema (version) VALUES (1);
+CREATE TABLE brain_calls (
+    tenant TEXT NOT NULL, session TEXT NOT NULL, call_id TEXT NOT NULL, digest TEXT NOT NULL,
+    binding TEXT NOT NULL, state TEXT NOT NULL, owner TEXT NOT NULL, created INT8 NOT NULL,
+    deadline INT8 NOT NULL, finished INT8, is_error BOOLEAN, unknown_outcome BOOLEAN,
+    result TEXT, result_bytes INT8, trace_id TEXT, PRIMARY KEY (tenant, session, call_id)
+);
+CREATE INDEX brain_calls_created ON brain_calls (created);
+CREATE TABLE brain_owners (owner TEXT PRIMARY KEY, expires INT8 NOT NULL);
+INSERT INTO brain_calls (tenant, session, call_id, digest, binding, state, owner, created,
+    deadline, finished, is_error, unknown_outcome, result, result_bytes)
+VALUES ('local', 'session-j', 'kept-1', 'sha256:another-call', 'echo', 'completed', 'gone',
+    1, 2, 3, false, false, NULL, 10);
+";
+
+async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
+    let Backend::Postgres(cluster) = backend else {
+        unreachable!("PostgreSQL only")
+    };
+    let (client, connection) = tokio_postgres::connect(&cluster.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.batch_execute(SCHEMA_1).await.unwrap();
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let runtime = runtime(&mcp_config(&server.url, None), &backend_of(&cluster)).await;
+    // The row written under the first schema is still the journal's.
+    let kept = call(&runtime, "echo", "kept-1", json!({"message": "m"})).await;
+    assert!(kept.is_error && !kept.unknown_outcome, "{kept:?}");
+    assert!(text(&kept).contains("was used for another call"), "{kept:?}");
+    // New calls are journaled under the new schema.
+    let first = call(&runtime, "echo", "new-1", json!({"message": "m"})).await;
+    let again = call(&runtime, "echo", "new-1", json!({"message": "m"})).await;
+    assert!(!first.is_error && again.replayed, "{first:?} {again:?}");
+    runtime.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+    let version: i32 = client
+        .query_one("SELECT max(version) FROM brain_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
+    let index: Option<String> = client
+        .query_one("SELECT to_regclass('brain_calls_created')::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(index, None, "the index on created is dropped");
+    let collations: Vec<String> = client
+        .query(
+            "SELECT table_name || '.' || column_name FROM information_schema.columns \
+             WHERE table_name IN ('brain_calls', 'brain_owners') AND collation_name = 'C' \
+             ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        collations,
+        [
+            "brain_calls.call_id",
+            "brain_calls.session",
+            "brain_calls.tenant",
+            "brain_owners.owner"
+        ],
+        "keys compare bytewise"
+    );
+}
+
+/// Another handle on `cluster`'s database (the migration test made the database itself).
+fn backend_of(cluster: &tests::postgres::Cluster) -> Backend {
+    Backend::Url(cluster.url.clone())
+}
+
 macro_rules! tests {
     ($backend:ident: $($name:ident),* $(,)?) => {
         mod $backend {
@@ -370,4 +454,5 @@ tests!(postgres:
     racing_callers_send_once,
     a_long_call_of_a_live_owner_is_waited_for,
     a_database_gone_mid_call_changes_nothing,
+    a_journal_of_the_first_schema_is_migrated,
 );
