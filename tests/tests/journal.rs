@@ -374,7 +374,10 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
     // The row written under the first schema is still the journal's.
     let kept = call(&runtime, "echo", "kept-1", json!({"message": "m"})).await;
     assert!(kept.is_error && !kept.unknown_outcome, "{kept:?}");
-    assert!(text(&kept).contains("was used for another call"), "{kept:?}");
+    assert!(
+        text(&kept).contains("was used for another call"),
+        "{kept:?}"
+    );
     // New calls are journaled under the new schema.
     let first = call(&runtime, "echo", "new-1", json!({"message": "m"})).await;
     let again = call(&runtime, "echo", "new-1", json!({"message": "m"})).await;
