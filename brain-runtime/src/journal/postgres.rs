@@ -524,7 +524,7 @@ async fn migrate(client: &Client) -> Result<(), String> {
                  ({SCHEMA_VERSION}): use a newer brain-harness, or another database"
             )),
             Some(older) => Err(format!(
-                "the journal's schema is version {older}, which this brain does not know:                  use another database"
+                "the journal's schema is version {older}, which no brain made: use another database"
             )),
         };
         client.batch_execute("COMMIT").await?;
