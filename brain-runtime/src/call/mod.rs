@@ -222,9 +222,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         if let Some(state) = ticket.state() {
             span.record("brain.journal.state", state.as_str());
         }
-        if let Some(record) = ticket.settle(&result, completed, state.call_sent) {
-            cleanups.spawn(record);
-        }
+        ticket.settle(&result, completed, state.call_sent, cleanups.token());
     }
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);

@@ -1,11 +1,11 @@
 //! The memory journal: one process's calls, gone with it. Bounded in entries.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::store::{
-    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 
 /// How many entries a memory journal holds at most; finished ones are dropped, oldest first,
@@ -29,6 +29,33 @@ struct State {
 }
 
 impl Memory {
+    /// [`JournalStore::settle`], at once.
+    fn write_outcome(
+        &self,
+        key: &Key,
+        owner: &str,
+        record: &Record,
+        only_if_expired: bool,
+    ) -> bool {
+        let now = self.now();
+        let mut state = self.state();
+        let expired = !state.live(owner, now);
+        let Some(entry) = state.entries.get_mut(key) else {
+            return false;
+        };
+        if entry.state != EntryState::Sent || entry.owner != owner || (only_if_expired && !expired)
+        {
+            return false;
+        }
+        entry.state = record.state;
+        entry.is_error = Some(record.is_error);
+        entry.unknown_outcome = Some(record.unknown_outcome);
+        entry.result = record.result.clone();
+        entry.result_bytes = Some(record.result_bytes);
+        entry.finished_ms = Some(now);
+        true
+    }
+
     pub(crate) fn new(max_entries: usize) -> Memory {
         let base = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -161,23 +188,12 @@ impl JournalStore for Memory {
         record: &'a Record,
         only_if_expired: bool,
     ) -> StoreFuture<'a, bool> {
-        let now = self.now();
-        let mut state = self.state();
-        let expired = !state.live(owner, now);
-        let Some(entry) = state.entries.get_mut(key) else {
-            return ready(Ok(false));
-        };
-        if entry.state != EntryState::Sent || entry.owner != owner || (only_if_expired && !expired)
-        {
-            return ready(Ok(false));
-        }
-        entry.state = record.state;
-        entry.is_error = Some(record.is_error);
-        entry.unknown_outcome = Some(record.unknown_outcome);
-        entry.result = record.result.clone();
-        entry.result_bytes = Some(record.result_bytes);
-        entry.finished_ms = Some(now);
-        ready(Ok(true))
+        ready(Ok(self.write_outcome(key, owner, record, only_if_expired)))
+    }
+
+    fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
+        // Written at once: nothing waits.
+        done(Ok(self.write_outcome(&key, &owner, &record, false)));
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

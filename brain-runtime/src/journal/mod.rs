@@ -26,6 +26,6 @@ pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};
 pub use store::{
-    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 pub(crate) use ticket::{Ticket, identity};

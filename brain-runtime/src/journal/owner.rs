@@ -190,6 +190,11 @@ impl Journaling {
         &*self.journal.store
     }
 
+    /// The store, for a write that outlives the caller ([`JournalStore::record`]).
+    pub(super) fn shared_store(&self) -> Arc<dyn JournalStore> {
+        Arc::clone(&self.journal.store)
+    }
+
     fn lease_ms(&self) -> i64 {
         millis(self.journal.lease)
     }

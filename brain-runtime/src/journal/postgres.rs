@@ -17,7 +17,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::store::{
-    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 
 mod sql;
@@ -72,10 +72,10 @@ enum Write {
     },
 }
 
-/// A write and who waits for its rows.
+/// A write and who is told its rows.
 struct Queued {
     write: Write,
-    reply: oneshot::Sender<Result<u64, String>>,
+    reply: Box<dyn FnOnce(Result<u64, String>) + Send + Sync>,
 }
 
 /// Most writes one transaction carries.
@@ -182,9 +182,7 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
         }
         let Some(c) = &connection else {
             for queued in batch {
-                let _ = queued
-                    .reply
-                    .send(Err("cannot connect to the database".into()));
+                (queued.reply)(Err("cannot connect to the database".into()));
             }
             continue;
         };
@@ -192,13 +190,13 @@ async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiv
             && let Some(rows) = together(c, &batch).await
         {
             for (queued, rows) in batch.into_iter().zip(rows) {
-                let _ = queued.reply.send(Ok(rows));
+                (queued.reply)(Ok(rows));
             }
             continue;
         }
         for queued in batch {
             let rows = queued.write.run(c).await.map_err(|e| describe_error(&e));
-            let _ = queued.reply.send(rows);
+            (queued.reply)(rows);
         }
     }
 }
@@ -430,6 +428,9 @@ impl Postgres {
     /// Queues `write` to the writer; resolves after its commit with its rows.
     async fn write(&self, write: Write) -> Result<u64, StoreError> {
         let (reply, answer) = oneshot::channel();
+        let reply = Box::new(move |rows| {
+            let _ = reply.send(rows);
+        });
         self.writes
             .send(Queued { write, reply })
             .map_err(|_| self.error("the journal's writer has stopped"))?;
@@ -662,6 +663,25 @@ impl JournalStore for Postgres {
             only_if_expired,
         };
         Box::pin(async move { Ok(self.write(write).await? > 0) })
+    }
+
+    fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
+        let write = Write::Settle {
+            key,
+            owner,
+            record,
+            only_if_expired: false,
+        };
+        let store = self.describe.clone();
+        let reply = Box::new(move |rows: Result<u64, String>| {
+            done(
+                rows.map(|rows| rows > 0)
+                    .map_err(|message| StoreError { store, message }),
+            );
+        });
+        if let Err(unsent) = self.writes.send(Queued { write, reply }) {
+            (unsent.0.reply)(Err("the journal's writer has stopped".into()));
+        }
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

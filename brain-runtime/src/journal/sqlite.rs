@@ -25,7 +25,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::oneshot;
 
 use super::store::{
-    Claim, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 
 /// What SQLite does on commit: which crashes a claim survives.
@@ -105,6 +105,33 @@ struct Job {
     run: Run,
     defer: bool,
     queued: Instant,
+}
+
+impl Job {
+    /// Runs `job` in a transaction; `reply` is told its answer after the commit.
+    fn new<T: Send + 'static>(
+        job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        defer: bool,
+        reply: impl FnOnce(Result<T, String>) + Send + 'static,
+    ) -> Job {
+        let run: Run = Box::new(move |connection| {
+            let outcome = match connection {
+                Some(connection) => job(connection).map_err(|e| e.to_string()),
+                None => Err("no transaction".to_owned()),
+            };
+            Box::new(move |commit: Option<&str>| {
+                reply(match commit {
+                    Some(error) => outcome.and(Err(format!("the commit failed: {error}"))),
+                    None => outcome,
+                });
+            })
+        });
+        Job {
+            run,
+            defer,
+            queued: Instant::now(),
+        }
+    }
 }
 
 /// How long an outcome waits for a claim to share its commit with before the journal's thread
@@ -328,24 +355,9 @@ impl Sqlite {
         lead: bool,
     ) -> StoreFuture<'_, T> {
         let (reply, answer) = oneshot::channel::<Result<T, String>>();
-        let run: Run = Box::new(move |connection| {
-            let outcome = match connection {
-                Some(connection) => job(connection).map_err(|e| e.to_string()),
-                None => Err("no transaction".to_owned()),
-            };
-            Box::new(move |commit: Option<&str>| {
-                let outcome = match commit {
-                    Some(error) => outcome.and(Err(format!("the commit failed: {error}"))),
-                    None => outcome,
-                };
-                let _ = reply.send(outcome);
-            })
+        let job = Job::new(job, defer, move |outcome| {
+            let _ = reply.send(outcome);
         });
-        let job = Job {
-            run,
-            defer,
-            queued: Instant::now(),
-        };
         if lead {
             self.shared.pending().jobs.push_back(job);
         } else {
@@ -539,6 +551,40 @@ fn insert_claim(c: &Connection, claim: &Claim) -> rusqlite::Result<bool> {
     Ok(changed > 0)
 }
 
+/// The outcome's statement: how the call ended, when it is still `sent` by `owner` (with
+/// `only_if_expired`, only when that owner's lease has expired).
+fn update_outcome(
+    c: &Connection,
+    key: &Key,
+    owner: &str,
+    record: &Record,
+    only_if_expired: bool,
+) -> rusqlite::Result<bool> {
+    let sql = concat!(
+        "UPDATE brain_calls AS c SET state = ?4, is_error = ?5, unknown_outcome = ?6, ",
+        "result = ?7, result_bytes = ?8, finished = ",
+        now!(),
+        " WHERE c.tenant = ?1 AND c.session = ?2 AND c.call_id = ?3 AND c.state = 'sent' ",
+        "AND c.owner = ?9 AND (?10 = 0 OR NOT ",
+        "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
+        now!(),
+        "))"
+    );
+    let changed = c.prepare_cached(sql)?.execute(params![
+        key.tenant,
+        key.session,
+        key.call_id,
+        record.state.as_str(),
+        record.is_error,
+        record.unknown_outcome,
+        record.result,
+        record.result_bytes,
+        owner,
+        only_if_expired,
+    ])?;
+    Ok(changed > 0)
+}
+
 /// How often the journal's thread copies the WAL back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
@@ -648,34 +694,19 @@ impl JournalStore for Sqlite {
     ) -> StoreFuture<'a, bool> {
         let (key, owner, record) = (key.clone(), owner.to_owned(), record.clone());
         self.queue(
-            move |c| {
-            let sql = concat!(
-                "UPDATE brain_calls AS c SET state = ?4, is_error = ?5, unknown_outcome = ?6, ",
-                "result = ?7, result_bytes = ?8, finished = ",
-                now!(),
-                " WHERE c.tenant = ?1 AND c.session = ?2 AND c.call_id = ?3 AND c.state = 'sent' ",
-                "AND c.owner = ?9 AND (?10 = 0 OR NOT ",
-                "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
-                now!(),
-                "))"
-            );
-            let changed = c.prepare_cached(sql)?.execute(params![
-                key.tenant,
-                key.session,
-                key.call_id,
-                record.state.as_str(),
-                record.is_error,
-                record.unknown_outcome,
-                record.result,
-                record.result_bytes,
-                owner,
-                only_if_expired,
-            ])?;
-            Ok(changed > 0)
-            },
+            move |c| update_outcome(c, &key, &owner, &record, only_if_expired),
             true,
             false,
         )
+    }
+
+    fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
+        let store = self.describe.clone();
+        self.shared.push(Job::new(
+            move |c| update_outcome(c, &key, &owner, &record, false),
+            true,
+            move |outcome| done(outcome.map_err(|message| StoreError { store, message })),
+        ));
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

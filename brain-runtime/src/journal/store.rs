@@ -6,6 +6,8 @@
 //! the memory journal's monotonic clock): every comparison of a lease or a deadline happens
 //! inside the store, never between two hosts' clocks.
 
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
 
 /// A journaled call's key: a call id is unique within its tenant's session.
@@ -152,6 +154,9 @@ pub struct StoreError {
 /// A future the store returns.
 pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
 
+/// Told the answer of a write made off the caller's path ([`JournalStore::record`]).
+pub type Done = Box<dyn FnOnce(Result<bool, StoreError>) + Send + Sync>;
+
 /// What a journal backend does. Every statement is atomic on its own; a claim is durable when
 /// its future resolves `Ok`. A host may implement it over its own database, keeping the same
 /// meaning (the tests of `brain-tests` run against each implementation).
@@ -181,6 +186,15 @@ pub trait JournalStore: Send + Sync + 'static {
         record: &'a Record,
         only_if_expired: bool,
     ) -> StoreFuture<'a, bool>;
+
+    /// Records how a call this process sent ended, as [`settle`](Self::settle) does (without
+    /// `only_if_expired`), off the caller's path: nothing waits for it but `done`, told the
+    /// answer once the write is committed or failed. The default runs `settle` on a task of
+    /// the current tokio runtime; a backend that batches its writes hands this one to its
+    /// next batch instead (no task per call).
+    fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
+        tokio::spawn(async move { done(self.settle(&key, &owner, &record, false).await) });
+    }
 
     /// The entries `filter` selects, newest first.
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;

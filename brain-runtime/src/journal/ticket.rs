@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use brain_config::ToolBinding;
 use serde_json::Value;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::owner::Journaling;
 use super::store::{Claim, Entry, EntryState, Key, Record, StoreError};
@@ -280,51 +281,57 @@ impl Ticket {
         result
     }
 
-    /// After the call: what to record, and the write (run it off the caller's path). `None`
-    /// when this process did not claim the call. `completed`: the call delivered a tool result;
-    /// `sent`: the call may have reached the tool.
+    /// After the call: records its outcome off the caller's path (nothing waits for the write;
+    /// `token` is held until it is done, so that the runtime's `wait_for_cleanup` waits for
+    /// it). Nothing when this process did not claim the call. `completed`: the call delivered a
+    /// tool result; `sent`: the call may have reached the tool.
     pub(crate) fn settle(
         &self,
         result: &ToolResult,
         completed: bool,
         sent: bool,
-    ) -> Option<impl Future<Output = ()> + Send + 'static> {
-        let owner = self
+        token: TaskTrackerToken,
+    ) {
+        let Some(owner) = self
             .claimed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()?;
+            .take()
+        else {
+            return;
+        };
         let state = match (sent, completed) {
             (false, _) => EntryState::NotSent,
             (true, true) => EntryState::Completed,
             (true, false) => EntryState::Failed,
         };
         let record = record(result, state, self.journaling.journal.result_cap);
-        let journaling = Arc::clone(&self.journaling);
-        let key = self.key.clone();
-        let state = record.state;
-        Some(async move {
-            match journaling
-                .store()
-                .settle(&key, &owner, &record, false)
-                .await
-            {
+        let call_id = self.key.call_id.clone();
+        let done = move |written: Result<bool, StoreError>| {
+            match written {
                 Ok(true) => {}
                 // A claim that never committed (nothing to settle), or an outcome a retry
                 // recorded first after this process's lease had expired.
                 Ok(false) if state == EntryState::NotSent => {}
                 Ok(false) => tracing::warn!(
-                    call_id = %key.call_id,
+                    call_id = %call_id,
                     "the journal had already recorded this call's outcome as unknown (this \
                      process's lease had expired); its result was not recorded"
                 ),
                 Err(error) => tracing::warn!(
-                    call_id = %key.call_id,
+                    call_id = %call_id,
                     %error,
                     "cannot record the call's outcome; a retry will report it as unknown"
                 ),
             }
-        })
+            drop(token);
+        };
+        self.journaling.shared_store().record(
+            self.key.clone(),
+            owner.to_string(),
+            record,
+            Box::new(done),
+        );
     }
 }
 

@@ -54,7 +54,7 @@ struct Args {
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
-    /// journal), `floor`, `session-floor`),
+    /// journal), `brain-2026-memory` (with the memory journal), `floor`, `session-floor`),
     /// CONCURRENCY at a time, and print their rate.
     #[arg(long, value_names = ["CLIENT", "CALLS", "CONCURRENCY"], num_args = 3)]
     profile: Option<Vec<String>>,
@@ -146,6 +146,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         let mut _telemetry = None;
         // Stopped when the profile ends.
         let mut _cluster = None;
+        let mut _state_dir = None;
         if profile[0] == "brain-otel" {
             _telemetry = Some(install_telemetry().await?);
             TRACING.store(true, Ordering::Relaxed);
@@ -155,10 +156,18 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             "brain-2025" => Driver::brain(&server.url, "2025-11-25")?,
             "brain-2026" => Driver::brain(&server.url, "2026-07-28")?,
             "brain-2026-sqlite" => {
-                let dir = std::env::temp_dir().join(format!("brain-bench-{}", std::process::id()));
-                let journal = Journal::sqlite(&dir.join("state.db"), Durability::Normal)?;
+                let dir = _state_dir.insert(tempfile::tempdir()?);
+                let journal = Journal::sqlite(&dir.path().join("state.db"), Durability::Normal)?;
                 let config = echo_config(&server.url, "2026-07-28", "echo")?;
                 Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
+            }
+            "brain-2026-memory" => {
+                let config = echo_config(&server.url, "2026-07-28", "echo")?;
+                Driver::Brain(
+                    Runtime::builder(&config)
+                        .journal(Journal::memory())
+                        .build()?,
+                )
             }
             "brain-2026-postgres" => {
                 let cluster = _cluster.insert(tests::postgres::Cluster::start());
