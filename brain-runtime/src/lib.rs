@@ -73,6 +73,7 @@ mod revision;
 mod routing;
 mod runtime;
 mod session_token;
+mod state;
 mod telemetry;
 mod tool;
 mod transport;

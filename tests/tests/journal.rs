@@ -389,7 +389,17 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+    let grants: Option<String> = client
+        .query_one("SELECT to_regclass('brain_grants')::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        grants.as_deref(),
+        Some("brain_grants"),
+        "the grants' table is made"
+    );
     let index: Option<String> = client
         .query_one("SELECT to_regclass('brain_calls_created')::text", &[])
         .await

@@ -12,6 +12,8 @@
 //! - `request.rs`: the HTTP requests to authorization servers (bounded, with a timeout), JSON
 //!   metadata documents, and the URL rules (`split_url`, https or loopback only).
 //! - `store.rs`: where user-delegated tokens live between runs ([`TokenStore`]).
+//! - `grants.rs`: grants shared by every process on the state's store ([`GrantStore`]): a
+//!   generation per grant, a refresh claim with a lease.
 //! - `metadata.rs`: `WWW-Authenticate` challenges, protected resource metadata (RFC 9728) and
 //!   authorization server metadata (RFC 8414, OpenID discovery).
 //! - `dpop.rs`: DPoP proofs (RFC 9449) and the servers' nonces.
@@ -27,13 +29,14 @@
 //! - `user.rs`: a user's [`login`] and [`logout`].
 //!
 //! Dependencies go one way: each module names only modules to its left, and this file only
-//! declares and re-exports them. secret, request, store ← metadata, dpop ← grant ← code ←
+//! declares and re-exports them. secret, request, store, grants ← metadata, dpop ← grant ← code ←
 //! oauth/tokens ← oauth ← oauth/obtain, credentials, user.
 
 mod code;
 mod credentials;
 mod dpop;
 mod grant;
+mod grants;
 mod metadata;
 mod oauth;
 mod request;
@@ -43,6 +46,7 @@ mod user;
 
 pub use code::{LoopbackAgent, UserAgent};
 pub(crate) use credentials::{Authorizing, Credentials, add_static};
+pub use grants::{Expected, Grant, GrantKey, GrantState, GrantStore, GrantWrite, MemoryGrantStore};
 pub(crate) use oauth::{OAuth, Retry};
 pub(crate) use secret::Token;
 pub use store::{FileTokenStore, MemoryTokenStore, StoreKey, StoredTokens, TokenStore};

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::sqlite::Durability;
 use super::store::{Entry, Filter, JournalStore, StoreError};
 use super::{memory, postgres, sqlite};
+use crate::auth::{GrantStore, MemoryGrantStore};
 
 /// How long an owner's lease lasts without a heartbeat: a retry learns that a crashed
 /// process's call has an unknown outcome at most this long after the crash.
@@ -23,6 +24,8 @@ const PRUNE_EVERY: Duration = Duration::from_secs(600);
 #[derive(Clone)]
 pub struct Journal {
     store: Arc<dyn JournalStore>,
+    /// The OAuth grants, in the same store.
+    grants: Arc<dyn GrantStore>,
     lease: Duration,
     retention: Duration,
     pub(super) result_cap: usize,
@@ -39,10 +42,12 @@ impl std::fmt::Debug for Journal {
 }
 
 impl Journal {
-    /// A journal over `store`.
+    /// A journal over `store`, with OAuth grants in this process's memory (give a shared
+    /// store with [`Journal::with_grants`]).
     pub fn new(store: Arc<dyn JournalStore>) -> Journal {
         Journal {
             store,
+            grants: Arc::new(MemoryGrantStore::default()),
             lease: DEFAULT_LEASE,
             retention: DEFAULT_RETENTION,
             result_cap: DEFAULT_RESULT_CAP,
@@ -58,18 +63,16 @@ impl Journal {
     /// The SQLite journal at `path` (created mode 0600, WAL), shared by the processes of one
     /// host.
     pub fn sqlite(path: &std::path::Path, durability: Durability) -> Result<Journal, StoreError> {
-        Ok(Journal::new(Arc::new(sqlite::Sqlite::open(
-            path, durability,
-        )?)))
+        let store = Arc::new(sqlite::Sqlite::open(path, durability)?);
+        Ok(Journal::new(store.clone()).with_grants(store))
     }
 
     /// The PostgreSQL journal at `url` (`postgres://user@host:port/db`), shared by several
     /// hosts; its schema is created or migrated here. Must run inside a tokio runtime, which
     /// then drives its connections.
     pub async fn postgres(url: &str) -> Result<Journal, StoreError> {
-        Ok(Journal::new(Arc::new(
-            postgres::Postgres::connect(url).await?,
-        )))
+        let store = Arc::new(postgres::Postgres::connect(url).await?);
+        Ok(Journal::new(store.clone()).with_grants(store))
     }
 
     /// The journal a state URL names: `sqlite:PATH` (`?synchronous=full` for
@@ -126,6 +129,18 @@ impl Journal {
     pub fn result_cap(mut self, bytes: usize) -> Journal {
         self.result_cap = bytes;
         self
+    }
+
+    /// Keeps OAuth grants in `grants` (a host's own store, beside its own journal store).
+    pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> Journal {
+        self.grants = grants;
+        self
+    }
+
+    /// The OAuth grants' store: the same SQLite file or PostgreSQL database as the journal's
+    /// calls (this process's memory for [`Journal::memory`]).
+    pub fn grants(&self) -> Arc<dyn GrantStore> {
+        Arc::clone(&self.grants)
     }
 
     /// The store itself (to measure it, or to read it the way the journal does).

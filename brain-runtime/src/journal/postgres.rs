@@ -20,6 +20,7 @@ use super::store::{
     Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 
+mod grants;
 mod sql;
 
 use sql::{
@@ -504,6 +505,7 @@ async fn migrate(client: &Client) -> Result<(), String> {
         let checked = match version {
             None => {
                 client.batch_execute(SCHEMA).await?;
+                client.batch_execute(sql::GRANTS_SCHEMA).await?;
                 client
                     .execute(
                         "INSERT INTO brain_schema (version) VALUES ($1)",
@@ -513,8 +515,11 @@ async fn migrate(client: &Client) -> Result<(), String> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(1) => {
-                client.batch_execute(MIGRATE_FROM_1).await?;
+            Some(older @ (1 | 2)) => {
+                if older == 1 {
+                    client.batch_execute(MIGRATE_FROM_1).await?;
+                }
+                client.batch_execute(sql::GRANTS_SCHEMA).await?;
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;

@@ -17,7 +17,7 @@
 //! across the cores. The clock of every lease and deadline is SQLite's `unixepoch`.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,8 @@ macro_rules! now {
     };
 }
 
-/// The schema version this brain writes.
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this brain writes (2 added `brain_grants`).
+const SCHEMA_VERSION: i64 = 2;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -79,6 +79,26 @@ CREATE TABLE brain_owners (
 ) WITHOUT ROWID;
 ";
 
+/// OAuth grants' table (schema version 2; `sqlite/grants.rs`).
+const GRANTS_SCHEMA: &str = "
+CREATE TABLE brain_grants (
+    grant_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    expires_at INTEGER,
+    rotates INTEGER,
+    sealed TEXT,
+    refresher TEXT,
+    refresh_until INTEGER,
+    updated INTEGER NOT NULL,
+    PRIMARY KEY (grant_id, tenant)
+) WITHOUT ROWID;
+";
+
 /// An entry's columns, in [`entry`]'s order; `$result` is the result's column (or `NULL`).
 macro_rules! columns {
     ($result:literal) => {
@@ -94,6 +114,13 @@ macro_rules! columns {
         )
     };
 }
+
+mod file;
+// After the macros, which it uses.
+mod grants;
+
+use file::create_private;
+pub use file::default_path;
 
 type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 /// A request: run against the open transaction (`None` when none could be begun).
@@ -337,6 +364,27 @@ impl Sqlite {
         })
     }
 
+    /// Reads inline: on the shared connection when it is free (its page cache is warm), else
+    /// on the reader's (a WAL reader never waits for a writer).
+    fn read<T>(&self, read: impl Fn(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let read = match self.shared.connection.try_lock() {
+            Ok(connection) => {
+                let read = read(&connection);
+                drop(connection);
+                // A claim queued while this read held the connection was left to it.
+                if self.shared.urgent() {
+                    self.shared.lead(false);
+                }
+                read
+            }
+            Err(_) => read(&self.reader.lock().unwrap_or_else(|p| p.into_inner())),
+        };
+        read.map_err(|e| StoreError {
+            store: self.describe.clone(),
+            message: e.to_string(),
+        })
+    }
+
     /// Runs `job` in the next transaction, on the journal's thread; resolves after its commit.
     fn run<T: Send + 'static>(
         &self,
@@ -388,35 +436,6 @@ impl Sqlite {
     }
 }
 
-/// Creates `path` (mode 0600) and its directory (0700) when they are missing; refuses a file
-/// others may read.
-fn create_private(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mode = file.metadata().map(|m| m.permissions().mode()).unwrap_or(0);
-    if mode & 0o077 != 0 {
-        return Err(format!(
-            "{} may be read by other users (mode {:o}); it holds call results: `chmod 600 {}`",
-            path.display(),
-            mode & 0o777,
-            path.display()
-        ));
-    }
-    Ok(())
-}
-
 /// Each connection's page cache: the journal's hot rows are the newest, and the operating
 /// system caches the file; SQLite's default (2 MB) would grow a host's memory for nothing.
 const CACHE_KIB: i64 = 512;
@@ -444,8 +463,11 @@ fn migrate(connection: &Connection) -> Result<(), String> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0 => {
-                connection.execute_batch(SCHEMA)?;
+            0 | 1 => {
+                if version == 0 {
+                    connection.execute_batch(SCHEMA)?;
+                }
+                connection.execute_batch(GRANTS_SCHEMA)?;
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }
@@ -666,22 +688,7 @@ impl JournalStore for Sqlite {
                     .optional()
             })
         };
-        let read = match self.shared.connection.try_lock() {
-            Ok(connection) => {
-                let read = read(&connection);
-                drop(connection);
-                // A claim queued while this read held the connection was left to it.
-                if self.shared.urgent() {
-                    self.shared.lead(false);
-                }
-                read
-            }
-            Err(_) => read(&self.reader.lock().unwrap_or_else(|p| p.into_inner())),
-        };
-        let read = read.map_err(|e| StoreError {
-            store: self.describe.clone(),
-            message: e.to_string(),
-        });
+        let read = self.read(read);
         Box::pin(std::future::ready(read))
     }
 
@@ -755,38 +762,5 @@ impl JournalStore for Sqlite {
             c.prepare_cached(owners)?.execute(params![retention_ms])?;
             Ok(deleted as u64)
         })
-    }
-}
-
-/// Where `brain-harness` keeps its state by default: `$XDG_STATE_HOME/brain/state.db`, else
-/// `~/.local/state/brain/state.db`.
-pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|home| PathBuf::from(home).join(".local/state"))
-        })?;
-    Some(base.join("brain/state.db"))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn the_state_file_is_private_and_a_readable_one_is_refused() {
-        let dir = std::env::temp_dir().join(format!("brain-sqlite-{}", std::process::id()));
-        let path = dir.join("state/brain/state.db");
-        super::create_private(&path).unwrap();
-        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&path), 0o600);
-        assert_eq!(mode(path.parent().unwrap()), 0o700);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let refused = super::create_private(&path).unwrap_err();
-        assert!(refused.contains("chmod 600"), "{refused}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

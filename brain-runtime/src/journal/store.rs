@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
-
 /// A journaled call's key: a call id is unique within its tenant's session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
@@ -141,18 +139,7 @@ pub struct Filter {
     pub limit: usize,
 }
 
-/// The store could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the call journal ({store}) failed: {message}")]
-pub struct StoreError {
-    /// Which store (its kind and place, never a password).
-    pub store: String,
-    /// What went wrong.
-    pub message: String,
-}
-
-/// A future the store returns.
-pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+pub use crate::state::{StoreError, StoreFuture};
 
 /// Told the answer of a write made off the caller's path ([`JournalStore::record`]).
 pub type Done = Box<dyn FnOnce(Result<bool, StoreError>) + Send + Sync>;

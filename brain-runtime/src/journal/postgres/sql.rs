@@ -33,7 +33,8 @@ macro_rules! columns {
     };
 }
 
-pub(super) const SCHEMA_VERSION: i32 = 2;
+/// 2: bytewise keys, no index on `created`; 3: `brain_grants`.
+pub(super) const SCHEMA_VERSION: i32 = 3;
 
 /// The schema, as a new database gets it. Keys compare bytewise (`COLLATE "C"`: no locale's
 /// rules on every index lookup). The table leaves a fifth of each page free, so that recording
@@ -164,3 +165,102 @@ pub(super) const PRUNE_CALLS: &str = concat!(
 );
 pub(super) const PRUNE_OWNERS: &str =
     concat!("DELETE FROM brain_owners WHERE expires < ", now!(), " - $1");
+
+/// The OAuth grants' table (schema version 3): one row per grant and tenant.
+pub(super) const GRANTS_SCHEMA: &str = r#"
+CREATE TABLE brain_grants (
+    grant_id TEXT COLLATE "C" NOT NULL,
+    tenant TEXT COLLATE "C" NOT NULL,
+    generation INT8 NOT NULL,
+    state TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    expires_at INT8,
+    rotates BOOLEAN,
+    sealed TEXT,
+    refresher TEXT,
+    refresh_until INT8,
+    updated INT8 NOT NULL,
+    PRIMARY KEY (grant_id, tenant)
+);
+"#;
+
+/// A grant's columns, in the order `grant` reads them; `$sealed` is the tokens' column.
+macro_rules! grant_columns {
+    ($sealed:literal) => {
+        concat!(
+            "SELECT grant_id, tenant, generation, state, binding, resource, scopes, expires_at, ",
+            "rotates, ",
+            $sealed,
+            ", CASE WHEN refresh_until > ",
+            now!(),
+            " THEN refresher END, CASE WHEN refresh_until > ",
+            now!(),
+            " THEN refresh_until - ",
+            now!(),
+            " END FROM brain_grants "
+        )
+    };
+}
+
+pub(super) const GRANT_LOAD: &str = concat!(
+    grant_columns!("sealed"),
+    "WHERE grant_id = $1 AND tenant = $2"
+);
+
+pub(super) const GRANT_LIST: &str = concat!(grant_columns!("NULL"), "ORDER BY grant_id, tenant");
+
+/// A write to a new row or, when `$11` (any) or the row is at generation 0, over it.
+pub(super) const GRANT_UPSERT: &str = concat!(
+    "INSERT INTO brain_grants AS g (grant_id, tenant, generation, state, binding, resource, ",
+    "scopes, expires_at, rotates, sealed, updated) VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, ",
+    "$9, ",
+    now!(),
+    ") ON CONFLICT (grant_id, tenant) DO UPDATE SET generation = g.generation + 1, ",
+    "state = excluded.state, binding = excluded.binding, resource = excluded.resource, ",
+    "scopes = excluded.scopes, expires_at = excluded.expires_at, rotates = excluded.rotates, ",
+    "sealed = excluded.sealed, refresher = NULL, refresh_until = NULL, updated = excluded.updated ",
+    "WHERE $10::bool OR g.generation = 0 RETURNING g.generation"
+);
+
+/// A write over the row at generation `$10` (and, when `$11` is not null, claimed by `$11`).
+pub(super) const GRANT_UPDATE: &str = concat!(
+    "UPDATE brain_grants SET generation = generation + 1, state = $3, binding = $4, ",
+    "resource = $5, scopes = $6, expires_at = $7, rotates = $8, sealed = $9, refresher = NULL, ",
+    "refresh_until = NULL, updated = ",
+    now!(),
+    " WHERE grant_id = $1 AND tenant = $2 AND generation = $10 AND ($11::text IS NULL OR ",
+    "(refresher = $11 AND refresh_until > ",
+    now!(),
+    ")) RETURNING generation"
+);
+
+/// A first claim: creates the empty row (generation 0) or claims it when free.
+pub(super) const GRANT_CLAIM_NEW: &str = concat!(
+    "INSERT INTO brain_grants AS g (grant_id, tenant, generation, state, binding, resource, ",
+    "scopes, refresher, refresh_until, updated) VALUES ($1, $2, 0, 'valid', '', '', '', $3, ",
+    now!(),
+    " + $4, ",
+    now!(),
+    ") ON CONFLICT (grant_id, tenant) DO UPDATE SET refresher = excluded.refresher, ",
+    "refresh_until = excluded.refresh_until WHERE g.generation = 0 AND (g.refresher IS NULL ",
+    "OR g.refresher = $3 OR g.refresh_until <= ",
+    now!(),
+    ") RETURNING 1"
+);
+
+/// A claim of the row at generation `$5`, when free.
+pub(super) const GRANT_CLAIM: &str = concat!(
+    "UPDATE brain_grants SET refresher = $3, refresh_until = ",
+    now!(),
+    " + $4 WHERE grant_id = $1 AND tenant = $2 AND generation = $5 AND (refresher IS NULL OR ",
+    "refresher = $3 OR refresh_until <= ",
+    now!(),
+    ")"
+);
+
+pub(super) const GRANT_RELEASE: &str = concat!(
+    "UPDATE brain_grants SET refresher = NULL, refresh_until = NULL WHERE grant_id = $1 ",
+    "AND tenant = $2 AND generation = $3 AND refresher = $4"
+);
