@@ -4,8 +4,9 @@
 //! brain-harness [--config PATH] tools
 //! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
 //! brain-harness [--state URL] journal [--tenant T] [--session S] [--call-id C] [--since 1h] [--results] [--json]
-//! brain-harness [--config PATH] login --tenant T TOOL
-//! brain-harness [--config PATH] logout --tenant T TOOL
+//! brain-harness [--config PATH] [--state URL] login --tenant T TOOL
+//! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
+//! brain-harness [--state URL] tokens [--json]
 //! ```
 //!
 //! Every call is journaled (see `brain_runtime::journal`): a call id is sent at most once
@@ -19,9 +20,12 @@
 //! `login` runs the OAuth authorization code flow (PKCE) for a binding whose `auth.type` is
 //! `authorization_code`: it prints the authorization URL and opens it in `$BROWSER` (else
 //! `xdg-open`/`open` when a desktop is there), receives the redirect on a loopback port, and
-//! stores the tokens in the token store (`$BRAIN_TOKEN_STORE`, else `brain/tokens.json` under
-//! `$XDG_CONFIG_HOME` or `~/.config`; mode 0600; one entry per binding URL × tenant; never
-//! printed). Calls use and refresh them. `logout` removes them.
+//! stores the tokens in the state's store (the journal's: one grant per binding server, client
+//! and tenant; never printed). Calls use and refresh them — one refresh per grant across every
+//! process on the store. `logout` leaves a tombstone. `tokens` lists the grants (never a
+//! token). A `tokens.json` an earlier brain kept under `$XDG_CONFIG_HOME/brain` (or
+//! `~/.config/brain`) is imported on first use and renamed `tokens.json.imported`;
+//! `$BRAIN_TOKEN_STORE` is no longer read (a harness that finds it set says so).
 //!
 //! Events go to stdout as JSON Lines with `--json` or when stdout is not a terminal; on a
 //! terminal, a progress bar and a readable result. Exit 0 for a non-error result, 1 for an error
@@ -132,6 +136,13 @@ enum Command {
         /// The binding's name.
         tool: String,
     },
+    /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
+    /// never a token).
+    Tokens {
+        /// Print JSON Lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How long `login` waits for the user to approve.
@@ -206,8 +217,21 @@ fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Login { tenant, tool } => login(&config, &tenant, &tool),
-        Command::Logout { tenant, tool } => logout(&config, &tenant, &tool),
+        Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
+        Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),
+        Command::Tokens { json } => {
+            let listed = tokio().block_on(async {
+                let journal = state_store(&config, state).await?;
+                crate::journal::list_grants(&journal, json).await
+            });
+            match listed {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Tools => match runtime(&config, None) {
             Ok(runtime) => {
                 list(&config, &runtime);
@@ -231,7 +255,7 @@ fn run(cli: Cli) -> ExitCode {
                 }
             };
             let tokio = tokio();
-            let journal = match tokio.block_on(crate::journal::open(state)) {
+            let journal = match tokio.block_on(state_store(&config, state)) {
                 Ok(journal) => journal,
                 Err(message) => {
                     eprintln!("error: {message}");
@@ -305,13 +329,35 @@ fn arguments(text: &str) -> Result<Value, String> {
     }
 }
 
-/// The token store of `login` (see the module's doc).
-fn token_store() -> Result<Arc<FileTokenStore>, String> {
-    FileTokenStore::default_path()
-        .map(|path| Arc::new(FileTokenStore::new(path)))
-        .ok_or_else(|| {
-            "no place for the token store: set BRAIN_TOKEN_STORE, XDG_CONFIG_HOME or HOME".into()
-        })
+/// The state's store (journal and tokens), with an earlier brain's token file imported.
+async fn state_store(
+    config: &HostConfig,
+    state: Option<&str>,
+) -> Result<brain_runtime::journal::Journal, String> {
+    if std::env::var_os("BRAIN_TOKEN_STORE").is_some() {
+        return Err(
+            "BRAIN_TOKEN_STORE is no longer read: tokens live in the state's store with the call \
+             journal (--state URL or BRAIN_STATE_URL; SQLite in the state directory by default), \
+             and a tokens.json is imported from there on first use — unset BRAIN_TOKEN_STORE"
+                .into(),
+        );
+    }
+    let journal = crate::journal::open(state).await?;
+    if let Some(path) = FileTokenStore::default_path().filter(|path| path.exists()) {
+        let file = FileTokenStore::new(&path);
+        let env = |var: &str| std::env::var(var).ok();
+        let imported =
+            brain_runtime::auth::import_token_file(&file, &config.tools, journal.grants(), env)
+                .await
+                .map_err(|e| format!("cannot import {}: {e}", path.display()))?;
+        eprintln!(
+            "imported {imported} grant(s) from {} into {}; it is now {}.imported",
+            path.display(),
+            journal.describe(),
+            path.display()
+        );
+    }
+    Ok(journal)
 }
 
 /// The binding `name`, which must have `auth`.
@@ -333,9 +379,11 @@ fn oauth_binding<'a>(config: &'a HostConfig, name: &str) -> Result<&'a ToolBindi
     }
 }
 
-fn login(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
-    let prepared = oauth_binding(config, name).and_then(|binding| Ok((binding, token_store()?)));
-    let (binding, store) = match prepared {
+fn login(config: &HostConfig, state: Option<&str>, tenant: &str, name: &str) -> ExitCode {
+    let tokio = tokio();
+    let prepared = oauth_binding(config, name)
+        .and_then(|binding| Ok((binding, tokio.block_on(state_store(config, state))?)));
+    let (binding, journal) = match prepared {
         Ok(prepared) => prepared,
         Err(message) => {
             eprintln!("error: {message}");
@@ -353,15 +401,11 @@ fn login(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime starts");
     let env = |var: &str| std::env::var(var).ok();
-    let work = brain_runtime::auth::login(binding, tenant, store.clone(), Arc::new(agent), env);
+    let work = brain_runtime::auth::login(binding, tenant, journal.grants(), Arc::new(agent), env);
     match tokio.block_on(async { tokio::time::timeout(LOGIN_TIMEOUT, work).await }) {
         Ok(Ok(line)) => {
-            eprintln!("{line}, in {}", store.path().display());
+            eprintln!("{line}, in {}", journal.describe());
             ExitCode::SUCCESS
         }
         Ok(Err(message)) => {
@@ -403,9 +447,14 @@ fn open_in_browser(url: &str) {
     }
 }
 
-fn logout(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
-    let removed = oauth_binding(config, name)
-        .and_then(|binding| brain_runtime::auth::logout(binding, tenant, token_store()?.as_ref()));
+fn logout(config: &HostConfig, state: Option<&str>, tenant: &str, name: &str) -> ExitCode {
+    let env = |var: &str| std::env::var(var).ok();
+    let removed = oauth_binding(config, name).and_then(|binding| {
+        tokio().block_on(async {
+            let journal = state_store(config, state).await?;
+            brain_runtime::auth::logout(binding, tenant, journal.grants(), env).await
+        })
+    });
     match removed {
         Ok(true) => {
             eprintln!("removed the tokens of tenant {tenant} for {name}");
@@ -423,7 +472,8 @@ fn logout(config: &HostConfig, tenant: &str, name: &str) -> ExitCode {
 }
 
 /// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
-/// User-delegated OAuth tokens come from the token store `login` writes.
+/// OAuth grants live in the journal's store (`login` writes there); without a journal
+/// (`tools`), in memory.
 fn runtime(
     config: &HostConfig,
     journal: Option<brain_runtime::journal::Journal>,
@@ -431,9 +481,6 @@ fn runtime(
     let mut builder = Runtime::builder(config).allow_missing_tokens();
     if let Some(journal) = journal {
         builder = builder.journal(journal);
-    }
-    if let Ok(store) = token_store() {
-        builder = builder.token_store(store);
     }
     builder.build().map_err(|error| {
         eprintln!("error: {error}");

@@ -145,6 +145,64 @@ fn to_json(entry: &Entry, results: bool) -> serde_json::Value {
     object
 }
 
+/// Prints the OAuth grants in `journal`'s store: binding, tenant, scopes, the access token's
+/// expiry and the grant's state (`valid`, `refreshing` while a process holds its refresh
+/// claim, `needs_login`, `logged_out`); never a token.
+pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), String> {
+    let grants = journal.grants().list().await.map_err(|error| {
+        format!(
+            "cannot list the grants in {}: {}",
+            error.store, error.message
+        )
+    })?;
+    let state = |grant: &brain_runtime::auth::Grant| match (&grant.refresher, grant.written.state) {
+        (Some(_), brain_runtime::auth::GrantState::Valid) => "refreshing",
+        (_, state) => state.as_str(),
+    };
+    let expires = |grant: &brain_runtime::auth::Grant| {
+        grant
+            .written
+            .expires_at
+            .map_or("-".to_owned(), |at| timestamp(at.saturating_mul(1000)))
+    };
+    if json {
+        for grant in &grants {
+            let object = serde_json::json!({
+                "binding": grant.written.binding,
+                "tenant": grant.key.tenant,
+                "resource": grant.written.resource,
+                "scopes": grant.written.scopes,
+                "expires": grant.written.expires_at.map(|_| expires(grant)),
+                "state": state(grant),
+                "generation": grant.generation,
+                "rotates": grant.written.rotates,
+            });
+            println!("{object}");
+        }
+        return Ok(());
+    }
+    println!(
+        "{:<20} {:<12} {:<11} {:<24} {:<5} SCOPES",
+        "BINDING", "TENANT", "STATE", "EXPIRES", "GEN"
+    );
+    for grant in &grants {
+        println!(
+            "{:<20} {:<12} {:<11} {:<24} {:<5} {}",
+            grant.written.binding,
+            if grant.key.tenant.is_empty() {
+                "-"
+            } else {
+                &grant.key.tenant
+            },
+            state(grant),
+            expires(grant),
+            grant.generation,
+            grant.written.scopes.join(" "),
+        );
+    }
+    Ok(())
+}
+
 /// Milliseconds since the epoch as an RFC 3339 UTC time, to the millisecond.
 fn timestamp(ms: i64) -> String {
     let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));

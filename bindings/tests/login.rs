@@ -1,8 +1,9 @@
 //! `brain-harness login` and `logout` as a user runs them, against a real authorization server
 //! (oidc-provider on loopback, `tests::oauth`) and the test server guarding `/mcp` with its
 //! tokens: the authorization URL opened in `$BROWSER` (a test browser that approves and follows
-//! the redirects to the harness's loopback port), tokens stored in a 0600 file and used by
-//! `call`, and never printed, even at trace level.
+//! the redirects to the harness's loopback port), tokens stored in the state's SQLite file
+//! (0600) and used by `call`, listed by `tokens` and never printed, even at trace level; an
+//! earlier brain's `tokens.json` imported and retired.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,14 +23,19 @@ fn browser() -> PathBuf {
     path
 }
 
-async fn harness(args: Vec<String>, store: &Path) -> Output {
-    let store = store.to_owned();
+/// The harness with its state (journal and tokens) in `dir/state.db`, and its config dir (where
+/// an earlier brain kept `tokens.json`) in `dir/config`.
+async fn harness(args: Vec<String>, dir: &Path) -> Output {
+    let dir = dir.to_owned();
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
-            // Each process its own journal: these tests reuse call ids across calls.
-            .env("BRAIN_STATE_URL", "memory:")
+            .env(
+                "BRAIN_STATE_URL",
+                format!("sqlite:{}", dir.join("state.db").display()),
+            )
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env_remove("BRAIN_TOKEN_STORE")
             .args(&args)
-            .env("BRAIN_TOKEN_STORE", &store)
             .env("BROWSER", browser())
             .env("RUST_LOG", "trace")
             .output()
@@ -58,7 +64,7 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
     let config = dir.path().join("host.json");
     std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
     let config = config.display().to_string();
-    let store = dir.path().join("state/tokens.json");
+    let store = dir.path();
     let args = |words: &[&str]| {
         let mut all = vec!["--config".to_owned(), config.clone()];
         all.extend(words.iter().map(|w| (*w).to_owned()));
@@ -67,7 +73,7 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
 
     let before = harness(
         args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
-        &store,
+        store,
     )
     .await;
     assert_eq!(before.status.code(), Some(1), "{}", all(&before));
@@ -77,7 +83,7 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
         all(&before)
     );
 
-    let login = harness(args(&["login", "--tenant", "local", "echo"]), &store).await;
+    let login = harness(args(&["login", "--tenant", "local", "echo"]), store).await;
     assert_eq!(login.status.code(), Some(0), "{}", all(&login));
     assert!(
         all(&login).contains("Open this URL to authorize brain"),
@@ -92,11 +98,13 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+        let mode = std::fs::metadata(store.join("state.db"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let stored: Value = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
-    let entry = &stored["tokens"][format!("local {}", server.url)];
+    let entry = stored_tokens(&store.join("state.db"), "local").await;
     let access = entry["access_token"]
         .as_str()
         .expect("an access token")
@@ -108,7 +116,7 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
 
     let call = harness(
         args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
-        &store,
+        store,
     )
     .await;
     assert_eq!(call.status.code(), Some(0), "{}", all(&call));
@@ -117,7 +125,14 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
         "{}",
         all(&call)
     );
-    for output in [&login, &call] {
+    let listed = harness(vec!["tokens".into(), "--json".into()], store).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", all(&listed));
+    let grant: Value = serde_json::from_slice(&listed.stdout).expect("one grant, as JSON");
+    assert_eq!(grant["binding"], "echo");
+    assert_eq!(grant["tenant"], "local");
+    assert_eq!(grant["state"], "valid");
+    assert!(grant["expires"].is_string(), "{grant}");
+    for output in [&login, &call, &listed] {
         let text = all(output);
         assert!(
             !text.contains(&access) && !text.contains(&refresh),
@@ -127,7 +142,7 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
 
     let other = harness(
         args(&["call", "--tenant", "other", "echo", r#"{"message": "hi"}"#]),
-        &store,
+        store,
     )
     .await;
     assert_eq!(
@@ -137,11 +152,14 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
         all(&other)
     );
 
-    let logout = harness(args(&["logout", "--tenant", "local", "echo"]), &store).await;
+    let logout = harness(args(&["logout", "--tenant", "local", "echo"]), store).await;
     assert_eq!(logout.status.code(), Some(0), "{}", all(&logout));
+    let listed = harness(vec!["tokens".into(), "--json".into()], store).await;
+    let grant: Value = serde_json::from_slice(&listed.stdout).expect("one grant, as JSON");
+    assert_eq!(grant["state"], "logged_out", "a tombstone");
     let after = harness(
         args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
-        &store,
+        store,
     )
     .await;
     assert_eq!(after.status.code(), Some(1), "{}", all(&after));
@@ -153,8 +171,96 @@ async fn login_stores_tokens_that_calls_use_and_logout_removes() {
 
     let wrong = harness(
         args(&["login", "--tenant", "local", "progress_no_such_tool"]),
-        &store,
+        store,
     )
     .await;
     assert_eq!(wrong.status.code(), Some(2), "{}", all(&wrong));
+}
+
+/// The tokens the state file at `path` holds for `tenant` (unsealed: a SQLite file in the
+/// user's state dir, mode 0600, without `BRAIN_STATE_KEY`).
+async fn stored_tokens(path: &Path, tenant: &str) -> Value {
+    let journal =
+        brain_runtime::journal::Journal::sqlite(path, brain_runtime::journal::Durability::Normal)
+            .unwrap();
+    let grants = journal.grants();
+    let listed = grants.list().await.unwrap();
+    let grant = listed
+        .iter()
+        .find(|g| g.key.tenant == tenant)
+        .expect("the tenant's grant");
+    let row = grants.load(&grant.key).await.unwrap().expect("the grant");
+    serde_json::from_str(row.written.sealed.as_deref().expect("tokens")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_token_file_is_imported_once_and_the_old_variable_is_refused() {
+    let (_authorization, server) = servers(300, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tools = bindings_json(&server.url, |_, binding| {
+        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+        binding["protocol_version"] = json!("2025-11-25");
+    });
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let args = |words: &[&str]| {
+        let mut all = vec!["--config".to_owned(), config.display().to_string()];
+        all.extend(words.iter().map(|w| (*w).to_owned()));
+        all
+    };
+    // An earlier brain logged in: its tokens are in `tokens.json`.
+    let earlier = dir.path().join("earlier");
+    let login = harness(args(&["login", "--tenant", "local", "echo"]), &earlier).await;
+    assert_eq!(login.status.code(), Some(0), "{}", all(&login));
+    let tokens = stored_tokens(&earlier.join("state.db"), "local").await;
+    let file = dir.path().join("config/brain/tokens.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let legacy = json!({"tokens": {format!("local {}", server.url): tokens}});
+    std::fs::write(&file, legacy.to_string()).unwrap();
+
+    let call = harness(
+        args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(call.status.code(), Some(0), "{}", all(&call));
+    assert!(all(&call).contains("imported 1 grant(s)"), "{}", all(&call));
+    assert!(!file.exists(), "the file is retired");
+    assert!(file.with_extension("json.imported").exists());
+    let again = harness(
+        args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(0), "{}", all(&again));
+    assert!(
+        !all(&again).contains("imported"),
+        "imported once: {}",
+        all(&again)
+    );
+
+    let old = tokio::task::spawn_blocking({
+        let dir = dir.path().to_owned();
+        let args = args(&["call", "--tenant", "local", "echo", "{}"]);
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+                .env(
+                    "BRAIN_STATE_URL",
+                    format!("sqlite:{}", dir.join("state.db").display()),
+                )
+                .env("XDG_CONFIG_HOME", dir.join("config"))
+                .env("BRAIN_TOKEN_STORE", dir.join("tokens.json"))
+                .args(&args)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(old.status.code(), Some(2), "{}", all(&old));
+    assert!(
+        all(&old).contains("BRAIN_TOKEN_STORE is no longer read"),
+        "{}",
+        all(&old)
+    );
 }

@@ -66,7 +66,7 @@ pub struct DiscoverAuth {
     pub secrets: std::collections::BTreeMap<String, String>,
     /// Whose tokens (`authorization_code`).
     pub tenant: String,
-    /// Where stored user tokens are read and written (`authorization_code`).
+    /// Where tokens are read and written (the state's store); else this process's memory.
     pub store: Option<std::sync::Arc<dyn crate::auth::TokenStore>>,
     /// Takes the user to the authorization server when no stored token works.
     pub agent: Option<std::sync::Arc<dyn crate::auth::UserAgent>>,
@@ -157,7 +157,9 @@ pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverEr
                 auth.config.clone(),
                 http.clone(),
                 &env,
-                auth.store.clone(),
+                auth.store.clone().unwrap_or_else(|| {
+                    std::sync::Arc::new(crate::auth::MemoryTokenStore::default())
+                }),
                 auth.agent.clone(),
             )
             .map_err(DiscoverError::Auth)?;

@@ -136,8 +136,10 @@ impl<'a> RuntimeBuilder<'a> {
         self
     }
 
-    /// Where user-delegated tokens (`auth.type` `authorization_code`) are read, refreshed and
-    /// stored; without one, such bindings have only the tokens a [`UserAgent`] obtains.
+    /// Where OAuth grants are read, refreshed and stored, shared with every process on the same
+    /// store (one refresh per grant across them). Without one, the journal's store keeps them
+    /// ([`Journal::grants`]); without a journal, this runtime's memory (user-delegated bindings
+    /// then have only the tokens a [`UserAgent`] obtains).
     pub fn token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
         self.token_store = Some(store);
         self
@@ -157,6 +159,11 @@ impl<'a> RuntimeBuilder<'a> {
         let session_key = self.session_key(&mut missing)?;
         let http = http_client()?;
         let instruments = Arc::new(Instruments::new());
+        let token_store: Arc<dyn TokenStore> = match (&self.token_store, &self.journal) {
+            (Some(store), _) => Arc::clone(store),
+            (None, Some(journal)) => journal.grants(),
+            (None, None) => Arc::new(crate::auth::MemoryTokenStore::default()),
+        };
         // Bindings of one server with the same `auth` share its tokens.
         let mut oauths: HashMap<(String, String), Arc<OAuth>> = HashMap::new();
         for binding in &self.config.tools {
@@ -197,7 +204,7 @@ impl<'a> RuntimeBuilder<'a> {
                                         auth.clone(),
                                         http.clone(),
                                         &*self.env,
-                                        self.token_store.clone(),
+                                        Arc::clone(&token_store),
                                         self.user_agent.clone(),
                                     )
                                     .map_err(|message| RuntimeError::Auth {

@@ -1,5 +1,5 @@
 //! What the durable state's stores share — the call journal's ([`crate::journal`]) and the
-//! OAuth grants' ([`crate::auth::GrantStore`]): their error and their futures. Both live in one
+//! OAuth grants' ([`crate::auth::TokenStore`]): their error and their futures. Both live in one
 //! store (a SQLite file, a PostgreSQL database, or memory), reached through one state URL.
 
 use futures_util::future::BoxFuture;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use brain_runtime::auth::{Expected, GrantKey, GrantState, GrantStore, GrantWrite};
+use brain_runtime::auth::{Expected, GrantKey, GrantState, GrantWrite, TokenStore};
 use brain_runtime::journal::{Durability, Journal};
 
 /// Where a test's grants live.
@@ -31,7 +31,7 @@ impl Backend {
     }
 
     /// Another process's handle on the backend's store.
-    async fn process(&self) -> Arc<dyn GrantStore> {
+    async fn process(&self) -> Arc<dyn TokenStore> {
         let journal = match self {
             Backend::Memory(journal) => journal.clone(),
             Backend::Sqlite(dir) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use brain_config::HostConfig;
-use brain_runtime::auth::{MemoryTokenStore, StoreKey, TokenStore};
+use brain_runtime::auth::{MemoryTokenStore, TokenStore};
 use brain_runtime::{Runtime, RuntimeBuilder};
 use serde_json::{Value, json};
 use tests::client::{call, config, text};
@@ -49,14 +49,18 @@ fn user_runtime(config: &HostConfig) -> (Runtime, Arc<MemoryTokenStore>) {
     (runtime, store)
 }
 
-fn stored(store: &MemoryTokenStore, server: &TestServer) -> brain_runtime::auth::StoredTokens {
-    store
-        .load(&StoreKey {
-            resource: server.url.clone(),
-            tenant: "local".into(),
-        })
-        .unwrap()
-        .expect("stored tokens")
+/// The tokens stored for tenant `local` at `server` (the memory store keeps them unsealed).
+async fn stored(
+    store: &MemoryTokenStore,
+    server: &TestServer,
+) -> brain_runtime::auth::StoredTokens {
+    let grants = store.list().await.unwrap();
+    let grant = grants
+        .iter()
+        .find(|g| g.key.tenant == "local" && g.written.resource == server.url)
+        .expect("a grant of tenant local");
+    let row = store.load(&grant.key).await.unwrap().expect("the grant");
+    serde_json::from_str(row.written.sealed.as_deref().expect("stored tokens")).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,7 +132,7 @@ async fn tokens_refresh_before_expiry_once_under_64_concurrent_calls() {
     let first = call(&runtime, "echo", json!({"message": "first"})).await;
     assert!(!first.is_error, "{first:?}");
     assert_eq!(authorization.tokens("authorization_code").await, 1);
-    let before = stored(&store, &server);
+    let before = stored(&store, &server).await;
     assert!(
         before.refresh_token.is_some(),
         "offline_access gave a refresh token"
@@ -152,7 +156,7 @@ async fn tokens_refresh_before_expiry_once_under_64_concurrent_calls() {
         "exactly one refresh"
     );
     assert_eq!(authorization.tokens("authorization_code").await, 1);
-    let after = stored(&store, &server);
+    let after = stored(&store, &server).await;
     assert_ne!(after.access_token, before.access_token);
     assert_ne!(
         after.refresh_token, before.refresh_token,
@@ -178,7 +182,7 @@ async fn a_401_on_tools_call_reauthorizes_once_and_the_tool_runs_once() {
     let refused_before = Stats::get(&server.stats.refused_calls);
     // The user's access token is revoked at the authorization server.
     authorization
-        .revoke(&stored(&store, &server).access_token)
+        .revoke(&stored(&store, &server).await.access_token)
         .await;
     let second = call(&runtime, "echo", json!({"message": "second"})).await;
     assert!(!second.is_error, "{second:?}");
@@ -221,7 +225,13 @@ async fn a_revoked_authorization_fails_clearly_without_a_loop() {
     assert!(!ok.is_error, "{ok:?}");
     // Revoking the refresh token ends the whole grant.
     authorization
-        .revoke(stored(&store, &server).refresh_token.as_deref().unwrap())
+        .revoke(
+            stored(&store, &server)
+                .await
+                .refresh_token
+                .as_deref()
+                .unwrap(),
+        )
         .await;
     let refused = call(&runtime, "echo", json!({"message": "refused"})).await;
     assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");

@@ -343,12 +343,13 @@ fn parse_auth(text: &str) -> Result<Box<brain_config::Auth>, String> {
 }
 
 /// How discovery obtains OAuth tokens: `auth`'s variables read now; user-delegated tokens from
-/// (and into) the token store `brain-harness login` uses, the user asked through a browser.
-fn discover_auth(
+/// (and into) the state's store `brain-harness login` uses (`BRAIN_STATE_URL`, else SQLite in
+/// the state directory), the user asked through a browser.
+async fn discover_auth(
     auth: &brain_config::Auth,
     tenant: &str,
 ) -> anyhow::Result<brain_runtime::discover::DiscoverAuth> {
-    use brain_runtime::auth::{FileTokenStore, LoopbackAgent, TokenStore, UserAgent};
+    use brain_runtime::auth::{LoopbackAgent, TokenStore, UserAgent};
     let mut secrets = BTreeMap::new();
     let mut missing = Vec::new();
     for (field, var) in auth.env_vars() {
@@ -363,9 +364,25 @@ fn discover_auth(
         bail!("not set: {}; export them to connect", missing.join(", "));
     }
     let user = auth.grant == brain_config::Grant::AuthorizationCode;
-    let store: Option<std::sync::Arc<dyn TokenStore>> = match FileTokenStore::default_path() {
-        Some(path) if user => Some(std::sync::Arc::new(FileTokenStore::new(path))),
-        _ => None,
+    let store: Option<std::sync::Arc<dyn TokenStore>> = if user {
+        let url = match std::env::var("BRAIN_STATE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            Some(url) => url,
+            None => match brain_runtime::journal::default_path() {
+                Some(path) => format!("sqlite:{}", path.display()),
+                None => bail!(
+                    "no place for the state's store: set BRAIN_STATE_URL, XDG_STATE_HOME or HOME"
+                ),
+            },
+        };
+        let journal = brain_runtime::journal::Journal::open(&url)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open the state's store: {e}"))?;
+        Some(journal.grants())
+    } else {
+        None
     };
     let agent: Option<std::sync::Arc<dyn UserAgent>> = if user {
         let agent = LoopbackAgent::bind(|url| {
@@ -408,7 +425,10 @@ async fn list(
         Server::Url(url) => Ok(discover(&DiscoverOptions {
             url: url.clone(),
             token: token(token_env)?,
-            auth: auth.map(|auth| discover_auth(auth, tenant)).transpose()?,
+            auth: match auth {
+                Some(auth) => Some(discover_auth(auth, tenant).await?),
+                None => None,
+            },
             timeout: timeout(),
         })
         .await?),

@@ -7,8 +7,8 @@
 //! read them. The store never sees a token in the clear when the state is encrypted: it keeps
 //! [`GrantWrite::sealed`] as it is given.
 //!
-//! The journal's stores implement [`GrantStore`] in the same database (SQLite, PostgreSQL);
-//! [`MemoryGrantStore`] is one process's. Times of leases are the store's clock (milliseconds);
+//! The journal's stores implement [`TokenStore`] in the same database (SQLite, PostgreSQL);
+//! [`MemoryTokenStore`] is one process's. Times of leases are the store's clock (milliseconds);
 //! a token's expiry is wall-clock seconds, as its issuer's `expires_in` gave it.
 
 use std::collections::HashMap;
@@ -143,7 +143,7 @@ pub enum Expected {
 /// Keeps OAuth grants for every process that shares the store. Every method is atomic on its
 /// own. A host's own store implements the same meaning (the tests of `brain-tests` run against
 /// each implementation).
-pub trait GrantStore: Send + Sync + 'static {
+pub trait TokenStore: Send + Sync + 'static {
     /// The store's kind and place, for messages (never a password).
     fn describe(&self) -> &str;
 
@@ -184,23 +184,23 @@ pub trait GrantStore: Send + Sync + 'static {
 }
 
 /// Grants in this process's memory: shared by its runtimes, gone with it.
-pub struct MemoryGrantStore {
+pub struct MemoryTokenStore {
     clock: Instant,
     rows: Mutex<HashMap<GrantKey, Row>>,
 }
 
-impl Default for MemoryGrantStore {
+impl Default for MemoryTokenStore {
     fn default() -> Self {
-        MemoryGrantStore {
+        MemoryTokenStore {
             clock: Instant::now(),
             rows: Mutex::default(),
         }
     }
 }
 
-impl std::fmt::Debug for MemoryGrantStore {
+impl std::fmt::Debug for MemoryTokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryGrantStore").finish_non_exhaustive()
+        f.debug_struct("MemoryTokenStore").finish_non_exhaustive()
     }
 }
 
@@ -210,7 +210,7 @@ struct Row {
     claim: Option<(String, i64)>,
 }
 
-impl MemoryGrantStore {
+impl MemoryTokenStore {
     fn now(&self) -> i64 {
         i64::try_from(self.clock.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
@@ -248,7 +248,7 @@ fn empty_write() -> GrantWrite {
     }
 }
 
-impl GrantStore for MemoryGrantStore {
+impl TokenStore for MemoryTokenStore {
     fn describe(&self) -> &str {
         "memory"
     }

@@ -11,8 +11,9 @@
 //!   values.
 //! - `request.rs`: the HTTP requests to authorization servers (bounded, with a timeout), JSON
 //!   metadata documents, and the URL rules (`split_url`, https or loopback only).
-//! - `store.rs`: where user-delegated tokens live between runs ([`TokenStore`]).
-//! - `grants.rs`: grants shared by every process on the state's store ([`GrantStore`]): a
+//! - `store.rs`: what stored tokens are ([`StoredTokens`]) and the token file of earlier
+//!   brains, read once to import it ([`FileTokenStore`]).
+//! - `grants.rs`: grants shared by every process on the state's store ([`TokenStore`]): a
 //!   generation per grant, a refresh claim with a lease.
 //! - `metadata.rs`: `WWW-Authenticate` challenges, protected resource metadata (RFC 9728) and
 //!   authorization server metadata (RFC 8414, OpenID discovery).
@@ -46,8 +47,8 @@ mod user;
 
 pub use code::{LoopbackAgent, UserAgent};
 pub(crate) use credentials::{Authorizing, Credentials, add_static};
-pub use grants::{Expected, Grant, GrantKey, GrantState, GrantStore, GrantWrite, MemoryGrantStore};
+pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
 pub(crate) use oauth::{OAuth, Retry};
 pub(crate) use secret::Token;
-pub use store::{FileTokenStore, MemoryTokenStore, StoreKey, StoredTokens, TokenStore};
-pub use user::{login, logout};
+pub use store::{FileTokenStore, StoreKey, StoredTokens};
+pub use user::{import_token_file, login, logout};

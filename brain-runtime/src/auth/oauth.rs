@@ -15,6 +15,7 @@
 //! `oauth/tokens.rs` one key's tokens, `oauth/obtain.rs` how a key gets new ones.
 
 mod obtain;
+mod shared;
 mod tokens;
 
 use std::collections::{BTreeSet, HashMap};
@@ -30,9 +31,9 @@ use self::tokens::{Slot, Tokens, defer_refresh, words};
 use super::code::UserAgent;
 use super::dpop::{DpopKey, Nonces};
 use super::grant::Client;
+use super::grants::{Expected, GrantState, GrantWrite, TokenStore};
 use super::metadata::{self, Resource, ServerMetadata, merged_challenge};
 use super::secret::{Secret, sensitive};
-use super::store::{StoreKey, TokenStore};
 use crate::http::HttpClient;
 
 /// What the caller may do after a refused request.
@@ -75,7 +76,10 @@ pub(crate) struct OAuth {
     key: Option<EncodingKey>,
     dpop: Option<Arc<DpopKey>>,
     nonces: Nonces,
-    store: Option<Arc<dyn TokenStore>>,
+    /// Where the grants live, shared with every process on the same store.
+    store: Arc<dyn TokenStore>,
+    /// This client in the store's refresh claims: `host:pid:random`.
+    owner: String,
     agent: Option<Arc<dyn UserAgent>>,
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
     /// Clients registered dynamically, by issuer (never shown to another issuer).
@@ -101,7 +105,7 @@ impl OAuth {
         config: Auth,
         http: HttpClient,
         env: &dyn Fn(&str) -> Option<String>,
-        store: Option<Arc<dyn TokenStore>>,
+        store: Arc<dyn TokenStore>,
         agent: Option<Arc<dyn UserAgent>>,
     ) -> Result<OAuth, String> {
         let binding = Named { name };
@@ -154,6 +158,7 @@ impl OAuth {
             dpop,
             nonces: Nonces::default(),
             store,
+            owner: owner_id(),
             agent,
             discovered: tokio::sync::Mutex::new(None),
             clients: tokio::sync::Mutex::new(HashMap::new()),
@@ -176,13 +181,6 @@ impl OAuth {
         slots.entry(key.to_owned()).or_default().clone()
     }
 
-    fn store_key(&self, tenant: &str) -> StoreKey {
-        StoreKey {
-            resource: self.server_url.clone(),
-            tenant: tenant.to_owned(),
-        }
-    }
-
     /// Adds the token (and DPoP proof) for a request of `tenant`: `method` to `url`. Returns the
     /// token's generation, for [`OAuth::challenged`].
     pub(crate) async fn authorize(
@@ -191,45 +189,40 @@ impl OAuth {
         method: &Method,
         url: &str,
         headers: &mut HeaderMap,
-    ) -> Result<u64, String> {
+    ) -> Result<i64, String> {
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
-        if !slot.loaded {
-            if self.user_delegated()
-                && let Some(store) = &self.store
-                && let Some(stored) = store.load(&self.store_key(tenant))?
-            {
-                slot.requested = stored.scopes.iter().cloned().collect();
-                slot.tokens = Some(Tokens::from_stored(stored)?);
-                slot.generation += 1;
+        if !slot.loaded || slot.tokens.as_ref().is_none_or(Tokens::due) {
+            // What another process wrote meanwhile (a login, a refresh).
+            if let Err(error) = self.sync(&mut slot, tenant).await {
+                if slot.tokens.as_ref().is_none_or(Tokens::expired) {
+                    return Err(error);
+                }
+                tracing::debug!(binding = %self.binding, %error, "the token store cannot be read; the cached token still works");
             }
-            // Only once read: a store that failed is asked again by the next request.
-            slot.loaded = true;
+            if self.user_delegated() {
+                self.usable(&slot, tenant)?;
+            }
         }
         if slot.tokens.as_ref().is_none_or(Tokens::due) {
             let discovered = self.discovered.lock().await.clone();
-            match discovered {
-                Some(discovered) => {
-                    if let Err(error) = self.obtain(&mut slot, tenant, &discovered, false).await {
-                        // A token that is due but not expired still works.
-                        if slot.tokens.as_ref().is_none_or(Tokens::expired) {
-                            return Err(error);
-                        }
-                        tracing::debug!(binding = %self.binding, %error, "early refresh failed");
-                        defer_refresh(&mut slot);
-                    }
+            // Stored tokens carry what refreshing them needs; else the server's challenge will
+            // say where tokens come from.
+            let known =
+                discovered.is_some() || slot.tokens.as_ref().is_some_and(|t| t.refresh.is_some());
+            // In the early-refresh window the token still works: one process refreshes, the
+            // others use it and do not wait.
+            let early = slot.tokens.as_ref().is_some_and(|t| !t.expired());
+            if known
+                && let Err(error) = self
+                    .renew(&mut slot, tenant, discovered.as_deref(), false, !early)
+                    .await
+            {
+                if slot.tokens.as_ref().is_none_or(Tokens::expired) {
+                    return Err(error);
                 }
-                None if slot.tokens.as_ref().is_some_and(|t| t.refresh.is_some()) => {
-                    // Stored tokens carry what refreshing them needs.
-                    if let Err(error) = self.refresh(&mut slot, tenant).await {
-                        if slot.tokens.as_ref().is_none_or(Tokens::expired) {
-                            return Err(error);
-                        }
-                        defer_refresh(&mut slot);
-                    }
-                }
-                // Nothing known yet: the server's challenge will say where tokens come from.
-                None => {}
+                tracing::debug!(binding = %self.binding, %error, "early refresh not done");
+                defer_refresh(&mut slot);
             }
         }
         if let Some(tokens) = &slot.tokens {
@@ -283,7 +276,7 @@ impl OAuth {
         tenant: &str,
         status: StatusCode,
         headers: &HeaderMap,
-        generation: u64,
+        generation: i64,
         spent: &[Retry],
     ) -> Result<Retry, String> {
         let challenge = merged_challenge(headers);
@@ -308,6 +301,10 @@ impl OAuth {
         let step_up = retry == Retry::SteppedUp;
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
+        // Another process may have replaced the refused token already.
+        if let Err(error) = self.sync(&mut slot, tenant).await {
+            tracing::debug!(binding = %self.binding, %error, "the token store cannot be read");
+        }
         if step_up {
             if slot.generation != generation && slot.tokens.is_some() {
                 // Another request already stepped up: try its token.
@@ -339,7 +336,8 @@ impl OAuth {
         let discovered = self
             .discover(challenge.resource_metadata.as_deref())
             .await?;
-        self.obtain(&mut slot, tenant, &discovered, step_up).await?;
+        self.renew(&mut slot, tenant, Some(&discovered), step_up, true)
+            .await?;
         Ok(retry)
     }
 
@@ -401,10 +399,9 @@ impl OAuth {
             .await?;
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
-        slot.loaded = true;
         slot.tokens = None;
         slot.challenge_scope = challenge.scope;
-        self.obtain(&mut slot, tenant, &discovered, true).await?;
+        self.store_login(&mut slot, tenant, &discovered).await?;
         let tokens = slot.tokens.as_ref().ok_or("no token was issued")?;
         let expires = match tokens
             .expires_at
@@ -429,6 +426,48 @@ impl OAuth {
             },
         ))
     }
+
+    /// `brain-harness logout`: the grant becomes a tombstone (a refresher finishing later
+    /// cannot bring it back). Whether it held tokens.
+    pub(crate) async fn logout(&self, tenant: &str) -> Result<bool, String> {
+        let key = self.grant_key(tenant);
+        let held = self
+            .store
+            .load(&key)
+            .await
+            .map_err(|e| self.store_failed(&e))?
+            .is_some_and(|row| row.written.sealed.is_some());
+        let tombstone = GrantWrite {
+            state: GrantState::LoggedOut,
+            binding: self.binding.clone(),
+            resource: self.server_url.clone(),
+            scopes: Vec::new(),
+            expires_at: None,
+            rotates: None,
+            sealed: None,
+        };
+        self.store
+            .write(&key, &Expected::Any, &tombstone)
+            .await
+            .map_err(|e| self.store_failed(&e))?;
+        let slot = self.slot(tenant);
+        *slot.lock().await = Slot::default();
+        Ok(held)
+    }
+}
+
+/// This process's name in refresh claims: `host:pid:random`.
+fn owner_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned());
+    let mut random = [0u8; 4];
+    let _ = getrandom::fill(&mut random);
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        u32::from_be_bytes(random)
+    )
 }
 
 /// A binding's name, for messages.

@@ -1,6 +1,6 @@
-//! Where user-delegated tokens (`authorization_code`) live between runs: one entry per binding
-//! resource × tenant. `brain-harness login` writes them, calls read and refresh them. A library
-//! user implements [`TokenStore`]; [`FileTokenStore`] is a JSON file readable by its owner only.
+//! What a grant's tokens are when stored ([`StoredTokens`], the payload a [`crate::auth::TokenStore`]
+//! keeps sealed), and the JSON token file earlier brains kept (`tokens.json`), read once to
+//! import it into the state's store ([`FileTokenStore`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,12 +15,6 @@ pub struct StoreKey {
     pub resource: String,
     /// The tenant.
     pub tenant: String,
-}
-
-impl StoreKey {
-    fn text(&self) -> String {
-        format!("{} {}", self.tenant, self.resource)
-    }
 }
 
 /// The tokens of one user at one server, and what refreshing them needs. Debug output shows no
@@ -71,19 +65,9 @@ impl std::fmt::Debug for StoredTokens {
     }
 }
 
-/// Keeps user-delegated tokens. Errors are messages for the operator (never a token).
-pub trait TokenStore: Send + Sync {
-    /// The tokens stored under `key`, if any.
-    fn load(&self, key: &StoreKey) -> Result<Option<StoredTokens>, String>;
-    /// Stores `tokens` under `key`, replacing what was there (a refresh rotates them).
-    fn save(&self, key: &StoreKey, tokens: &StoredTokens) -> Result<(), String>;
-    /// Removes the tokens under `key`; whether there were any.
-    fn remove(&self, key: &StoreKey) -> Result<bool, String>;
-}
-
-/// A JSON file, mode 0600, rewritten whole (through a temporary file and a rename) on every
-/// change. Within one process, changes are serialized; two processes refreshing the same entry
-/// at once may each spend the refresh token (the server then refuses one of them).
+/// The JSON token file of earlier brains (mode 0600, one entry per binding URL × tenant): read
+/// to import its tokens into the state's store, then renamed, so that an older harness cannot
+/// keep spending the same refresh tokens.
 #[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,
@@ -104,12 +88,9 @@ impl FileTokenStore {
         }
     }
 
-    /// Where tokens live by default: `$BRAIN_TOKEN_STORE`, else `brain/tokens.json` under
+    /// Where earlier brains kept tokens by default: `brain/tokens.json` under
     /// `$XDG_CONFIG_HOME`, else under `$HOME/.config`.
     pub fn default_path() -> Option<PathBuf> {
-        if let Some(path) = std::env::var_os("BRAIN_TOKEN_STORE") {
-            return Some(PathBuf::from(path));
-        }
         let config = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -139,78 +120,32 @@ impl FileTokenStore {
         }
     }
 
-    fn write(&self, file: &File) -> Result<(), String> {
-        let fail = |error: std::io::Error| format!("cannot write {}: {error}", self.path.display());
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(fail)?;
-        let text = serde_json::to_vec_pretty(file).expect("tokens serialize");
-        let temporary = self.path.with_extension("json.tmp");
-        {
-            use std::io::Write;
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            let mut out = options.open(&temporary).map_err(fail)?;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                out.set_permissions(std::fs::Permissions::from_mode(0o600))
-                    .map_err(fail)?;
-            }
-            out.write_all(&text).map_err(fail)?;
-            out.sync_all().map_err(fail)?;
-        }
-        std::fs::rename(&temporary, &self.path).map_err(fail)
-    }
-}
-
-impl TokenStore for FileTokenStore {
-    fn load(&self, key: &StoreKey) -> Result<Option<StoredTokens>, String> {
+    /// Every entry: the binding URL and tenant it was stored for, and the tokens.
+    pub fn entries(&self) -> Result<Vec<(StoreKey, StoredTokens)>, String> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(self.read()?.tokens.remove(&key.text()))
+        let file = self.read()?;
+        Ok(file
+            .tokens
+            .into_iter()
+            .filter_map(|(text, tokens)| {
+                let (tenant, resource) = text.split_once(' ')?;
+                Some((
+                    StoreKey {
+                        resource: resource.to_owned(),
+                        tenant: tenant.to_owned(),
+                    },
+                    tokens,
+                ))
+            })
+            .collect())
     }
 
-    fn save(&self, key: &StoreKey, tokens: &StoredTokens) -> Result<(), String> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut file = self.read()?;
-        file.tokens.insert(key.text(), tokens.clone());
-        self.write(&file)
-    }
-
-    fn remove(&self, key: &StoreKey) -> Result<bool, String> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut file = self.read()?;
-        let removed = file.tokens.remove(&key.text()).is_some();
-        if removed {
-            self.write(&file)?;
-        }
-        Ok(removed)
-    }
-}
-
-/// Tokens kept in memory only (for a process that logs in itself, or tests).
-#[derive(Debug, Default)]
-pub struct MemoryTokenStore(Mutex<BTreeMap<StoreKey, StoredTokens>>);
-
-impl TokenStore for MemoryTokenStore {
-    fn load(&self, key: &StoreKey) -> Result<Option<StoredTokens>, String> {
-        Ok(self.0.lock().map_err(|_| "poisoned")?.get(key).cloned())
-    }
-
-    fn save(&self, key: &StoreKey, tokens: &StoredTokens) -> Result<(), String> {
-        self.0
-            .lock()
-            .map_err(|_| "poisoned")?
-            .insert(key.clone(), tokens.clone());
-        Ok(())
-    }
-
-    fn remove(&self, key: &StoreKey) -> Result<bool, String> {
-        Ok(self.0.lock().map_err(|_| "poisoned")?.remove(key).is_some())
+    /// Renames the file to `tokens.json.imported` once its tokens are in the state's store.
+    pub fn retire(&self) -> Result<PathBuf, String> {
+        let retired = self.path.with_extension("json.imported");
+        std::fs::rename(&self.path, &retired)
+            .map_err(|e| format!("cannot rename {}: {e}", self.path.display()))?;
+        Ok(retired)
     }
 }
 
@@ -236,36 +171,29 @@ mod tests {
     }
 
     #[test]
-    fn saves_loads_and_removes_per_resource_and_tenant_in_a_private_file() {
+    fn an_earlier_token_file_is_read_then_retired() {
         let dir = std::env::temp_dir().join(format!("brain-store-{}", uuid::Uuid::new_v4()));
-        let store = FileTokenStore::new(dir.join("tokens.json"));
-        let key = |tenant: &str| StoreKey {
-            resource: "https://mcp.example/mcp".into(),
-            tenant: tenant.into(),
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokens.json");
+        let file = File {
+            tokens: [
+                ("a https://mcp.example/mcp".to_owned(), tokens("access-a")),
+                ("b https://mcp.example/mcp".to_owned(), tokens("access-b")),
+            ]
+            .into(),
         };
-        assert_eq!(store.load(&key("a")).unwrap(), None);
-        store.save(&key("a"), &tokens("access-a")).unwrap();
-        store.save(&key("b"), &tokens("access-b")).unwrap();
-        assert_eq!(
-            store.load(&key("a")).unwrap().unwrap().access_token,
-            "access-a"
-        );
-        assert_eq!(
-            store.load(&key("b")).unwrap().unwrap().access_token,
-            "access-b"
-        );
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(store.path())
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        assert!(store.remove(&key("a")).unwrap());
-        assert!(!store.remove(&key("a")).unwrap());
-        assert_eq!(store.load(&key("a")).unwrap(), None);
+        std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+        let store = FileTokenStore::new(&path);
+        let entries = store.entries().unwrap();
+        let tenants: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|(key, tokens)| (key.tenant.as_str(), tokens.access_token.as_str()))
+            .collect();
+        assert_eq!(tenants, [("a", "access-a"), ("b", "access-b")]);
+        assert_eq!(entries[0].0.resource, "https://mcp.example/mcp");
+        let retired = store.retire().unwrap();
+        assert!(!path.exists() && retired.ends_with("tokens.json.imported"));
+        assert_eq!(FileTokenStore::new(&path).entries().unwrap().len(), 0);
         let debug = format!("{:?}", tokens("access-a"));
         assert!(
             !debug.contains("access-a") && !debug.contains("secret-value"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::sqlite::Durability;
 use super::store::{Entry, Filter, JournalStore, StoreError};
 use super::{memory, postgres, sqlite};
-use crate::auth::{GrantStore, MemoryGrantStore};
+use crate::auth::{MemoryTokenStore, TokenStore};
 
 /// How long an owner's lease lasts without a heartbeat: a retry learns that a crashed
 /// process's call has an unknown outcome at most this long after the crash.
@@ -25,7 +25,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(600);
 pub struct Journal {
     store: Arc<dyn JournalStore>,
     /// The OAuth grants, in the same store.
-    grants: Arc<dyn GrantStore>,
+    grants: Arc<dyn TokenStore>,
     lease: Duration,
     retention: Duration,
     pub(super) result_cap: usize,
@@ -47,7 +47,7 @@ impl Journal {
     pub fn new(store: Arc<dyn JournalStore>) -> Journal {
         Journal {
             store,
-            grants: Arc::new(MemoryGrantStore::default()),
+            grants: Arc::new(MemoryTokenStore::default()),
             lease: DEFAULT_LEASE,
             retention: DEFAULT_RETENTION,
             result_cap: DEFAULT_RESULT_CAP,
@@ -132,14 +132,14 @@ impl Journal {
     }
 
     /// Keeps OAuth grants in `grants` (a host's own store, beside its own journal store).
-    pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> Journal {
+    pub fn with_grants(mut self, grants: Arc<dyn TokenStore>) -> Journal {
         self.grants = grants;
         self
     }
 
     /// The OAuth grants' store: the same SQLite file or PostgreSQL database as the journal's
     /// calls (this process's memory for [`Journal::memory`]).
-    pub fn grants(&self) -> Arc<dyn GrantStore> {
+    pub fn grants(&self) -> Arc<dyn TokenStore> {
         Arc::clone(&self.grants)
     }
 

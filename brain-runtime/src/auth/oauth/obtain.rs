@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use brain_config::Grant;
 
+use super::shared::{Obtained, Outcome, Refused};
 use super::tokens::{Slot, Tokens, words};
 use super::{Discovered, OAuth};
 use crate::auth::code::{CodeFlow, UserAgent};
@@ -39,27 +40,55 @@ impl OAuth {
         scopes
     }
 
-    /// Obtains a token for `slot`: a refresh when the cached token has a refresh token from the
-    /// same issuer (not for a step-up, which needs a new grant), else the binding's grant.
+    /// Obtains new tokens for `slot` (nothing is installed or stored: the caller publishes
+    /// them under its claim): a refresh when the cached token has a refresh token from the same
+    /// issuer (not for a step-up, which needs a new grant), else the binding's grant, which
+    /// needs the server's metadata (`discovered`).
     pub(super) async fn obtain(
         &self,
-        slot: &mut Slot,
+        slot: &Slot,
         tenant: &str,
-        discovered: &Discovered,
+        discovered: Option<&Discovered>,
         step_up: bool,
-    ) -> Result<(), String> {
-        let same_issuer = slot
-            .tokens
-            .as_ref()
-            .is_some_and(|t| t.refresh.is_some() && t.issuer == discovered.metadata.issuer);
-        if same_issuer && !step_up {
+    ) -> Outcome {
+        let refreshable = slot.tokens.as_ref().is_some_and(|t| {
+            t.refresh.is_some() && discovered.is_none_or(|d| t.issuer == d.metadata.issuer)
+        });
+        if refreshable && !step_up {
             match self.refresh(slot, tenant).await {
-                Ok(()) => return Ok(()),
-                Err(error) => {
-                    tracing::debug!(binding = %self.binding, %error, "refresh failed; a new grant follows")
+                Ok(obtained) => return Outcome::Obtained(Box::new(obtained)),
+                // A user's spent or revoked authorization: only a login mends it (at once when
+                // the user is at hand, through the agent).
+                Err(Refused::Spent(message)) if self.user_delegated() && self.agent.is_none() => {
+                    return Outcome::NeedsLogin(message);
+                }
+                Err(Refused::Spent(message) | Refused::Failed(message)) => {
+                    if discovered.is_none() {
+                        return Outcome::Failed(message);
+                    }
+                    tracing::debug!(binding = %self.binding, error = %message, "refresh failed; a new grant follows")
                 }
             }
         }
+        let Some(discovered) = discovered else {
+            return Outcome::Failed(format!(
+                "no authorization server is known for {} yet",
+                self.server_url
+            ));
+        };
+        match self.grant(slot, tenant, discovered).await {
+            Ok(obtained) => Outcome::Obtained(Box::new(obtained)),
+            Err(message) => Outcome::Failed(message),
+        }
+    }
+
+    /// The binding's grant: new tokens without a refresh token.
+    async fn grant(
+        &self,
+        slot: &Slot,
+        tenant: &str,
+        discovered: &Discovered,
+    ) -> Result<Obtained, String> {
         let scopes = self.scopes(slot, discovered);
         let scope =
             (!scopes.is_empty()).then(|| scopes.iter().cloned().collect::<Vec<_>>().join(" "));
@@ -124,14 +153,24 @@ impl OAuth {
             None,
             self.dpop.as_ref(),
         );
-        slot.requested = scopes;
-        self.install(slot, tenant, tokens)
+        Ok(Obtained {
+            tokens,
+            requested: scopes,
+            // A new grant: whether its refresh tokens rotate is learnt at its first refresh.
+            rotates: None,
+        })
     }
 
     /// Refreshes the slot's token with its refresh token (spent once: a rotated one replaces it).
-    pub(super) async fn refresh(&self, slot: &mut Slot, tenant: &str) -> Result<(), String> {
-        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
-        let refresh = tokens.refresh.clone().ok_or("no refresh token")?;
+    async fn refresh(&self, slot: &Slot, tenant: &str) -> Result<Obtained, Refused> {
+        let tokens = slot
+            .tokens
+            .as_ref()
+            .ok_or_else(|| Refused::Failed("no token to refresh".into()))?;
+        let refresh = tokens
+            .refresh
+            .clone()
+            .ok_or_else(|| Refused::Failed("no refresh token".into()))?;
         let form = vec![
             ("grant_type", grant::GRANT_REFRESH_TOKEN.to_owned()),
             ("refresh_token", refresh.expose().to_owned()),
@@ -147,29 +186,27 @@ impl OAuth {
         // A DPoP-bound refresh token is refreshed with the key it is bound to.
         let key = tokens.dpop.clone().or_else(|| self.dpop.clone());
         let dpop = key.as_deref().map(|key| (key, &self.nonces));
-        let result =
+        let issued =
             grant::token_request(&self.http, &tokens.token_endpoint, form, Some(&authn), dpop)
-                .await;
-        let issued = match result {
-            Ok(issued) => issued,
-            Err(refused) => {
-                if refused.error.as_deref() == Some("invalid_grant") {
-                    // Revoked or spent: never try it again.
-                    if let Some(tokens) = &mut slot.tokens {
-                        tokens.refresh = None;
+                .await
+                .map_err(|refused| {
+                    if refused.error.as_deref() == Some("invalid_grant") {
+                        // Revoked or spent: never presented again.
+                        Refused::Spent(if self.user_delegated() {
+                            format!(
+                                "{}; the stored authorization is no longer valid: run `brain-harness login --tenant {tenant} {}` again",
+                                refused.message, self.binding
+                            )
+                        } else {
+                            refused.message
+                        })
+                    } else {
+                        Refused::Failed(refused.message)
                     }
-                    if self.user_delegated() {
-                        return Err(format!(
-                            "{}; the stored authorization is no longer valid: run `brain-harness login --tenant {tenant} {}` again",
-                            refused.message, self.binding
-                        ));
-                    }
-                }
-                return Err(refused.message);
-            }
-        };
+                })?;
+        // A server that rotates refresh tokens sends a new one with each refresh.
+        let rotates = Some(issued.refresh_token.is_some());
         // The same grant, renewed: everything but the tokens stays.
-        let tokens = slot.tokens.as_ref().ok_or("no token to refresh")?;
         let new = Tokens::new(
             issued,
             (&tokens.issuer, &tokens.token_endpoint),
@@ -180,24 +217,11 @@ impl OAuth {
             key.as_ref(),
         );
         tracing::debug!(binding = %self.binding, "token refreshed");
-        self.install(slot, tenant, new)
-    }
-
-    /// Makes `tokens` the slot's, then stores user-delegated ones: the slot first, so that a
-    /// store that fails never makes brain use a refresh token the server already rotated out.
-    fn install(&self, slot: &mut Slot, tenant: &str, tokens: Tokens) -> Result<(), String> {
-        let stored = (self.user_delegated() && self.store.is_some())
-            .then(|| tokens.stored())
-            .transpose();
-        slot.tokens = Some(tokens);
-        slot.generation += 1;
-        if let Some(store) = &self.store
-            && let Some(stored) = stored?
-            && let Err(error) = store.save(&self.store_key(tenant), &stored)
-        {
-            tracing::warn!(binding = %self.binding, %error, "the new tokens could not be stored");
-        }
-        Ok(())
+        Ok(Obtained {
+            tokens: new,
+            requested: slot.requested.clone(),
+            rotates,
+        })
     }
 
     /// A token request authenticated as `client`.

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::auth::dpop::DpopKey;
 use crate::auth::grant::{Client, ClientAuth, Issued};
+use crate::auth::grants::GrantState;
 use crate::auth::secret::Secret;
 use crate::auth::store::StoredTokens;
 
@@ -18,6 +19,21 @@ const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 const STORED_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// The longest lifetime brain believes a server gives a token.
 const MAX_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            tokens: None,
+            generation: 0,
+            loaded: false,
+            state: GrantState::Valid,
+            rotates: None,
+            challenge_scope: None,
+            stepped_up: BTreeSet::new(),
+            requested: BTreeSet::new(),
+        }
+    }
+}
+
 /// After a failed early refresh, the next try waits this long (or until the token expires).
 const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(30);
 
@@ -147,14 +163,19 @@ impl Tokens {
     }
 }
 
-/// One key's tokens.
-#[derive(Debug, Default)]
+/// One key's tokens, as this process last read or wrote them in the store.
+#[derive(Debug)]
 pub(super) struct Slot {
     pub(super) tokens: Option<Tokens>,
-    /// Bumped at every new token: a refusal of an older one is already handled.
-    pub(super) generation: u64,
-    /// The store was read (user-delegated tokens).
+    /// The grant's generation in the store when these tokens were read or written: a refusal
+    /// of an older one is already handled.
+    pub(super) generation: i64,
+    /// The store was read.
     pub(super) loaded: bool,
+    /// Where the grant stands in the store.
+    pub(super) state: GrantState,
+    /// Whether the grant's refresh tokens rotate (`None`: not known, treated as rotating).
+    pub(super) rotates: Option<bool>,
     /// The scope of the server's last `401` challenge.
     pub(super) challenge_scope: Option<String>,
     /// Scopes added by step-up (`403 insufficient_scope`).

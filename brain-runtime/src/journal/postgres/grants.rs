@@ -10,7 +10,7 @@ use super::sql::{
     GRANT_CLAIM, GRANT_CLAIM_NEW, GRANT_LIST, GRANT_LOAD, GRANT_RELEASE, GRANT_UPDATE, GRANT_UPSERT,
 };
 use super::{Postgres, describe_error};
-use crate::auth::{Expected, Grant, GrantKey, GrantState, GrantStore, GrantWrite};
+use crate::auth::{Expected, Grant, GrantKey, GrantState, GrantWrite, TokenStore};
 use crate::state::{StoreError, StoreFuture};
 
 fn grant(row: &Row) -> Result<Grant, tokio_postgres::Error> {
@@ -43,7 +43,7 @@ impl Postgres {
     }
 }
 
-impl GrantStore for Postgres {
+impl TokenStore for Postgres {
     fn describe(&self) -> &str {
         &self.describe
     }

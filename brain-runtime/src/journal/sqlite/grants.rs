@@ -6,7 +6,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::Sqlite;
-use crate::auth::{Expected, Grant, GrantKey, GrantState, GrantStore, GrantWrite};
+use crate::auth::{Expected, Grant, GrantKey, GrantState, GrantWrite, TokenStore};
 use crate::state::StoreFuture;
 
 /// A row's columns, in [`grant`]'s order; `$sealed` is the tokens' column (or `NULL`).
@@ -67,7 +67,7 @@ fn current(c: &Connection, key: &GrantKey, owner: &str) -> rusqlite::Result<(i64
         .unwrap_or((0, false)))
 }
 
-impl GrantStore for Sqlite {
+impl TokenStore for Sqlite {
     fn describe(&self) -> &str {
         &self.describe
     }
@@ -200,7 +200,7 @@ impl GrantStore for Sqlite {
 mod tests {
     use rusqlite::Connection;
 
-    use crate::auth::{Expected, GrantKey, GrantState, GrantStore, GrantWrite};
+    use crate::auth::{Expected, GrantKey, GrantState, GrantWrite, TokenStore};
 
     #[tokio::test]
     async fn a_journal_of_the_first_schema_gets_the_grants_table() {
