@@ -26,13 +26,16 @@ fn browser() -> PathBuf {
 /// The harness with its state (journal and tokens) in `dir/state.db`, and its config dir (where
 /// an earlier brain kept `tokens.json`) in `dir/config`.
 async fn harness(args: Vec<String>, dir: &Path) -> Output {
-    let dir = dir.to_owned();
+    let state = format!("sqlite:{}", dir.join("state.db").display());
+    harness_on(args, dir, &state).await
+}
+
+/// The harness with its state at `state`.
+async fn harness_on(args: Vec<String>, dir: &Path, state: &str) -> Output {
+    let (dir, state) = (dir.to_owned(), state.to_owned());
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brain-harness"))
-            .env(
-                "BRAIN_STATE_URL",
-                format!("sqlite:{}", dir.join("state.db").display()),
-            )
+            .env("BRAIN_STATE_URL", &state)
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env_remove("BRAIN_TOKEN_STORE")
             .args(&args)
@@ -263,4 +266,99 @@ async fn an_earlier_token_file_is_imported_once_and_the_old_variable_is_refused(
         "{}",
         all(&old)
     );
+}
+
+/// 8 `brain-harness call` processes at once, in rounds after the access token (4 s) expired,
+/// against oidc-provider rotating refresh tokens with its reuse detection (a spent refresh
+/// token presented again revokes the grant): every call succeeds, and the authorization server
+/// sees exactly one refresh per expiry and no `invalid_grant`.
+async fn eight_processes_refresh_a_rotating_grant_once_per_expiry(state: Option<&str>) {
+    let (authorization, server) = servers(4, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("state.db").display());
+    let state = state.unwrap_or(&sqlite).to_owned();
+    let tools = bindings_json(&server.url, |_, binding| {
+        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+        binding["protocol_version"] = json!("2026-07-28");
+    });
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let args = |words: &[&str]| {
+        let mut all = vec!["--config".to_owned(), config.display().to_string()];
+        all.extend(words.iter().map(|w| (*w).to_owned()));
+        all
+    };
+    let login = harness_on(
+        args(&["login", "--tenant", "local", "echo"]),
+        dir.path(),
+        &state,
+    )
+    .await;
+    assert_eq!(login.status.code(), Some(0), "{}", all(&login));
+    for round in 0..3 {
+        if round > 0 {
+            // Past the access token's expiry.
+            tokio::time::sleep(std::time::Duration::from_millis(4_500)).await;
+        }
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let args = args(&[
+                    "call",
+                    "--tenant",
+                    "local",
+                    "echo",
+                    &format!(r#"{{"message": "r{round}p{i}"}}"#),
+                ]);
+                let (dir, state) = (dir.path().to_owned(), state.clone());
+                tokio::spawn(async move { harness_on(args, &dir, &state).await })
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let output = call.await.unwrap();
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "round {round}, process {i}: {}",
+                all(&output)
+            );
+            assert!(
+                String::from_utf8_lossy(&output.stdout).contains(&format!("r{round}p{i}")),
+                "{}",
+                all(&output)
+            );
+        }
+    }
+    let stats = authorization.stats().await;
+    assert_eq!(
+        stats["token"]["refresh_token"],
+        json!(2),
+        "one refresh per expiry: {stats}"
+    );
+    assert_eq!(
+        stats["token_errors"],
+        json!({}),
+        "no invalid_grant: {stats}"
+    );
+    assert_eq!(
+        stats["token"]["authorization_code"],
+        json!(1),
+        "one login: {stats}"
+    );
+    let listed = harness_on(vec!["tokens".into(), "--json".into()], dir.path(), &state).await;
+    let grant: Value = serde_json::from_slice(&listed.stdout).expect("one grant, as JSON");
+    assert_eq!(grant["state"], "valid", "{grant}");
+    assert_eq!(grant["rotates"], true, "learnt from the refreshes: {grant}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_on_sqlite_refresh_a_rotating_grant_once_per_expiry() {
+    eight_processes_refresh_a_rotating_grant_once_per_expiry(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_on_postgres_refresh_a_rotating_grant_once_per_expiry() {
+    let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    eight_processes_refresh_a_rotating_grant_once_per_expiry(Some(&cluster.url)).await;
 }

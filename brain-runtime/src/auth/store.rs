@@ -44,6 +44,10 @@ pub struct StoredTokens {
     /// When the access token expires (seconds since the Unix epoch), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When it is due for a refresh (seconds since the Unix epoch), as the process that
+    /// obtained it decided from its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_at: Option<u64>,
     /// The scopes requested.
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -165,6 +169,7 @@ mod tests {
             token_type: "Bearer".into(),
             refresh_token: Some("refresh-secret-value".into()),
             expires_at: Some(1),
+            refresh_at: None,
             scopes: vec!["mcp".into()],
             dpop_key: Some("dpop-key-secret-value".into()),
         }

@@ -14,8 +14,8 @@ use crate::auth::store::StoredTokens;
 /// A token is refreshed this long before it expires, at most (and at most a third of its
 /// lifetime before).
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
-/// A stored token (whose lifetime is not known any more) is refreshed this long before it
-/// expires.
+/// A stored token whose refresh time was not stored (an earlier brain's) is refreshed this long
+/// before it expires.
 const STORED_REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// The longest lifetime brain believes a server gives a token.
 const MAX_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -121,6 +121,7 @@ impl Tokens {
             .to_owned(),
             refresh_token: self.refresh.as_ref().map(|s| s.expose().to_owned()),
             expires_at: self.expires_at.and_then(unix),
+            refresh_at: self.refresh_at.and_then(unix),
             scopes: self.scopes.clone(),
             dpop_key: self.dpop.as_ref().map(|key| key.to_pem()).transpose()?,
         })
@@ -145,11 +146,14 @@ impl Tokens {
             dpop,
             refresh: stored.refresh_token.map(Secret::new),
             expires_at: stored.expires_at.map(at),
-            refresh_at: stored.expires_at.map(|secs| {
-                at(secs)
-                    .checked_sub(STORED_REFRESH_MARGIN)
-                    .unwrap_or(SystemTime::UNIX_EPOCH)
-            }),
+            refresh_at: match (stored.refresh_at, stored.expires_at) {
+                (Some(secs), _) => Some(at(secs)),
+                (None, expires) => expires.map(|secs| {
+                    at(secs)
+                        .checked_sub(STORED_REFRESH_MARGIN)
+                        .unwrap_or(SystemTime::UNIX_EPOCH)
+                }),
+            },
             issuer: stored.issuer,
             token_endpoint: stored.token_endpoint,
             resource: stored.resource,
