@@ -12,6 +12,9 @@ use serde_json::{Value, json};
 use tests::oauth::{USER_CLIENT, servers};
 use tests::server::bindings_json;
 
+/// The state's key in the PostgreSQL tests (32 bytes, base64).
+const STATE_KEY: &str = "qDaj0LoVFJmvB1cR1iA3yx7n0T0nKcqNNs2kpoaSWd8=";
+
 /// The test browser, built beside brain-harness (in the `tests` package).
 fn browser() -> PathBuf {
     let path = Path::new(env!("CARGO_BIN_EXE_brain-harness")).with_file_name("brain-test-browser");
@@ -34,7 +37,12 @@ async fn harness(args: Vec<String>, dir: &Path) -> Output {
 async fn harness_on(args: Vec<String>, dir: &Path, state: &str) -> Output {
     let (dir, state) = (dir.to_owned(), state.to_owned());
     tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
+        // A database other hosts read keeps tokens only sealed.
+        if state.starts_with("postgres") {
+            command.env("BRAIN_STATE_KEY", STATE_KEY);
+        }
+        command
             .env("BRAIN_STATE_URL", &state)
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env_remove("BRAIN_TOKEN_STORE")
@@ -361,4 +369,45 @@ async fn eight_processes_on_postgres_refresh_a_rotating_grant_once_per_expiry() 
         .await
         .unwrap();
     eight_processes_refresh_a_rotating_grant_once_per_expiry(Some(&cluster.url)).await;
+    // What the database holds of the tokens is sealed.
+    let journal = brain_runtime::journal::Journal::postgres(&cluster.url)
+        .await
+        .unwrap();
+    let grants = journal.grants();
+    let listed = grants.list().await.unwrap();
+    let row = grants.load(&listed[0].key).await.unwrap().unwrap();
+    let sealed = row.written.sealed.expect("tokens");
+    assert!(sealed.starts_with("brain-aead-1:"), "sealed");
+    assert!(
+        !sealed.contains("access_token") && !sealed.contains("refresh"),
+        "{sealed}"
+    );
+    // Without the key, the harness refuses to use the database's tokens.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let tools = bindings_json("http://127.0.0.1:9/mcp", |_, binding| {
+        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+    });
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .env("BRAIN_STATE_URL", &cluster.url)
+        .env_remove("BRAIN_STATE_KEY")
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "call",
+            "--tenant",
+            "local",
+            "echo",
+            "{}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", all(&refused));
+    assert!(
+        all(&refused).contains("BRAIN_STATE_KEY is not set"),
+        "{}",
+        all(&refused)
+    );
 }

@@ -147,6 +147,13 @@ pub trait TokenStore: Send + Sync + 'static {
     /// The store's kind and place, for messages (never a password).
     fn describe(&self) -> &str;
 
+    /// Whether other hosts read this store (a database): tokens are then stored only sealed
+    /// under `BRAIN_STATE_KEY`, and a runtime without the key refuses to start. A store that
+    /// only this host's user reads (memory; a SQLite file, mode 0600) says `false`.
+    fn shared(&self) -> bool {
+        true
+    }
+
     /// The grant's row, if any (with its tokens).
     fn load<'a>(&'a self, key: &'a GrantKey) -> StoreFuture<'a, Option<Grant>>;
 
@@ -251,6 +258,10 @@ fn empty_write() -> GrantWrite {
 impl TokenStore for MemoryTokenStore {
     fn describe(&self) -> &str {
         "memory"
+    }
+
+    fn shared(&self) -> bool {
+        false
     }
 
     fn load<'a>(&'a self, key: &'a GrantKey) -> StoreFuture<'a, Option<Grant>> {

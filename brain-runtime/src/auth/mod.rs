@@ -13,6 +13,7 @@
 //!   metadata documents, and the URL rules (`split_url`, https or loopback only).
 //! - `store.rs`: what stored tokens are ([`StoredTokens`]) and the token file of earlier
 //!   brains, read once to import it ([`FileTokenStore`]).
+//! - `seal.rs`: tokens at rest, sealed (AES-256-GCM) under `BRAIN_STATE_KEY`.
 //! - `grants.rs`: grants shared by every process on the state's store ([`TokenStore`]): a
 //!   generation per grant, a refresh claim with a lease.
 //! - `metadata.rs`: `WWW-Authenticate` challenges, protected resource metadata (RFC 9728) and
@@ -30,7 +31,7 @@
 //! - `user.rs`: a user's [`login`] and [`logout`].
 //!
 //! Dependencies go one way: each module names only modules to its left, and this file only
-//! declares and re-exports them. secret, request, store, grants ← metadata, dpop ← grant ← code ←
+//! declares and re-exports them. secret, request, store, grants, seal ← metadata, dpop ← grant ← code ←
 //! oauth/tokens ← oauth ← oauth/obtain, credentials, user.
 
 mod code;
@@ -41,6 +42,7 @@ mod grants;
 mod metadata;
 mod oauth;
 mod request;
+mod seal;
 mod secret;
 mod store;
 mod user;
@@ -49,6 +51,7 @@ pub use code::{LoopbackAgent, UserAgent};
 pub(crate) use credentials::{Authorizing, Credentials, add_static};
 pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
 pub(crate) use oauth::{OAuth, Retry};
+pub use seal::STATE_KEY_ENV;
 pub(crate) use secret::Token;
 pub use store::{FileTokenStore, StoreKey, StoredTokens};
 pub use user::{import_token_file, login, logout};

@@ -80,6 +80,8 @@ pub(crate) struct OAuth {
     store: Arc<dyn TokenStore>,
     /// This client in the store's refresh claims: `host:pid:random`.
     owner: String,
+    /// Seals the tokens the store keeps.
+    sealer: super::seal::Sealer,
     agent: Option<Arc<dyn UserAgent>>,
     discovered: tokio::sync::Mutex<Option<Arc<Discovered>>>,
     /// Clients registered dynamically, by issuer (never shown to another issuer).
@@ -127,6 +129,18 @@ impl OAuth {
             })?),
             None => None,
         };
+        let sealer = super::seal::Sealer::from_env(env)?;
+        if store.shared() && !sealer.has_key() {
+            return Err(format!(
+                "{} is set to keep OAuth tokens in {}, which other hosts read, and {} is not set: \
+                 tokens are stored there only encrypted. Set {} to 32 random bytes in base64 \
+                 (`openssl rand -base64 32`), the same on every host",
+                binding.name,
+                store.describe(),
+                super::seal::STATE_KEY_ENV,
+                super::seal::STATE_KEY_ENV
+            ));
+        }
         let dpop = if config.uses_dpop() {
             Some(Arc::new(DpopKey::generate()?))
         } else {
@@ -159,6 +173,7 @@ impl OAuth {
             nonces: Nonces::default(),
             store,
             owner: owner_id(),
+            sealer,
             agent,
             discovered: tokio::sync::Mutex::new(None),
             clients: tokio::sync::Mutex::new(HashMap::new()),

@@ -378,25 +378,31 @@ impl OAuth {
         Ok(written.is_some())
     }
 
-    /// The tokens as the store keeps them.
+    /// The tokens as the store keeps them at `generation`: sealed when the state has a key.
     fn seal(
         &self,
-        _key: &GrantKey,
-        _generation: i64,
+        key: &GrantKey,
+        generation: i64,
         stored: &StoredTokens,
     ) -> Result<String, String> {
-        serde_json::to_string(stored).map_err(|_| "the tokens cannot be stored".to_owned())
+        let json =
+            serde_json::to_string(stored).map_err(|_| "the tokens cannot be stored".to_owned())?;
+        self.sealer.seal(&json, &context(key, generation))
     }
 
-    /// The tokens the store kept.
+    /// The tokens the store kept at `generation`.
     fn unseal(
         &self,
-        _key: &GrantKey,
-        _generation: i64,
+        key: &GrantKey,
+        generation: i64,
         sealed: &str,
     ) -> Result<StoredTokens, String> {
+        let json = self
+            .sealer
+            .open(sealed, &context(key, generation))
+            .map_err(|error| format!("the tokens of {}: {error}", self.binding))?;
         // Only where, never serde's text: it may quote a token.
-        serde_json::from_str(sealed).map_err(|error| {
+        serde_json::from_str(&json).map_err(|error| {
             format!(
                 "the stored tokens of {} are not valid (line {}, column {}): log in again",
                 self.binding,
@@ -412,6 +418,11 @@ impl OAuth {
             error.store, error.message
         )
     }
+}
+
+/// What a row's seal is bound to: its grant, tenant and generation.
+fn context(key: &GrantKey, generation: i64) -> String {
+    format!("{}\0{}\0{generation}", key.grant, key.tenant)
 }
 
 /// Makes `obtained` the slot's tokens, at `generation`.

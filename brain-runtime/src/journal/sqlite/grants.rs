@@ -72,6 +72,11 @@ impl TokenStore for Sqlite {
         &self.describe
     }
 
+    /// A file only its owner reads (0600, checked at open).
+    fn shared(&self) -> bool {
+        false
+    }
+
     fn load<'a>(&'a self, key: &'a GrantKey) -> StoreFuture<'a, Option<Grant>> {
         let sql = concat!(
             grant_columns!("sealed"),
