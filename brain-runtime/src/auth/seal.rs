@@ -156,20 +156,20 @@ mod tests {
     fn a_sealed_row_opens_only_for_its_grant_and_with_a_listed_key() {
         let a = sealer(A);
         let sealed = a
-            .seal(r#"{"access_token":"secret-value"}"#, "g\0t\0001")
+            .seal(r#"{"access_token":"secret-value"}"#, "g\0t\x001")
             .unwrap();
         assert!(sealed.starts_with("brain-aead-1:") && !sealed.contains("secret-value"));
         assert_eq!(
-            a.open(&sealed, "g\0t\0001").unwrap(),
+            a.open(&sealed, "g\0t\x001").unwrap(),
             r#"{"access_token":"secret-value"}"#
         );
-        let moved = a.open(&sealed, "g\0other\0001").unwrap_err();
+        let moved = a.open(&sealed, "g\0other\x001").unwrap_err();
         assert!(moved.contains("moved"), "{moved}");
-        let older = a.open(&sealed, "g\0t\0000").unwrap_err();
+        let older = a.open(&sealed, "g\0t\x000").unwrap_err();
         assert!(older.contains("moved"), "{older}");
         // Rotation: B seals now, A still opens what it sealed.
         let rotated = sealer(&format!("{B},{A}"));
-        assert!(rotated.open(&sealed, "g\0t\0001").is_ok());
+        assert!(rotated.open(&sealed, "g\0t\x001").is_ok());
         let by_b = rotated.seal("{}", "c").unwrap();
         let missing = a.open(&by_b, "c").unwrap_err();
         assert!(missing.contains("does not hold"), "{missing}");
@@ -177,7 +177,7 @@ mod tests {
         let none = sealer("");
         assert_eq!(none.seal("{}", "c").unwrap(), "{}");
         assert!(
-            none.open(&sealed, "g\0t\0001")
+            none.open(&sealed, "g\0t\x001")
                 .unwrap_err()
                 .contains("not set")
         );
