@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use tests::oauth::{USER_CLIENT, servers};
+use tests::oauth::{USER_CLIENT, servers, servers_with};
 use tests::server::bindings_json;
 
 /// The state's key in the PostgreSQL tests (32 bytes, base64).
@@ -35,25 +35,27 @@ async fn harness(args: Vec<String>, dir: &Path) -> Output {
 
 /// The harness with its state at `state`.
 async fn harness_on(args: Vec<String>, dir: &Path, state: &str) -> Output {
-    let (dir, state) = (dir.to_owned(), state.to_owned());
-    tokio::task::spawn_blocking(move || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
-        // A database other hosts read keeps tokens only sealed.
-        if state.starts_with("postgres") {
-            command.env("BRAIN_STATE_KEY", STATE_KEY);
-        }
-        command
-            .env("BRAIN_STATE_URL", &state)
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env_remove("BRAIN_TOKEN_STORE")
-            .args(&args)
-            .env("BROWSER", browser())
-            .env("RUST_LOG", "trace")
-            .output()
-            .expect("brain-harness runs")
-    })
-    .await
-    .unwrap()
+    let mut command = harness_command(&args, dir, state);
+    tokio::task::spawn_blocking(move || command.output().expect("brain-harness runs"))
+        .await
+        .unwrap()
+}
+
+/// The harness command [`harness_on`] runs.
+fn harness_command(args: &[String], dir: &Path, state: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
+    // A database other hosts read keeps tokens only sealed.
+    if state.starts_with("postgres") {
+        command.env("BRAIN_STATE_KEY", STATE_KEY);
+    }
+    command
+        .env("BRAIN_STATE_URL", state)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("BRAIN_TOKEN_STORE")
+        .args(args)
+        .env("BROWSER", browser())
+        .env("RUST_LOG", "trace");
+    command
 }
 
 fn all(output: &Output) -> String {
@@ -410,4 +412,175 @@ async fn eight_processes_on_postgres_refresh_a_rotating_grant_once_per_expiry() 
         "{}",
         all(&refused)
     );
+}
+
+/// A harness killed (SIGKILL) after its refresh request was sent — the authorization server
+/// spent the refresh token and answers 20 s later. The next process waits for the dead
+/// refresher's claim to expire (on the store's clock), then presents the old refresh token once
+/// more: a server with a reuse grace period accepts it (`rotate: false`), one with reuse
+/// detection refuses it, and the grant is marked as needing a login — one more refresh request,
+/// no loop.
+async fn a_refresher_killed_mid_refresh(rotate: bool, postgres: bool) {
+    let env = [
+        ("BRAIN_TEST_AS_REFRESH_DELAY_MS", "20000"),
+        ("BRAIN_TEST_AS_ROTATE", if rotate { "1" } else { "0" }),
+    ];
+    let (authorization, server) = servers_with(2, &[], &env).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = if postgres {
+        Some(
+            tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+                .await
+                .unwrap(),
+        )
+    } else {
+        None
+    };
+    let state = match &cluster {
+        Some(cluster) => cluster.url.clone(),
+        None => format!("sqlite:{}", dir.path().join("state.db").display()),
+    };
+    let tools = bindings_json(&server.url, |_, binding| {
+        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["timeout_seconds"] = json!(120);
+    });
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let args = |words: &[&str]| {
+        let mut all = vec!["--config".to_owned(), config.display().to_string()];
+        all.extend(words.iter().map(|w| (*w).to_owned()));
+        all
+    };
+    let login = harness_on(
+        args(&["login", "--tenant", "local", "echo"]),
+        dir.path(),
+        &state,
+    )
+    .await;
+    assert_eq!(login.status.code(), Some(0), "{}", all(&login));
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+
+    let call = args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]);
+    let mut killed = harness_command(&call, dir.path(), &state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while authorization.tokens("refresh_token").await == 0 {
+        assert!(std::time::Instant::now() < deadline, "no refresh was sent");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    killed.kill().unwrap(); // SIGKILL
+    killed.wait().unwrap();
+
+    let started = std::time::Instant::now();
+    let next = harness_on(call.clone(), dir.path(), &state).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_secs(30),
+        "the dead refresher's claim is waited for: {waited:?}"
+    );
+    let stats = authorization.stats().await;
+    let listed = harness_on(vec!["tokens".into(), "--json".into()], dir.path(), &state).await;
+    let grant: Value = serde_json::from_slice(&listed.stdout).expect("one grant, as JSON");
+    if rotate {
+        assert_eq!(next.status.code(), Some(1), "{}", all(&next));
+        assert!(
+            all(&next).contains("login --tenant local echo"),
+            "{}",
+            all(&next)
+        );
+        assert_eq!(stats["token"]["refresh_token"], json!(1), "{stats}");
+        assert_eq!(
+            stats["token_errors"]["refresh_token:invalid_grant"],
+            json!(1),
+            "{stats}"
+        );
+        assert_eq!(grant["state"], "needs_login", "{grant}");
+        // The next call asks for a login at once, without a token request.
+        let after = harness_on(call, dir.path(), &state).await;
+        assert_eq!(after.status.code(), Some(1), "{}", all(&after));
+        assert!(all(&after).contains("needs a new login"), "{}", all(&after));
+        assert_eq!(
+            authorization.stats().await,
+            stats,
+            "no further token request"
+        );
+    } else {
+        assert_eq!(next.status.code(), Some(0), "{}", all(&next));
+        assert_eq!(stats["token"]["refresh_token"], json!(2), "{stats}");
+        assert_eq!(stats["token_errors"], json!({}), "{stats}");
+        assert_eq!(grant["state"], "valid", "{grant}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresher_killed_mid_refresh_is_recovered_within_a_reuse_grace_period() {
+    a_refresher_killed_mid_refresh(false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_refresher_killed_mid_refresh_is_recovered_within_a_reuse_grace_period() {
+    a_refresher_killed_mid_refresh(false, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_refresher_killed_mid_refresh_leaves_a_grant_needing_login_without_a_loop() {
+    a_refresher_killed_mid_refresh(true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresher_killed_mid_refresh_leaves_a_grant_needing_login_without_a_loop() {
+    a_refresher_killed_mid_refresh(true, false).await;
+}
+
+/// Two `brain-harness login` processes at the same moment, for two tenants: both keep their
+/// tokens (the file of earlier brains was rewritten whole, and one tenant's tokens were lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
+    let (_authorization, server) = servers(300, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tools = bindings_json(&server.url, |_, binding| {
+        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["tenants"] = json!(["a", "b"]);
+    });
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
+    let args = |words: &[&str]| {
+        let mut all = vec!["--config".to_owned(), config.display().to_string()];
+        all.extend(words.iter().map(|w| (*w).to_owned()));
+        all
+    };
+    for _ in 0..3 {
+        let logins: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|tenant| {
+                let (args, dir) = (
+                    args(&["login", "--tenant", tenant, "echo"]),
+                    dir.path().to_owned(),
+                );
+                tokio::spawn(async move { harness(args, &dir).await })
+            })
+            .collect();
+        for login in logins {
+            let login = login.await.unwrap();
+            assert_eq!(login.status.code(), Some(0), "{}", all(&login));
+        }
+        for tenant in ["a", "b"] {
+            let call = harness(
+                args(&["call", "--tenant", tenant, "echo", r#"{"message": "kept"}"#]),
+                dir.path(),
+            )
+            .await;
+            assert_eq!(
+                call.status.code(),
+                Some(0),
+                "tenant {tenant}: {}",
+                all(&call)
+            );
+        }
+    }
 }

@@ -4,11 +4,19 @@
 //
 // Prints {"issuer": ...} on stdout when it listens. Besides the provider's own endpoints it
 // serves GET /stats: token requests by grant type, their failures, and revocations.
+//
+// Refresh tokens rotate, with oidc-provider's reuse detection (a spent refresh token presented
+// again revokes the grant), unless BRAIN_TEST_AS_ROTATE=0: then a refresh token stays valid
+// when presented again, as on a server with a reuse grace period. BRAIN_TEST_AS_REFRESH_DELAY_MS
+// delays the answer to the first refresh (after the server spent the token), so that a test can
+// kill its client mid-refresh.
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
 const [resource, ttlText] = process.argv.slice(2);
 const accessTtl = Number(ttlText || 300);
+const rotate = process.env.BRAIN_TEST_AS_ROTATE !== '0';
+let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
@@ -55,13 +63,22 @@ const provider = new Provider(issuer, {
   },
   findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
   issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
-  rotateRefreshToken: true,
+  rotateRefreshToken: rotate,
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   ttl: { ClientCredentials: accessTtl, AccessToken: accessTtl },
 });
 provider.proxy = false;
 
 provider.use(async (ctx, next) => {
+  if (ctx.path === '/token' && refreshDelay > 0) {
+    await next();
+    if (ctx.oidc?.params?.grant_type === 'refresh_token') {
+      const delay = refreshDelay;
+      refreshDelay = 0;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    return;
+  }
   if (ctx.path === '/stats') {
     ctx.body = stats;
     return;

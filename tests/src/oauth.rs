@@ -41,6 +41,17 @@ impl Drop for AuthorizationServer {
 impl AuthorizationServer {
     /// Starts one issuing tokens for `resource` that live `access_ttl` seconds.
     pub fn start(resource: &str, access_ttl: u64) -> AuthorizationServer {
+        AuthorizationServer::start_with(resource, access_ttl, &[])
+    }
+
+    /// [`AuthorizationServer::start`] with `env` set (`BRAIN_TEST_AS_ROTATE=0`: refresh tokens
+    /// may be presented again, as within a reuse grace period; `BRAIN_TEST_AS_REFRESH_DELAY_MS`:
+    /// the first refresh is answered that late, after the token was spent).
+    pub fn start_with(
+        resource: &str,
+        access_ttl: u64,
+        env: &[(&str, &str)],
+    ) -> AuthorizationServer {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
         assert!(
             dir.join("node_modules/oidc-provider/package.json").exists(),
@@ -51,6 +62,7 @@ impl AuthorizationServer {
             .arg(resource)
             .arg(access_ttl.to_string())
             .current_dir(&dir)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(match std::env::var_os("BRAIN_TEST_AS_LOG") {
@@ -115,12 +127,27 @@ pub async fn servers(
     ttl: u64,
     admin_tools: &[&str],
 ) -> (AuthorizationServer, crate::server::TestServer) {
+    servers_with(ttl, admin_tools, &[]).await
+}
+
+/// [`servers`] with the authorization server's `env` (see [`AuthorizationServer::start_with`]).
+pub async fn servers_with(
+    ttl: u64,
+    admin_tools: &[&str],
+    env: &[(&str, &str)],
+) -> (AuthorizationServer, crate::server::TestServer) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let authorization =
-        tokio::task::spawn_blocking(move || AuthorizationServer::start(&resource, ttl))
-            .await
-            .unwrap();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let authorization = tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        AuthorizationServer::start_with(&resource, ttl, &env)
+    })
+    .await
+    .unwrap();
     let faults = crate::server::Faults {
         oauth: Some(crate::server::OAuthGuard {
             issuer: authorization.issuer.clone(),

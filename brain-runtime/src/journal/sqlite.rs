@@ -331,7 +331,20 @@ impl Sqlite {
         create_private(path).map_err(&error)?;
         let open = || -> Result<Connection, StoreError> {
             let connection = Connection::open(path).map_err(|e| error(e.to_string()))?;
-            configure(&connection, durability).map_err(|e| error(e.to_string()))?;
+            // Switching a new file to WAL takes its lock without SQLite's busy handler: several
+            // processes opening it at once retry here (within `BUSY`).
+            let started = Instant::now();
+            loop {
+                match configure(&connection, durability) {
+                    Err(rusqlite::Error::SqliteFailure(failure, _))
+                        if failure.code == rusqlite::ErrorCode::DatabaseBusy
+                            && started.elapsed() < BUSY =>
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    configured => break configured.map_err(|e| error(e.to_string()))?,
+                }
+            }
             Ok(connection)
         };
         let connection = open()?;
