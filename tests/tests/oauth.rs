@@ -299,3 +299,112 @@ async fn the_gate_refuses_before_any_token_request() {
         "no token was requested"
     );
 }
+
+/// The state's key of the PostgreSQL tests (a store other hosts read keeps tokens sealed).
+const STATE_KEY: &str = "qDaj0LoVFJmvB1cR1iA3yx7n0T0nKcqNNs2kpoaSWd8=";
+
+/// `count` runtimes — each with its own connections to `cluster`'s database and its own OAuth
+/// clients, as separate processes or replicas have: they share grants through the database only.
+async fn replicas(
+    config: &HostConfig,
+    cluster: &tests::postgres::Cluster,
+    count: usize,
+) -> Vec<Runtime> {
+    let mut runtimes = Vec::new();
+    for _ in 0..count {
+        let journal = brain_runtime::journal::Journal::postgres(&cluster.url)
+            .await
+            .unwrap();
+        let runtime = Runtime::builder(config)
+            .env(|var| match var {
+                SECRET_VAR => Some(SERVICE_SECRET.to_owned()),
+                "BRAIN_STATE_KEY" => Some(STATE_KEY.to_owned()),
+                _ => None,
+            })
+            .token_store(journal.grants())
+            .build()
+            .unwrap();
+        runtimes.push(runtime);
+    }
+    runtimes
+}
+
+/// 4 replicas × 16 concurrent calls each, in rounds across two expiries of a 3 s token.
+async fn rounds(runtimes: &[Runtime]) {
+    for round in 0..3 {
+        if round > 0 {
+            tokio::time::sleep(Duration::from_millis(3_500)).await;
+        }
+        let mut calls = Vec::new();
+        for (r, runtime) in runtimes.iter().enumerate() {
+            for i in 0..16 {
+                let runtime = runtime.clone();
+                let message = format!("round {round} replica {r} call {i}");
+                calls.push(tokio::spawn(async move {
+                    (
+                        call(&runtime, "echo", json!({"message": message})).await,
+                        message,
+                    )
+                }));
+            }
+        }
+        for handle in calls {
+            let (result, message) = handle.await.unwrap();
+            assert!(!result.is_error, "{message}: {result:?}");
+            assert_eq!(text(&result), message);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_replicas_on_one_postgres_refresh_a_rotating_grant_once_per_expiry() {
+    let (authorization, server) = servers(3, &[]).await;
+    let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    let config = oauth_config(&server, user_auth(), "2026-07-28");
+    let journal = brain_runtime::journal::Journal::postgres(&cluster.url)
+        .await
+        .unwrap();
+    let binding = config.tools.iter().find(|b| b.name == "echo").unwrap();
+    brain_runtime::auth::login(
+        binding,
+        "local",
+        journal.grants(),
+        Arc::new(Browser),
+        |var| (var == "BRAIN_STATE_KEY").then(|| STATE_KEY.to_owned()),
+    )
+    .await
+    .unwrap();
+    let runtimes = replicas(&config, &cluster, 4).await;
+    rounds(&runtimes).await;
+    let stats = authorization.stats().await;
+    assert_eq!(
+        stats["token"]["refresh_token"],
+        json!(2),
+        "one refresh per expiry: {stats}"
+    );
+    assert_eq!(
+        stats["token_errors"],
+        json!({}),
+        "no invalid_grant: {stats}"
+    );
+    assert_eq!(stats["token"]["authorization_code"], json!(1), "{stats}");
+    assert_eq!(Stats::get(&server.stats.calls), 3 * 4 * 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_replicas_on_one_postgres_share_one_client_credentials_token_per_expiry() {
+    let (authorization, server) = servers(3, &[]).await;
+    let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    let config = oauth_config(&server, service_auth(), "2026-07-28");
+    let runtimes = replicas(&config, &cluster, 4).await;
+    rounds(&runtimes).await;
+    let stats = authorization.stats().await;
+    // The first round's fetch, then one per expiry: never one per replica.
+    assert_eq!(stats["token"]["client_credentials"], json!(3), "{stats}");
+    assert_eq!(stats["token_errors"], json!({}), "{stats}");
+    assert_eq!(Stats::get(&server.stats.calls), 3 * 4 * 16);
+}
