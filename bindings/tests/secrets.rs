@@ -21,6 +21,9 @@ fn binding(name: &str, url: &str, revision: &str, timeout: u64) -> Value {
     })
 }
 
+/// `BRAIN_STATE_KEY` in the OAuth secrets test.
+const STATE_KEY: &str = "xHq0V4l1Y7bV9tH3nF1m0kQ3bS6rW8eU2yP5cJ7zL1o=";
+
 /// `brain-harness call` of `tool` at trace level, with `env` set.
 async fn harness(
     config: String,
@@ -183,6 +186,8 @@ async fn oauth_secrets_appear_in_no_output_even_at_trace_level() {
             ("BRAIN_SECRETS_WRONG", WRONG_SECRET),
             ("BRAIN_SECRETS_KEY", PRIVATE_KEY),
             ("BRAIN_SECRETS_ASSERTION", ASSERTION),
+            // The key that seals stored tokens.
+            ("BRAIN_STATE_KEY", STATE_KEY),
         ];
         let output = harness(config.clone(), tool, env).await;
         let text = format!(
@@ -199,6 +204,8 @@ async fn oauth_secrets_appear_in_no_output_even_at_trace_level() {
             WRONG_SECRET,
             ASSERTION,
             "brain-workload-assertion",
+            STATE_KEY,
+            STATE_KEY.trim_end_matches('='),
         ]
         .into_iter()
         .chain(key_body.iter().copied())
