@@ -26,6 +26,35 @@ fn browser() -> PathBuf {
     path
 }
 
+/// A host config in a test's directory: the test server's tools, whose users log in with the
+/// authorization server's user client.
+struct UserConfig {
+    path: String,
+}
+
+impl UserConfig {
+    /// Writes `dir/host.json`: the tools at `url`, pinned to `revision`, each edited by `edit`.
+    fn write(dir: &Path, url: &str, revision: &str, edit: impl Fn(&mut Value)) -> UserConfig {
+        let tools = bindings_json(url, |_, binding| {
+            binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
+            binding["protocol_version"] = json!(revision);
+            edit(binding);
+        });
+        let path = dir.join("host.json");
+        std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
+        UserConfig {
+            path: path.display().to_string(),
+        }
+    }
+
+    /// The harness's arguments: `--config` and `words`.
+    fn args(&self, words: &[&str]) -> Vec<String> {
+        let mut all = vec!["--config".to_owned(), self.path.clone()];
+        all.extend(words.iter().map(|w| (*w).to_owned()));
+        all
+    }
+}
+
 /// The harness with its state (journal and tokens) in `dir/state.db`, and its config dir (where
 /// an earlier brain kept `tokens.json`) in `dir/config`.
 async fn harness(args: Vec<String>, dir: &Path) -> Output {
@@ -70,19 +99,9 @@ fn all(output: &Output) -> String {
 async fn login_stores_tokens_that_calls_use_and_logout_removes() {
     let (_authorization, server) = servers(300, &[]).await;
     let dir = tempfile::tempdir().unwrap();
-    let tools = bindings_json(&server.url, |_, binding| {
-        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
-        binding["protocol_version"] = json!("2025-11-25");
-    });
-    let config = dir.path().join("host.json");
-    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
-    let config = config.display().to_string();
+    let config = UserConfig::write(dir.path(), &server.url, "2025-11-25", |_| {});
     let store = dir.path();
-    let args = |words: &[&str]| {
-        let mut all = vec!["--config".to_owned(), config.clone()];
-        all.extend(words.iter().map(|w| (*w).to_owned()));
-        all
-    };
+    let args = |words: &[&str]| config.args(words);
 
     let before = harness(
         args(&["call", "--tenant", "local", "echo", r#"{"message": "hi"}"#]),
@@ -210,17 +229,8 @@ async fn stored_tokens(path: &Path, tenant: &str) -> Value {
 async fn an_earlier_token_file_is_imported_once_and_the_old_variable_is_refused() {
     let (_authorization, server) = servers(300, &[]).await;
     let dir = tempfile::tempdir().unwrap();
-    let tools = bindings_json(&server.url, |_, binding| {
-        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
-        binding["protocol_version"] = json!("2025-11-25");
-    });
-    let config = dir.path().join("host.json");
-    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
-    let args = |words: &[&str]| {
-        let mut all = vec!["--config".to_owned(), config.display().to_string()];
-        all.extend(words.iter().map(|w| (*w).to_owned()));
-        all
-    };
+    let config = UserConfig::write(dir.path(), &server.url, "2025-11-25", |_| {});
+    let args = |words: &[&str]| config.args(words);
     // An earlier brain logged in: its tokens are in `tokens.json`.
     let earlier = dir.path().join("earlier");
     let login = harness(args(&["login", "--tenant", "local", "echo"]), &earlier).await;
@@ -287,17 +297,8 @@ async fn eight_processes_refresh_a_rotating_grant_once_per_expiry(state: Option<
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite:{}", dir.path().join("state.db").display());
     let state = state.unwrap_or(&sqlite).to_owned();
-    let tools = bindings_json(&server.url, |_, binding| {
-        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
-        binding["protocol_version"] = json!("2026-07-28");
-    });
-    let config = dir.path().join("host.json");
-    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
-    let args = |words: &[&str]| {
-        let mut all = vec!["--config".to_owned(), config.display().to_string()];
-        all.extend(words.iter().map(|w| (*w).to_owned()));
-        all
-    };
+    let config = UserConfig::write(dir.path(), &server.url, "2026-07-28", |_| {});
+    let args = |words: &[&str]| config.args(words);
     let login = harness_on(
         args(&["login", "--tenant", "local", "echo"]),
         dir.path(),
@@ -440,18 +441,10 @@ async fn a_refresher_killed_mid_refresh(rotate: bool, postgres: bool) {
         Some(cluster) => cluster.url.clone(),
         None => format!("sqlite:{}", dir.path().join("state.db").display()),
     };
-    let tools = bindings_json(&server.url, |_, binding| {
-        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
-        binding["protocol_version"] = json!("2026-07-28");
+    let config = UserConfig::write(dir.path(), &server.url, "2026-07-28", |binding| {
         binding["timeout_seconds"] = json!(120);
     });
-    let config = dir.path().join("host.json");
-    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
-    let args = |words: &[&str]| {
-        let mut all = vec!["--config".to_owned(), config.display().to_string()];
-        all.extend(words.iter().map(|w| (*w).to_owned()));
-        all
-    };
+    let args = |words: &[&str]| config.args(words);
     let login = harness_on(
         args(&["login", "--tenant", "local", "echo"]),
         dir.path(),
@@ -542,18 +535,10 @@ async fn a_refresher_killed_mid_refresh_leaves_a_grant_needing_login_without_a_l
 async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
     let (_authorization, server) = servers(300, &[]).await;
     let dir = tempfile::tempdir().unwrap();
-    let tools = bindings_json(&server.url, |_, binding| {
-        binding["auth"] = json!({"type": "authorization_code", "client_id": USER_CLIENT});
-        binding["protocol_version"] = json!("2026-07-28");
+    let config = UserConfig::write(dir.path(), &server.url, "2026-07-28", |binding| {
         binding["tenants"] = json!(["a", "b"]);
     });
-    let config = dir.path().join("host.json");
-    std::fs::write(&config, json!({ "tools": tools }).to_string()).unwrap();
-    let args = |words: &[&str]| {
-        let mut all = vec!["--config".to_owned(), config.display().to_string()];
-        all.extend(words.iter().map(|w| (*w).to_owned()));
-        all
-    };
+    let args = |words: &[&str]| config.args(words);
     for _ in 0..3 {
         let logins: Vec<_> = ["a", "b"]
             .into_iter()
