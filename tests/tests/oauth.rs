@@ -303,56 +303,46 @@ async fn the_gate_refuses_before_any_token_request() {
 /// The state's key of the PostgreSQL tests (a store other hosts read keeps tokens sealed).
 const STATE_KEY: &str = "qDaj0LoVFJmvB1cR1iA3yx7n0T0nKcqNNs2kpoaSWd8=";
 
-/// `count` runtimes — each with its own connections to `cluster`'s database and its own OAuth
-/// clients, as separate processes or replicas have: they share grants through the database only.
-async fn replicas(
-    config: &HostConfig,
-    cluster: &tests::postgres::Cluster,
-    count: usize,
-) -> Vec<Runtime> {
-    let mut runtimes = Vec::new();
-    for _ in 0..count {
-        let journal = brain_runtime::journal::Journal::postgres(&cluster.url)
+/// 4 replica processes (`brain-replica`) on `cluster`'s database, each with its own runtime
+/// and connections, started at once: 3 rounds of 16 concurrent calls each, 3.5 s apart (past
+/// the expiry of a 3 s token). Each must succeed in every call.
+async fn four_replicas(server: &TestServer, auth: Value, cluster: &tests::postgres::Cluster) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    let tools = tests::server::bindings_json(&server.url, |_, binding| {
+        binding["auth"] = auth.clone();
+        binding["protocol_version"] = json!("2026-07-28");
+    });
+    std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
+    let replicas: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_brain-replica"))
+                .args([
+                    path.to_str().unwrap(),
+                    &cluster.url,
+                    "echo",
+                    "16",
+                    "3",
+                    "3500",
+                ])
+                .env(SECRET_VAR, SERVICE_SECRET)
+                .env("BRAIN_STATE_KEY", STATE_KEY)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("brain-replica starts")
+        })
+        .collect();
+    for (i, replica) in replicas.into_iter().enumerate() {
+        let output = tokio::task::spawn_blocking(move || replica.wait_with_output().unwrap())
             .await
             .unwrap();
-        let runtime = Runtime::builder(config)
-            .env(|var| match var {
-                SECRET_VAR => Some(SERVICE_SECRET.to_owned()),
-                "BRAIN_STATE_KEY" => Some(STATE_KEY.to_owned()),
-                _ => None,
-            })
-            .token_store(journal.grants())
-            .build()
-            .unwrap();
-        runtimes.push(runtime);
-    }
-    runtimes
-}
-
-/// 4 replicas × 16 concurrent calls each, in rounds across two expiries of a 3 s token.
-async fn rounds(runtimes: &[Runtime]) {
-    for round in 0..3 {
-        if round > 0 {
-            tokio::time::sleep(Duration::from_millis(3_500)).await;
-        }
-        let mut calls = Vec::new();
-        for (r, runtime) in runtimes.iter().enumerate() {
-            for i in 0..16 {
-                let runtime = runtime.clone();
-                let message = format!("round {round} replica {r} call {i}");
-                calls.push(tokio::spawn(async move {
-                    (
-                        call(&runtime, "echo", json!({"message": message})).await,
-                        message,
-                    )
-                }));
-            }
-        }
-        for handle in calls {
-            let (result, message) = handle.await.unwrap();
-            assert!(!result.is_error, "{message}: {result:?}");
-            assert_eq!(text(&result), message);
-        }
+        assert!(
+            output.status.success(),
+            "replica {i}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
@@ -376,8 +366,7 @@ async fn four_replicas_on_one_postgres_refresh_a_rotating_grant_once_per_expiry(
     )
     .await
     .unwrap();
-    let runtimes = replicas(&config, &cluster, 4).await;
-    rounds(&runtimes).await;
+    four_replicas(&server, user_auth(), &cluster).await;
     let stats = authorization.stats().await;
     assert_eq!(
         stats["token"]["refresh_token"],
@@ -399,9 +388,7 @@ async fn four_replicas_on_one_postgres_share_one_client_credentials_token_per_ex
     let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
         .await
         .unwrap();
-    let config = oauth_config(&server, service_auth(), "2026-07-28");
-    let runtimes = replicas(&config, &cluster, 4).await;
-    rounds(&runtimes).await;
+    four_replicas(&server, service_auth(), &cluster).await;
     let stats = authorization.stats().await;
     // The first round's fetch, then one per expiry: never one per replica.
     assert_eq!(stats["token"]["client_credentials"], json!(3), "{stats}");
