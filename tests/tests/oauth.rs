@@ -395,3 +395,51 @@ async fn four_replicas_on_one_postgres_share_one_client_credentials_token_per_ex
     assert_eq!(stats["token_errors"], json!({}), "{stats}");
     assert_eq!(Stats::get(&server.stats.calls), 3 * 4 * 16);
 }
+
+/// The state's database gone once the access token has expired: the rotating grant (a login's,
+/// not known not to rotate) is not refreshed blind — another process could be spending the
+/// same refresh token; the call fails before `tools/call`, saying why, and the authorization
+/// server sees no refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_reached_stops_the_refresh_of_a_rotating_grant() {
+    let (authorization, server) = servers(2, &[]).await;
+    let mut cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    let config = oauth_config(&server, user_auth(), "2026-07-28");
+    let journal = brain_runtime::journal::Journal::postgres(&cluster.url)
+        .await
+        .unwrap();
+    let key = |var: &str| (var == "BRAIN_STATE_KEY").then(|| STATE_KEY.to_owned());
+    let binding = config.tools.iter().find(|b| b.name == "echo").unwrap();
+    brain_runtime::auth::login(binding, "local", journal.grants(), Arc::new(Browser), key)
+        .await
+        .unwrap();
+    let runtime = Runtime::builder(&config)
+        .env(key)
+        .token_store(journal.grants())
+        .build()
+        .unwrap();
+    let first = call(&runtime, "echo", json!({"message": "first"})).await;
+    assert!(!first.is_error, "{first:?}");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.stop();
+        cluster
+    })
+    .await
+    .unwrap();
+    let second = call(&runtime, "echo", json!({"message": "second"})).await;
+    assert!(second.is_error && !second.unknown_outcome, "{second:?}");
+    assert!(
+        text(&second).contains("does not refresh a rotating grant it cannot record"),
+        "{second:?}"
+    );
+    assert_eq!(
+        authorization.tokens("refresh_token").await,
+        0,
+        "no refresh sent blind"
+    );
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+    drop(cluster);
+}

@@ -210,10 +210,12 @@ impl OAuth {
         if !slot.loaded || slot.tokens.as_ref().is_none_or(Tokens::due) {
             // What another process wrote meanwhile (a login, a refresh).
             if let Err(error) = self.sync(&mut slot, tenant).await {
-                if slot.tokens.as_ref().is_none_or(Tokens::expired) {
+                // Nothing to go on; else an expired token goes on to its refresh, which decides
+                // (a rotating grant is not refreshed blind).
+                if slot.tokens.is_none() {
                     return Err(error);
                 }
-                tracing::debug!(binding = %self.binding, %error, "the token store cannot be read; the cached token still works");
+                tracing::debug!(binding = %self.binding, %error, "the token store cannot be read");
             }
             if self.user_delegated() {
                 self.usable(&slot, tenant)?;
