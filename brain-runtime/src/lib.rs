@@ -41,8 +41,9 @@
 //! rules (README, "HTTP and SSE tools").
 //!
 //! A binding with `auth` gets OAuth access tokens from its server's authorization server (the MCP
-//! authorization spec): see [`auth`] for the grants, the token store of user-delegated tokens
-//! ([`auth::TokenStore`], [`RuntimeBuilder::token_store`]) and [`auth::login`].
+//! authorization spec): see [`auth`] for the grants, the store every process shares them through
+//! ([`auth::TokenStore`], [`RuntimeBuilder::token_store`], by default the journal's) and
+//! [`auth::login`].
 //!
 //! A binding pinned to MCP 2026-07-28 is called without a session: one POST, the revision and
 //! client capabilities in `_meta`, the SEP-2243 routing headers.

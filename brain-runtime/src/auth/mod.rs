@@ -24,7 +24,7 @@
 //! - `code.rs`: the authorization code flow with PKCE and the [`UserAgent`] that takes the user
 //!   there.
 //! - `oauth.rs`: one binding's OAuth client — discovery, the cache, authorizing a request,
-//!   refresh (one in flight), step-up, what a refused request means, and login's probe;
+//!   refresh (one per grant across processes: `oauth/shared.rs`), step-up, what a refused request means, and login's probe;
 //!   `oauth/tokens.rs` one key's tokens, `oauth/obtain.rs` how a key gets new ones (refresh,
 //!   the grant, the client it authenticates as).
 //! - `credentials.rs`: how a binding's requests are authorized (none, static, OAuth).

@@ -1,18 +1,21 @@
 //! One binding's OAuth tokens (its `auth`): where they come from, how they are cached and
 //! refreshed, and what a refused request means.
 //!
-//! - Before a request: the cached token, refreshed when it is about to expire — one refresh in
-//!   flight per key (the key's lock is held while it runs; concurrent requests wait and use its
-//!   result). With nothing cached and nothing known about the server, the request goes without a
-//!   token: its `401` says where tokens come from.
+//! - Before a request: the cached token, refreshed when it is about to expire — one refresh per
+//!   grant across every process on the state's store (`oauth/shared.rs`: claimed in the store
+//!   before the token request; in this process the key's lock is held while it runs, and
+//!   concurrent requests wait and use its result). With nothing cached and nothing known about
+//!   the server, the request goes without a token: its `401` says where tokens come from.
 //! - After a `401` (or a `403 insufficient_scope`): the challenge is read, the metadata found
 //!   again (the authorization server may have changed), a new token obtained, and the request
 //!   may be sent once more ([`Retry`]). The caller allows that once per request, so nothing
 //!   loops; a step-up that asks for nothing new fails at once.
-//! - Keys: user-delegated tokens (`authorization_code`) per tenant, others per binding.
+//! - Keys: a grant (the server and the client and flow of its `auth`), per tenant for
+//!   user-delegated tokens (`authorization_code`).
 //!
 //! This file holds the client, its cache of keys and what a request and a refusal do with them;
-//! `oauth/tokens.rs` one key's tokens, `oauth/obtain.rs` how a key gets new ones.
+//! `oauth/tokens.rs` one key's tokens, `oauth/obtain.rs` how a key gets new ones,
+//! `oauth/shared.rs` how they are shared through the store.
 
 mod obtain;
 mod shared;
@@ -172,7 +175,7 @@ impl OAuth {
             dpop,
             nonces: Nonces::default(),
             store,
-            owner: owner_id(),
+            owner: crate::state::process_name(),
             sealer,
             agent,
             discovered: tokio::sync::Mutex::new(None),
@@ -207,7 +210,7 @@ impl OAuth {
     ) -> Result<i64, String> {
         let slot = self.slot(tenant);
         let mut slot = slot.lock().await;
-        if !slot.loaded || slot.tokens.as_ref().is_none_or(Tokens::due) {
+        if slot.tokens.as_ref().is_none_or(Tokens::due) {
             // What another process wrote meanwhile (a login, a refresh).
             if let Err(error) = self.sync(&mut slot, tenant).await {
                 // Nothing to go on; else an expired token goes on to its refresh, which decides
@@ -471,20 +474,6 @@ impl OAuth {
         *slot.lock().await = Slot::default();
         Ok(held)
     }
-}
-
-/// This process's name in refresh claims: `host:pid:random`.
-fn owner_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".to_owned());
-    let mut random = [0u8; 4];
-    let _ = getrandom::fill(&mut random);
-    format!(
-        "{host}:{}:{:08x}",
-        std::process::id(),
-        u32::from_be_bytes(random)
-    )
 }
 
 /// A binding's name, for messages.

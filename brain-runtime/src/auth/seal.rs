@@ -134,10 +134,7 @@ impl Sealer {
 /// A key's id: the first 8 hex digits of its SHA-256.
 fn key_id(key: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(key)[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::state::hex(&Sha256::digest(key)[..4])
 }
 
 #[cfg(test)]

@@ -165,16 +165,7 @@ impl Journal {
 
     /// The journal a runtime runs on: this process's owner and its heartbeat.
     pub(crate) fn start(self) -> Arc<Journaling> {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|name| name.trim().to_owned())
-            .unwrap_or_else(|_| "localhost".to_owned());
-        let mut random = [0u8; 4];
-        let _ = getrandom::fill(&mut random);
-        let base = format!(
-            "{host}:{}:{:08x}",
-            std::process::id(),
-            u32::from_be_bytes(random)
-        );
+        let base = crate::state::process_name();
         Arc::new(Journaling {
             owner: Mutex::new(Arc::from(format!("{base}#1"))),
             base,

@@ -15,6 +15,7 @@ use super::owner::Journaling;
 use super::store::{Claim, Entry, EntryState, Key, Record, StoreError};
 use crate::event::ToolResult;
 use crate::outcome::{Fact, Failure};
+use crate::state::hex;
 use crate::tool::Tool;
 
 /// How long past a running call's recorded deadline a retry waits for its outcome before it
@@ -390,16 +391,6 @@ pub(crate) fn digest(identity: &[u8; 32], arguments: &Value) -> String {
 
 fn canonical(value: &Value) -> String {
     serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -64,13 +64,8 @@ impl OAuth {
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());
         }
-        let digest: String = hash
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
         GrantKey {
-            grant: format!("sha256:{digest}"),
+            grant: format!("sha256:{}", crate::state::hex(&hash.finalize())),
             tenant: if self.user_delegated() {
                 tenant.to_owned()
             } else {
@@ -87,7 +82,6 @@ impl OAuth {
             .load(&key)
             .await
             .map_err(|e| self.store_failed(&e))?;
-        slot.loaded = true;
         let Some(row) = row else {
             return Ok(());
         };
@@ -316,23 +310,11 @@ impl OAuth {
                 return Err(message);
             }
         };
-        // A login replaces whatever the grant was (a tombstone, a grant needing login, a
-        // refresh claimed elsewhere, which then cannot publish).
+        // A login replaces whatever the grant was; sealed for the generation it will have, so
+        // written only at the one it was read at (once more if a sibling wrote meanwhile).
         let key = self.grant_key(tenant);
-        let current = self
-            .store
-            .load(&key)
-            .await
-            .map_err(|e| self.store_failed(&e))?
-            .map_or(0, |row| row.generation);
-        let write = self.written(&key, current + 1, GrantState::Valid, &obtained, None)?;
-        let mut written = self
-            .store
-            .write(&key, &Expected::Generation(current), &write)
-            .await
-            .map_err(|e| self.store_failed(&e))?;
-        if written.is_none() {
-            // Changed meanwhile (a sibling refreshed): a login wins; sealed for the next.
+        let mut written = None;
+        for _ in 0..2 {
             let current = self
                 .store
                 .load(&key)
@@ -345,13 +327,15 @@ impl OAuth {
                 .write(&key, &Expected::Generation(current), &write)
                 .await
                 .map_err(|e| self.store_failed(&e))?;
+            if written.is_some() {
+                break;
+            }
         }
         let generation =
             written.ok_or("the grant kept changing while the login was stored; log in again")?;
         slot.state = GrantState::Valid;
         slot.rotates = None;
         slot.generation = generation;
-        slot.loaded = true;
         slot.requested = obtained.requested;
         slot.tokens = Some(obtained.tokens);
         Ok(())

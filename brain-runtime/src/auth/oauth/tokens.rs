@@ -24,7 +24,6 @@ impl Default for Slot {
         Slot {
             tokens: None,
             generation: 0,
-            loaded: false,
             state: GrantState::Valid,
             rotates: None,
             challenge_scope: None,
@@ -174,8 +173,6 @@ pub(super) struct Slot {
     /// The grant's generation in the store when these tokens were read or written: a refusal
     /// of an older one is already handled.
     pub(super) generation: i64,
-    /// The store was read.
-    pub(super) loaded: bool,
     /// Where the grant stands in the store.
     pub(super) state: GrantState,
     /// Whether the grant's refresh tokens rotate (`None`: not known, treated as rotating).
