@@ -306,7 +306,21 @@ async fn eight_processes_refresh_a_rotating_grant_once_per_expiry(state: Option<
     )
     .await;
     assert_eq!(login.status.code(), Some(0), "{}", all(&login));
-    for round in 0..3 {
+    // Every output, and (on SQLite, whose file holds them unsealed) every token the grant held,
+    // to check at the end that no process printed one at trace level.
+    let sqlite_path = state.strip_prefix("sqlite:").map(PathBuf::from);
+    let mut outputs = vec![all(&login)];
+    let mut secrets = Vec::new();
+    for round in 0..4 {
+        if let Some(path) = &sqlite_path {
+            let tokens = stored_tokens(path, "local").await;
+            for name in ["access_token", "refresh_token"] {
+                secrets.push(tokens[name].as_str().expect(name).to_owned());
+            }
+        }
+        if round == 3 {
+            break;
+        }
         if round > 0 {
             // Past the access token's expiry.
             tokio::time::sleep(std::time::Duration::from_millis(4_500)).await;
@@ -337,9 +351,22 @@ async fn eight_processes_refresh_a_rotating_grant_once_per_expiry(state: Option<
                 "{}",
                 all(&output)
             );
+            outputs.push(all(&output));
+        }
+    }
+    if sqlite_path.is_some() {
+        secrets.sort();
+        secrets.dedup();
+        assert_eq!(secrets.len(), 6, "three generations of two tokens each");
+    }
+    for output in &outputs {
+        assert!(output.contains("TRACE"), "trace level: {output}");
+        for secret in &secrets {
+            assert!(!output.contains(secret.as_str()), "a token was printed");
         }
     }
     let stats = authorization.stats().await;
+    eprintln!("the authorization server's counts: {stats}");
     assert_eq!(
         stats["token"]["refresh_token"],
         json!(2),
@@ -476,6 +503,7 @@ async fn a_refresher_killed_mid_refresh(rotate: bool, postgres: bool) {
         "the dead refresher's claim is waited for: {waited:?}"
     );
     let stats = authorization.stats().await;
+    eprintln!("the authorization server's counts after {waited:?}: {stats}");
     let listed = harness_on(vec!["tokens".into(), "--json".into()], dir.path(), &state).await;
     let grant: Value = serde_json::from_slice(&listed.stdout).expect("one grant, as JSON");
     if rotate {
@@ -531,10 +559,11 @@ async fn a_refresher_killed_mid_refresh_leaves_a_grant_needing_login_without_a_l
 
 /// Two `brain-harness login` processes at the same moment, for two tenants: both keep their
 /// tokens (the file of earlier brains was rewritten whole, and one tenant's tokens were lost).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
+async fn two_tenants_logging_in_at_once(state: Option<&str>) {
     let (_authorization, server) = servers(300, &[]).await;
     let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite:{}", dir.path().join("state.db").display());
+    let state = state.unwrap_or(&sqlite).to_owned();
     let config = UserConfig::write(dir.path(), &server.url, "2026-07-28", |binding| {
         binding["tenants"] = json!(["a", "b"]);
     });
@@ -543,11 +572,12 @@ async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
         let logins: Vec<_> = ["a", "b"]
             .into_iter()
             .map(|tenant| {
-                let (args, dir) = (
+                let (args, dir, state) = (
                     args(&["login", "--tenant", tenant, "echo"]),
                     dir.path().to_owned(),
+                    state.clone(),
                 );
-                tokio::spawn(async move { harness(args, &dir).await })
+                tokio::spawn(async move { harness_on(args, &dir, &state).await })
             })
             .collect();
         for login in logins {
@@ -555,9 +585,10 @@ async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
             assert_eq!(login.status.code(), Some(0), "{}", all(&login));
         }
         for tenant in ["a", "b"] {
-            let call = harness(
+            let call = harness_on(
                 args(&["call", "--tenant", tenant, "echo", r#"{"message": "kept"}"#]),
                 dir.path(),
+                &state,
             )
             .await;
             assert_eq!(
@@ -568,4 +599,17 @@ async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tenants_logging_in_at_once_both_keep_their_tokens() {
+    two_tenants_logging_in_at_once(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_two_tenants_logging_in_at_once_both_keep_their_tokens() {
+    let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    two_tenants_logging_in_at_once(Some(&cluster.url)).await;
 }

@@ -43,7 +43,14 @@ def echo(message: str) -> str:
 @server.tool()
 async def progress(steps: int, ctx: Context) -> str:
     """Report progress `steps` times, then finish. On these releases `ctx.report_progress` names
-    no related request, so the notifications go to the session's GET stream, not the call's."""
+    no related request, so the notifications go to the session's GET stream, not the call's.
+
+    These releases answer the GET with its 200 before the stream is registered (sse-starlette
+    sends the headers while the task that registers the stream has not run yet), and drop a
+    notification sent in between: a client that waited for the 200 before its `tools/call`, as
+    brain does, can still lose the first step on a busy machine. The pause lets that task run, so
+    that what the test counts is brain's side."""
+    await asyncio.sleep(0.25)
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"step {step}/{steps}")
     return f"done {steps} steps"

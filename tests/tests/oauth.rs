@@ -368,6 +368,7 @@ async fn four_replicas_on_one_postgres_refresh_a_rotating_grant_once_per_expiry(
     .unwrap();
     four_replicas(&server, user_auth(), &cluster).await;
     let stats = authorization.stats().await;
+    eprintln!("the authorization server's counts: {stats}");
     assert_eq!(
         stats["token"]["refresh_token"],
         json!(2),
@@ -390,6 +391,7 @@ async fn four_replicas_on_one_postgres_share_one_client_credentials_token_per_ex
         .unwrap();
     four_replicas(&server, service_auth(), &cluster).await;
     let stats = authorization.stats().await;
+    eprintln!("the authorization server's counts: {stats}");
     // The first round's fetch, then one per expiry: never one per replica.
     assert_eq!(stats["token"]["client_credentials"], json!(3), "{stats}");
     assert_eq!(stats["token_errors"], json!({}), "{stats}");
