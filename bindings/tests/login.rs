@@ -4,6 +4,7 @@
 //! the redirects to the harness's loopback port), tokens stored in the state's SQLite file
 //! (0600) and used by `call`, listed by `tokens` and never printed, even at trace level; an
 //! earlier brain's `tokens.json` imported and retired.
+#![allow(clippy::print_stderr)] // the authorization server's counts, printed for the record
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,6 +3,7 @@
 //! server's `401`, cached; step-up; refresh before expiry under 64 concurrent calls, one refresh
 //! request; a `401` on `tools/call` itself re-authorizes once and the tool runs once; a revoked
 //! authorization fails clearly, without a loop.
+#![allow(clippy::print_stderr)] // the authorization server's counts, printed for the record
 
 use std::sync::Arc;
 use std::time::Duration;
