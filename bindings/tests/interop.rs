@@ -395,6 +395,7 @@ fn older_python(release: &str, revision: &str) {
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
         auth: None,
+        server_tasks: discovery.server_tasks,
     };
     let bindings: Vec<Value> = discovery
         .tools

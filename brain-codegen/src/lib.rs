@@ -262,10 +262,11 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let tenants = &binding.tenants;
     let timeout_seconds = binding.timeout_seconds;
     let max_output_bytes = binding.max_output_bytes;
-    let inspect_session = match binding.inspect_session {
+    let flag = |value: Option<bool>| match value {
         Some(value) => quote!(::std::option::Option::Some(#value)),
         None => quote!(::std::option::Option::None),
     };
+    let inspect_session = flag(binding.inspect_session);
     let transport = option_str(binding.transport.map(|t| match t {
         brain_config::Transport::Http => "http",
         brain_config::Transport::Sse => "sse",
@@ -288,6 +289,8 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     };
     let annotations = object(&binding.annotations);
     let execution = object(&binding.execution);
+    let task = flag(binding.task);
+    let server_tasks = flag(binding.server_tasks);
     let pin = option_str(
         binding
             .pin
@@ -317,6 +320,8 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             protocol_version: #protocol_version,
             annotations: #annotations,
             execution: #execution,
+            task: #task,
+            server_tasks: #server_tasks,
             pin: #pin,
             on_input_request: #on_input_request,
             auth: #auth,

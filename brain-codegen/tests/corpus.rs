@@ -81,6 +81,8 @@ fn bind_corpus() -> (HostConfig, String) {
             protocol_version: fixture["protocolVersion"].as_str().unwrap().to_owned(),
             on_input_request: None,
             auth: None,
+            // The fixtures do not record the servers' capabilities.
+            server_tasks: false,
         };
         let tools = fixture["tools"].as_array().unwrap();
         writeln!(

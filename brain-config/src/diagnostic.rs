@@ -98,6 +98,9 @@ rules! {
     OnInputRequestUnknown = "on-input-request-unknown",
     /// The pinned `execution.taskSupport` is `required`: the tool runs only as an MCP task.
     TaskRequired = "task-required",
+    /// `task` or `server_tasks` where no task can run: not MCP, stdio, a revision without
+    /// tasks, a tool that forbids them, a server that did not declare them.
+    TaskInvalid = "task-invalid",
     /// A binding has neither `url` nor `command`.
     MissingEndpoint = "missing-endpoint",
     /// A binding has both `url` and `command`.

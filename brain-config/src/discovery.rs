@@ -56,6 +56,8 @@ pub struct BindingSettings {
     pub on_input_request: Option<OnInputRequest>,
     /// How brain obtains OAuth tokens for the server, if it requires authorization.
     pub auth: Option<Auth>,
+    /// The server declared that it runs tool calls as MCP tasks (pinned as `server_tasks`).
+    pub server_tasks: bool,
 }
 
 impl Server {
@@ -112,14 +114,17 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         protocol_version: Some(settings.protocol_version.clone()),
         annotations: tool.get("annotations").and_then(Value::as_object).cloned(),
         execution: tool.get("execution").and_then(Value::as_object).cloned(),
+        task: (tool["execution"]["taskSupport"] == "required").then_some(true),
+        server_tasks: settings.server_tasks.then_some(true),
         pin: Some(ToolPin::of(tool)),
         on_input_request: settings.on_input_request,
         auth: settings.auth.clone(),
     }
 }
 
-/// Whether a listed tool runs only as an MCP task (`execution.taskSupport: "required"`): brain
-/// runs no tasks, so every call of it would fail, and discovery refuses to bind it.
+/// Whether a listed tool runs only as an MCP task (`execution.taskSupport: "required"`): its
+/// binding gets `task: true`, and can be bound only when its server declared tasks at the
+/// revision whose tasks brain runs.
 pub fn task_only(tool: &Value) -> bool {
     tool["execution"]["taskSupport"] == "required"
 }
@@ -491,6 +496,7 @@ mod tests {
             protocol_version: "2025-11-25".into(),
             on_input_request: None,
             auth: None,
+            server_tasks: false,
         }
     }
 

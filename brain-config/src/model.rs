@@ -36,6 +36,9 @@ pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
 /// The first revision that defines the `MCP-Protocol-Version` header, `structuredContent` and
 /// `outputSchema`.
 pub const STRUCTURED_REVISION: &str = "2025-06-18";
+/// The MCP revision whose tasks brain runs (`tools/call` with `task`, then `tasks/get`,
+/// `tasks/result`, `tasks/cancel`).
+pub const TASK_REVISION: &str = "2025-11-25";
 
 /// A host config: the tools that agent sessions may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -132,10 +135,21 @@ pub struct ToolBinding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Map<String, Value>>,
     /// The tool's MCP `execution` as discovered, pinned: its `taskSupport` (`"forbidden"`,
-    /// `"optional"` or `"required"`). brain calls tools without tasks, so a tool that requires
-    /// one cannot be bound (rule `task-required`).
+    /// `"optional"` or `"required"`). A tool that requires a task is bound with `task: true`
+    /// (rule `task-required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Map<String, Value>>,
+    /// MCP bindings only: call the tool as an MCP task (MCP 2025-11-25: `tools/call` with
+    /// `task`, then `tasks/get` until it ends and `tasks/result`). Discovery sets it for a tool
+    /// whose `taskSupport` is `"required"`; set it on one whose `taskSupport` is `"optional"` to
+    /// run that tool as a task too. Needs `server_tasks` and a revision that has tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<bool>,
+    /// MCP bindings only, pinned by discovery: the server declared that it runs tool calls as
+    /// tasks (its `tasks.requests.tools.call` capability at 2025-11-25). A task binding whose
+    /// server no longer declares it is refused before `tools/call` is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tasks: Option<bool>,
     /// The whole tool object as the server sent it, pinned by discovery: what
     /// `cargo xtask discover --check` compares beside the readable fields above, so that a
     /// change of any field (`title`, `_meta`, `icons`, ...) is drift.
@@ -394,6 +408,19 @@ impl ToolBinding {
     /// What brain does when the server asks for user input (default: fail the call).
     pub fn on_input_request(&self) -> OnInputRequest {
         self.on_input_request.unwrap_or_default()
+    }
+
+    /// The pinned `execution.taskSupport`, if any.
+    pub fn task_support(&self) -> Option<&str> {
+        self.execution
+            .as_ref()
+            .and_then(|execution| execution.get("taskSupport"))
+            .and_then(Value::as_str)
+    }
+
+    /// Whether calls of this binding run as MCP tasks (`task: true`).
+    pub fn runs_as_task(&self) -> bool {
+        self.task == Some(true)
     }
 }
 

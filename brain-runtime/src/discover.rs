@@ -41,6 +41,9 @@ pub struct Discovery {
     pub protocol_version: String,
     /// Its tools, as `tools/list` describes them (every page), in the server's order.
     pub tools: Vec<Value>,
+    /// The server declared that it runs tool calls as MCP tasks (`tasks.requests.tools.call`,
+    /// at 2025-11-25: the revision whose tasks brain runs).
+    pub server_tasks: bool,
 }
 
 /// Where to discover, and how.
@@ -239,6 +242,8 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
     Ok(Discovery {
         protocol_version: revision.to_owned(),
         tools,
+        // brain runs tasks over HTTP only.
+        server_tasks: false,
     })
 }
 
@@ -299,6 +304,8 @@ impl Client<'_> {
         Ok(Some(Discovery {
             protocol_version: STATELESS.to_owned(),
             tools,
+            // The 2026-07-28 tasks extension is not supported yet.
+            server_tasks: false,
         }))
     }
 
@@ -318,6 +325,7 @@ impl Client<'_> {
         Ok(Discovery {
             protocol_version: opened.revision.to_owned(),
             tools: listed?,
+            server_tasks: opened.tasks,
         })
     }
 

@@ -111,3 +111,9 @@ pub(crate) fn next_cursor(result: &Value, cursor: Option<&str>) -> Option<String
         .filter(|next| !next.is_empty() && Some(*next) != cursor)
         .map(str::to_owned)
 }
+
+/// A request about the task `task_id` (`tasks/get`, `tasks/result`, `tasks/cancel`; MCP
+/// 2025-11-25), JSON-RPC id `id`.
+pub(crate) fn task_request(id: u64, method: &str, task_id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task_id}})
+}

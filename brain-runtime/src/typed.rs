@@ -94,6 +94,10 @@ pub struct StaticBinding {
     pub annotations: Option<&'static str>,
     /// `execution`, as JSON.
     pub execution: Option<&'static str>,
+    /// `task`.
+    pub task: Option<bool>,
+    /// `server_tasks`.
+    pub server_tasks: Option<bool>,
     /// `pin`, as JSON.
     pub pin: Option<&'static str>,
     /// `on_input_request`: `"fail"` or `"decline"`.
@@ -146,6 +150,8 @@ impl StaticBinding {
             protocol_version: self.protocol_version.map(str::to_owned),
             annotations: self.annotations.map(object),
             execution: self.execution.map(object),
+            task: self.task,
+            server_tasks: self.server_tasks,
             pin: self
                 .pin
                 .map(|text| serde_json::from_str(text).expect("codegen embeds a valid pin")),

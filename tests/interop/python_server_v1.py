@@ -45,14 +45,17 @@ async def progress(steps: int, ctx: Context) -> str:
     """Report progress `steps` times, then finish. On these releases `ctx.report_progress` names
     no related request, so the notifications go to the session's GET stream, not the call's.
 
-    These releases answer the GET with its 200 before the stream is registered (sse-starlette
-    sends the headers while the task that registers the stream has not run yet), and drop a
-    notification sent in between: a client that waited for the 200 before its `tools/call`, as
-    brain does, can still lose the first step on a busy machine. The pause lets that task run, so
-    that what the test counts is brain's side."""
-    await asyncio.sleep(0.25)
+    The notifications and the result travel on two connections, and two races of the server
+    can lose them on a busy machine, whatever the client does: these releases answer the GET
+    with its 200 before the stream is registered (sse-starlette sends the headers while the task
+    that registers it has not run yet) and drop a notification sent in between; and the result,
+    on the call's own stream, can overtake notifications still queued for the GET stream (a
+    client cannot know that progress is still coming). The pauses let the server's tasks run, so
+    that what the test counts is brain's side: that it listens, and reads what arrives there."""
+    await asyncio.sleep(0.2)
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"step {step}/{steps}")
+    await asyncio.sleep(0.2)
     return f"done {steps} steps"
 
 

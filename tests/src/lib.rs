@@ -17,6 +17,7 @@ pub fn workspace_root() -> PathBuf {
 
 pub mod client;
 pub mod content;
+pub mod counting;
 pub mod http_tools;
 pub mod nested;
 pub mod oauth;

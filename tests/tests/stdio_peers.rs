@@ -55,6 +55,7 @@ async fn discovered(
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
         auth: None,
+        server_tasks: discovery.server_tasks,
     };
     let bindings: Vec<Value> = tools
         .iter()

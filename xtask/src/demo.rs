@@ -75,6 +75,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
         auth: None,
+        server_tasks: discovery.server_tasks,
     };
     let discovered: Vec<_> = ["echo", "weather"]
         .iter()

@@ -12,9 +12,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use brain_config::discovery::{
     BindingSettings, Server, binding_from_tool, binding_name, collisions, drift, likely_rename,
-    lint, merge, task_only,
+    lint, merge,
 };
-use brain_config::{BindingKind, ConfigError, HostConfig, OnInputRequest, ToolBinding};
+use brain_config::{
+    BindingKind, ConfigError, HostConfig, OnInputRequest, TASK_REVISION, ToolBinding,
+};
 use brain_runtime::discover::{
     CommandOptions, DiscoverOptions, Discovery, discover, discover_command,
 };
@@ -182,33 +184,6 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    // A tool that runs only as an MCP task cannot be called by brain: refused like a missing one.
-    let task_only: Vec<&str> = names
-        .iter()
-        .filter(|name| {
-            discovery
-                .tools
-                .iter()
-                .any(|tool| tool["name"] == name.as_str() && task_only(tool))
-        })
-        .map(String::as_str)
-        .collect();
-    if !task_only.is_empty() {
-        eprintln!(
-            "error: the server {} runs {} only as MCP tasks (`execution.taskSupport: \"required\"`), \
-             and brain does not run MCP tasks: every call would fail\n  help: leave {} out of \
-             --tools; tools whose taskSupport is \"optional\" or \"forbidden\" (or absent) can \
-             be bound",
-            where_(&server),
-            task_only
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if task_only.len() == 1 { "it" } else { "them" }
-        );
-        return Ok(ExitCode::FAILURE);
-    }
     let settings = BindingSettings {
         server,
         token_env: args.token_env.clone(),
@@ -220,6 +195,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             .on_input_request
             .filter(|choice| *choice != OnInputRequest::Fail),
         auth: args.auth.as_deref().cloned(),
+        server_tasks: discovery.server_tasks,
     };
     eprintln!(
         "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",
@@ -231,6 +207,40 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
         .map(|tool| binding_from_tool(tool, &settings))
         .collect();
+    // A tool that runs only as an MCP task is bound only where brain can run its tasks.
+    let unrunnable: Vec<String> = bindings
+        .iter()
+        .filter(|binding| binding.runs_as_task())
+        .map(|binding| format!("{:?}", binding.mcp_tool.as_deref().unwrap_or_default()))
+        .collect();
+    let why = if matches!(settings.server, Server::Command { .. }) {
+        Some("brain runs MCP tasks over HTTP only".to_owned())
+    } else if discovery.protocol_version != TASK_REVISION {
+        Some(format!(
+            "brain runs MCP tasks at {TASK_REVISION}, and the server speaks {}",
+            discovery.protocol_version
+        ))
+    } else if !discovery.server_tasks {
+        Some(
+            "the server does not declare that it runs tool calls as tasks \
+             (`tasks.requests.tools.call`)"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    if let Some(why) = why.filter(|_| !unrunnable.is_empty()) {
+        eprintln!(
+            "error: the server {} runs {} only as MCP tasks (`execution.taskSupport: \
+             \"required\"`), and brain cannot run them there: {why}\n  help: leave {} out of \
+             --tools; tools whose taskSupport is \"optional\" or \"forbidden\" (or absent) can \
+             be bound",
+            where_(&settings.server),
+            unrunnable.join(", "),
+            if unrunnable.len() == 1 { "it" } else { "them" }
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     // The model-visible names: the prefix, and characters a binding name cannot hold rewritten.
     let prefix = args.prefix.as_deref().unwrap_or_default();
     for binding in &mut bindings {

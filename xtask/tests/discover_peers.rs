@@ -111,7 +111,8 @@ async fn server_everything() {
         stderr(&output)
     );
 
-    // A tool that runs only as an MCP task is refused like a missing one: exit 1, named, why.
+    // A tool that runs only as an MCP task is bound as one: `task: true`, and the server's
+    // declaration that it runs tool calls as tasks pinned.
     let output = xtask(
         args(&[
             "discover",
@@ -125,14 +126,22 @@ async fn server_everything() {
         vec![],
     )
     .await;
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
-    let said = stderr(&output);
-    assert!(
-        said.contains("\"simulate-research-query\" only as MCP tasks")
-            && said.contains("brain does not run MCP tasks"),
-        "{said}"
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let printed = bindings(&output);
+    passes_check(&printed).await;
+    let research = printed
+        .iter()
+        .find(|b| b["mcp_tool"] == "simulate-research-query")
+        .expect("bound");
+    assert_eq!(research["task"], json!(true), "{research}");
+    assert_eq!(research["server_tasks"], json!(true), "{research}");
+    assert_eq!(
+        research["protocol_version"],
+        json!("2025-11-25"),
+        "{research}"
     );
+    let echo = printed.iter().find(|b| b["mcp_tool"] == "echo").unwrap();
+    assert_eq!(echo.get("task"), None, "{echo}");
 }
 
 /// Older Python SDK releases: discovery names and pins the revision each negotiates, the

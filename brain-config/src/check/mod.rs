@@ -66,6 +66,7 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         pins::protocol_version(draft, &mut out);
         pins::output_schema_before_structured(draft, &mut out);
         pins::task_required(draft, &mut out);
+        pins::task_invalid(draft, &mut out);
         kind::on_input_request_on_http(draft, &mut out);
         auth::auth(draft, &mut out);
     }

@@ -1,11 +1,9 @@
 //! What discovery pins on an MCP binding: the protocol revision the server negotiated, and what
 //! the tool's pinned description allows at that revision.
 
-use serde_json::Value;
-
 use super::context::Draft;
 use crate::diagnostic::{Diagnostic, Rule};
-use crate::model::{BindingKind, PROTOCOL_VERSIONS, STRUCTURED_REVISION};
+use crate::model::{BindingKind, PROTOCOL_VERSIONS, STRUCTURED_REVISION, TASK_REVISION};
 
 /// `protocol_version` is set only on MCP bindings, and names a revision brain speaks.
 pub(super) fn protocol_version(draft: &Draft, out: &mut Vec<Diagnostic>) {
@@ -57,24 +55,88 @@ pub(super) fn output_schema_before_structured(draft: &Draft, out: &mut Vec<Diagn
     }
 }
 
-/// A tool whose pinned `execution.taskSupport` is `required` runs only as an MCP task, and brain
-/// calls tools without tasks: every call would fail, so the binding is refused.
+/// A tool whose pinned `execution.taskSupport` is `required` runs only as an MCP task: its
+/// binding must say `task: true`, or every call would fail.
 pub(super) fn task_required(draft: &Draft, out: &mut Vec<Diagnostic>) {
-    let required = draft
-        .binding
-        .execution
-        .as_ref()
-        .and_then(|execution| execution.get("taskSupport"))
-        .and_then(Value::as_str)
-        == Some("required");
-    if required {
+    if draft.binding.task_support() == Some("required") && !draft.binding.runs_as_task() {
         out.push(draft.error(
             Rule::TaskRequired,
             "execution/taskSupport",
-            "the tool requires MCP task augmentation (`taskSupport: \"required\"`), and brain \
-             does not run MCP tasks: every call would fail",
-            "remove this binding; brain can bind the server's tools whose `taskSupport` is \
-             \"optional\" or \"forbidden\" (or absent)",
+            "the tool requires MCP task augmentation (`taskSupport: \"required\"`), but the \
+             binding does not run it as a task: every call would fail",
+            "add `\"task\": true` (re-run `cargo xtask discover`, which sets it and pins \
+             `server_tasks`), or remove this binding",
         ));
+    }
+}
+
+/// `task` and `server_tasks` only where a task can be run: an MCP binding over HTTP pinned to
+/// the revision that has tasks, a tool that allows them, a server that declared them.
+pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let binding = &draft.binding;
+    let mut refuse = |field: &str, message: String, help: &str| {
+        out.push(draft.error(Rule::TaskInvalid, field, message, help));
+    };
+    if binding.kind() != BindingKind::Mcp {
+        for (field, set) in [
+            ("task", binding.task.is_some()),
+            ("server_tasks", binding.server_tasks.is_some()),
+        ] {
+            if set {
+                refuse(
+                    field,
+                    format!("`{field}` is set on a binding that is not MCP"),
+                    "remove it: only MCP tools run as tasks",
+                );
+            }
+        }
+        return;
+    }
+    if !binding.runs_as_task() {
+        return;
+    }
+    if binding.is_stdio() {
+        refuse(
+            "task",
+            "`task: true` on a stdio binding: brain runs MCP tasks over HTTP only".to_owned(),
+            "remove `task`, or bind the server over HTTP (`url`)",
+        );
+    }
+    match binding.pinned_revision() {
+        Some(TASK_REVISION) => {}
+        pinned => refuse(
+            "task",
+            format!(
+                "`task: true`, but the binding pins {}: brain runs MCP tasks at {TASK_REVISION} \
+                 only (earlier revisions have none; the 2026-07-28 tasks extension is not \
+                 supported yet)",
+                pinned.map_or_else(|| "no revision".to_owned(), |p| format!("revision {p}"))
+            ),
+            "pin `protocol_version` to 2025-11-25 (re-run `cargo xtask discover` against a \
+             server that speaks it), or remove `task`",
+        ),
+    }
+    if !matches!(binding.task_support(), Some("optional" | "required")) {
+        refuse(
+            "task",
+            format!(
+                "`task: true`, but the tool's pinned `execution.taskSupport` is {}: the server \
+                 would refuse the task",
+                binding
+                    .task_support()
+                    .map_or_else(|| "absent (forbidden)".to_owned(), |s| format!("{s:?}"))
+            ),
+            "remove `task`: the tool is called without a task",
+        );
+    }
+    if binding.server_tasks != Some(true) {
+        refuse(
+            "task",
+            "`task: true`, but `server_tasks` is not: the server did not declare at discovery \
+             that it runs tool calls as tasks (`tasks.requests.tools.call`)"
+                .to_owned(),
+            "re-run `cargo xtask discover`, which pins what the server declares; remove `task` \
+             if it declares no tasks",
+        );
     }
 }

@@ -40,6 +40,8 @@ pub(crate) struct CallState {
     pub(crate) answered: bool,
     /// Server requests received during the call (see `read::MAX_SERVER_REQUESTS`).
     pub(crate) server_requests: usize,
+    /// The call's MCP task while it has not ended: the cleanup cancels it (`tasks/cancel`).
+    pub(crate) task: Option<String>,
 }
 
 /// Where a call's events go: boxed, so that the channel's first block of 32 slots holds
@@ -95,6 +97,20 @@ pub(crate) trait Transport: Send + Sync + 'static {
         opened: &Self::Opened,
         round: &Round,
     ) -> impl Future<Output = Result<Self::Reading, Failure>> + Send;
+
+    /// Sends one request of the call's MCP task (`tasks/get`, `tasks/result`) on what
+    /// [`Transport::open`] opened, and returns the JSON-RPC response to it. A transport that
+    /// cannot carry tasks says so (a binding's check refuses tasks there first).
+    fn request(
+        &self,
+        _call: &Exchange<'_>,
+        _opened: &Self::Opened,
+        _message: &Value,
+    ) -> impl Future<Output = Result<Value, Failure>> + Send {
+        std::future::ready(Err(Failure::broken(
+            "this transport cannot carry MCP tasks; the tool may have run",
+        )))
+    }
 
     /// Whether the call left anything for [`Transport::clean_up`] to do (when not, no cleanup
     /// task is spawned).

@@ -16,7 +16,8 @@
 //!    write ([`Transport::write`]) — later rounds, and OAuth's re-POSTs of a refused request
 //!    inside `wire::Endpoint`, happen within the send, never as new sends;
 //! 5. *read* (`read.rs`) — what the write is answered with, in wire order: progress, server
-//!    requests, the response;
+//!    requests, the response; when the response is an MCP task (`task.rs`, 2025-11-25), its
+//!    polling: `tasks/get` until it ends, its status as progress, then `tasks/result`;
 //! 6. *convert* (`convert.rs`) — the response into a `tool.result`;
 //! 7. *classify* (`outcome.rs`) — a failure's facts into `unknown_outcome` and its kind;
 //! 8. *clean up* ([`Transport::clean_up`]) — off the caller's path, tracked; so is the
@@ -28,6 +29,7 @@ mod exchange;
 mod read;
 mod rounds;
 mod send;
+mod task;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::exchange::{CONTROL_TIMEOUT, Exchange, Incoming, Reading};
 use super::rounds::{Reply, Round, input_answer};
 use crate::convert::convert;
-use crate::event::{Event, Progress};
+use crate::event::{Event, Progress, ToolResult};
 use crate::outcome::{Fact, Failure};
 
 /// The most server requests (`ping`, or requests brain refuses) a call answers: past them the
@@ -235,6 +235,15 @@ impl Exchange<'_> {
                 "the server's answer to tools/call has neither result nor error",
             ));
         };
+        if let Some(task) = result.get("task").filter(|task| task.is_object()) {
+            if self.tool.binding.runs_as_task() {
+                return Ok(Reply::Task(task.clone()));
+            }
+            return Err(Failure::broken(
+                "the server answered tools/call with a task brain did not ask for; the tool may \
+                 have run",
+            ));
+        }
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => {}
             Some("input_required") => return Ok(Reply::InputRequired(result.clone())),
@@ -245,6 +254,11 @@ impl Exchange<'_> {
                 )));
             }
         }
+        self.converted(result).map(Reply::Complete)
+    }
+
+    /// A `CallToolResult` (a response's, or a task's), converted.
+    pub(crate) fn converted(&self, result: &Value) -> Result<ToolResult, Failure> {
         let revision = self.state().revision;
         convert(
             self.call_id,
@@ -264,6 +278,5 @@ impl Exchange<'_> {
             }
             failure
         })
-        .map(Reply::Complete)
     }
 }

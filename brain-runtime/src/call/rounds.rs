@@ -12,6 +12,9 @@ use crate::tool::Scope;
 
 /// The JSON-RPC id of the first `tools/call` of a call; rounds add their number.
 pub(crate) const CALL_ID: u64 = 1;
+/// What an MCP task is asked to be kept for beyond the call's own timeout (its `ttl`), in
+/// seconds: its result can still be read after a slow last poll.
+const TASK_TTL_GRACE_SECONDS: u64 = 60;
 /// At most this many `input_required` rounds after the call.
 const MAX_ROUNDS: u64 = 8;
 
@@ -21,6 +24,8 @@ pub(crate) enum Reply {
     Complete(ToolResult),
     /// An `input_required` result (2026-07-28): the tool has not completed.
     InputRequired(Value),
+    /// A `CreateTaskResult`'s task (2025-11-25): the server runs the tool as this task.
+    Task(Value),
 }
 
 /// What one round of a call carries besides the call itself.
@@ -103,6 +108,11 @@ impl Rounds {
         let asked = match reply {
             Reply::Complete(result) => return Ok(Some(result)),
             Reply::InputRequired(asked) => asked,
+            Reply::Task(_) => {
+                return Err(Failure::broken(
+                    "a task was created in a round after the first; the tool may have run",
+                ));
+            }
         };
         if !self.allowed {
             return Err(Failure::broken(
@@ -173,6 +183,11 @@ pub(crate) fn call_message(
         json!(binding.mcp_tool.as_deref().unwrap_or_default()),
     );
     params.insert("arguments".into(), arguments.clone());
+    if binding.runs_as_task() {
+        // Kept by the server past the call's own deadline, so that its result can be read.
+        let ttl = (binding.timeout_seconds + TASK_TTL_GRACE_SECONDS) * 1000;
+        params.insert("task".into(), json!({"ttl": ttl}));
+    }
     if let Some(responses) = &round.input_responses {
         params.insert("inputResponses".into(), Value::Object(responses.clone()));
     }

@@ -42,6 +42,13 @@ pub(crate) async fn send<T: Transport>(
     let mut rounds = Rounds::new(call.tool.binding.on_input_request(), rounds_allowed);
     loop {
         let reply = round(transport, call, opened, rounds.current()).await?;
+        let reply = match reply {
+            // The task's creation was the send; what follows only reads it.
+            Reply::Task(task) if rounds.current().number == 0 => {
+                return super::task::follow(transport, call, opened, task).await;
+            }
+            reply => reply,
+        };
         if let Some(result) = rounds.after(reply)? {
             return Ok(result);
         }

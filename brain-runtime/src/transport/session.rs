@@ -25,6 +25,8 @@ use crate::tool::Tool;
 use crate::transport::streamable::{self, HttpReading, McpHttp};
 use crate::wire::{Endpoint, Messages, SESSION_HEADER, error_chain, error_object};
 
+/// The JSON-RPC id of the cleanup's `tasks/cancel`.
+const CANCEL_ID: u64 = 99;
 /// Bound on the body of an initialize response.
 const INIT_LIMIT: u64 = 1024 * 1024;
 /// How long initialize's response stream may take to end after its answer before the session
@@ -76,6 +78,14 @@ impl Transport for Session {
             Err(error) => return Err(error.failure(call)),
         };
         call.state().revision = Some(session.revision);
+        if call.tool.binding.runs_as_task() && !session.tasks {
+            return Err(Failure::new(
+                Fact::SetupFailed,
+                "the server no longer declares that it runs tool calls as tasks \
+                 (`tasks.requests.tools.call`), and the binding calls its tool as one; \
+                 tools/call was not sent: re-run `cargo xtask discover`",
+            ));
+        }
         initialized(&call.endpoint, &session.headers)
             .await
             .map_err(|error| match error {
@@ -120,7 +130,24 @@ impl Transport for Session {
         }
     }
 
-    /// Cancels an unanswered `tools/call` and closes the session, bounded in time.
+    async fn request(
+        &self,
+        call: &Exchange<'_>,
+        opened: &Opened,
+        message: &Value,
+    ) -> Result<Value, Failure> {
+        match opened {
+            Opened::Session { headers, .. } => {
+                streamable::task_request(call, headers.clone(), message).await
+            }
+            Opened::Stateless => Err(Failure::broken(
+                "a 2026-07-28 call cannot carry a 2025-11-25 task; the tool may have run",
+            )),
+        }
+    }
+
+    /// Cancels an unanswered `tools/call` (or a task that has not ended) and closes the session,
+    /// bounded in time.
     async fn clean_up(self, http: HttpClient, tool: Arc<Tool>, state: CallState) {
         let Some(session) = state
             .session_id
@@ -140,6 +167,11 @@ impl Transport for Session {
         headers.insert(HeaderName::from_static(SESSION_HEADER), session);
         if let Some(revision) = state.revision {
             revision::set_protocol_header(&mut headers, revision);
+        }
+        if let Some(task) = &state.task {
+            let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task);
+            let _ = tokio::time::timeout(CONTROL_TIMEOUT, endpoint.post(&cancel, headers.clone()))
+                .await;
         }
         let unanswered =
             (state.call_sent && !state.answered).then_some(state.request_id.max(CALL_ID));
@@ -167,6 +199,8 @@ pub(crate) struct Initialized {
     pub(crate) headers: HeaderMap,
     /// The revision the session speaks.
     pub(crate) revision: &'static str,
+    /// The server declared that it runs tool calls as tasks (`tasks.requests.tools.call`).
+    pub(crate) tasks: bool,
 }
 
 /// Why a session could not be opened, as facts each caller words (a call, discovery).
@@ -310,7 +344,12 @@ async fn read_initialized(
         headers.insert(HeaderName::from_static(SESSION_HEADER), value);
     }
     revision::set_protocol_header(&mut headers, revision);
-    Ok(Initialized { headers, revision })
+    let tasks = result["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object();
+    Ok(Initialized {
+        headers,
+        revision,
+        tasks,
+    })
 }
 
 /// `notifications/initialized` on the session `headers` name.

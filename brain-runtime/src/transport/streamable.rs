@@ -270,3 +270,52 @@ async fn resume(
     resumed.retry = retry;
     Ok(resumed)
 }
+
+/// One request of the call's MCP task (`tasks/get`, `tasks/result`, `tasks/cancel`) on the session
+/// `headers` name: POSTed once, its response read within the binding's byte bound (anything
+/// else on its stream passed over). A request that does not reach the server, or whose answer
+/// is lost, is the task's failure: the task was created, so the tool may have run.
+pub(crate) async fn task_request(
+    call: &Exchange<'_>,
+    headers: HeaderMap,
+    message: &Value,
+) -> Result<Value, Failure> {
+    let method = message["method"].as_str().unwrap_or("a task request");
+    let lost = |what: String| {
+        Failure::broken(format!(
+            "{what}; the task was created, and the tool may have run"
+        ))
+    };
+    let response = call
+        .endpoint
+        .post(message, headers)
+        .await
+        .map_err(|error| lost(format!("{method} failed: {}", error_chain(&error))))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(lost(format!(
+            "{method} got HTTP {status}{}",
+            error_detail(response).await
+        )));
+    }
+    let mut messages = Messages::read(response, call.tool.raw_limit())
+        .await
+        .map_err(|error| error.failure(call.tool.binding.max_output_bytes))?;
+    loop {
+        match messages.next().await {
+            None => {
+                return Err(lost(format!(
+                    "the server ended its answer to {method} without one"
+                )));
+            }
+            Some(Err(error)) => return Err(error.failure(call.tool.binding.max_output_bytes)),
+            Some(Ok(answer))
+                if answer.get("method").is_none() && answer.get("id") == message.get("id") =>
+            {
+                messages.release();
+                return Ok(answer);
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+}

@@ -1443,6 +1443,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
         protocol_version: discovery.protocol_version.clone(),
         on_input_request: None,
         auth: None,
+        server_tasks: discovery.server_tasks,
     };
     let tools: Vec<_> = discovery
         .tools

@@ -81,6 +81,7 @@ async fn main() -> ExitCode {
         on_input_request: (scenario == "sep-2322-client-request-state")
             .then_some(brain_config::OnInputRequest::Decline),
         auth: auth.as_ref().map(|(config, _)| config.clone()),
+        server_tasks: discovery.server_tasks,
     };
     let mut bindings = Vec::new();
     for tool in &discovery.tools {

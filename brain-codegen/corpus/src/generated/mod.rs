@@ -7990,6 +7990,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c66737aa7898bbe827e0363646f814d47ed202ed3d7abd86d756a13c8166098f\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:7d242c7bafeb429cd423dd3e72e033dadaba3cc0bb367fc17708e92d7adc5912\",\"inputSchema\":\"sha256:d607ae2f9744c7206202ac28884cce22636bf91313d310f229ad589a5854e35c\",\"name\":\"sha256:fe4c2abca051570570647ec5b1fa8119a7f0d3fcbd53671334346f1568eb853c\"}}",
         ),
@@ -8022,6 +8024,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b043cf630cd768716ce1025573a406d71bc67c95421fb382332b4d8e790926bf\",\"fields\":{\"annotations\":\"sha256:99482dfd3dbc9d3ce6087676839e0b7a57149fdc05cf06750f4ddce22881251b\",\"description\":\"sha256:41b2862f9f592fbc522c1e32744bda0b3bbe29bff5136d5bc086eca30f522457\",\"inputSchema\":\"sha256:4dd8f2c6def9d29f424ceb2425e0ccfc62a5f228111c04876fb88d4bb6959042\",\"name\":\"sha256:7e5146628522d78ddd0d0e644ee72e8a384127eebcd9fcac46c58bd43dbd25c4\"}}",
         ),
@@ -8054,6 +8058,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:eeb2a07eed86f5f3cc269abf31434f8c6b8d29437d02a1316c21769b0659845f\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:7146e21edc45e83c94f3368a2e2a1f0a2142ee6be316a17a1e3077f74daac6fd\",\"inputSchema\":\"sha256:4657f22eabd55238c458cb843a87d3cbee851e1195025958ccb4e0d360b8594a\",\"name\":\"sha256:1e37124ee6d6c37fc98eac761fd24aa017fd6982f40f73e284a3a12b4e259a9a\"}}",
         ),
@@ -8086,6 +8092,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"emulation\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5843d50900afbb0998a8d690946ae75e5c1a5f6c86199e8998e853c6109ace22\",\"fields\":{\"annotations\":\"sha256:f88eb3d18ca31605b0e800a08d4d6ba069873bc24ec9a2fd1ddeebb6d4e6f04e\",\"description\":\"sha256:ed5ce0a3d8a48cb9457cd23d410a9e12ddaec15e34b60b5a907c8d0f152c7d86\",\"inputSchema\":\"sha256:8dcb17abb2a8d00fb810433055d9bd3ddfc24b3fd77c1513cb43685982d5f089\",\"name\":\"sha256:531e82d3f5aa70999a396c618df19d0c21a9a67796a9e9e3a6992ddb1323628a\"}}",
         ),
@@ -8118,6 +8126,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false,\"conditions\":[\"javascriptEvaluation\"]}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:af8ad33eb2f87304bdc3d237a6056920c079bcda7b0688a862e807d4364402a5\",\"fields\":{\"annotations\":\"sha256:77b33a7bf48bda9441bf7d61ae75f47c2a8e629f7b4563f4966298114bb2debd\",\"description\":\"sha256:dca0901c87e4329ff162e9c606ed52650ef79eb0dbc0ed7e7c4a86f3ade15834\",\"inputSchema\":\"sha256:e9a727496e360fda7e4598a90d708ed0cba0d44deac134bfac9e0e3a47fe6908\",\"name\":\"sha256:0c178e4228f7e017d06950b0f21491de130968a2f3fbb79a14cf25883e0c85ab\"}}",
         ),
@@ -8150,6 +8160,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d3f6dd367a1a5a998c4b05bf5b86c55fde0a3425d1f248a0f3a72d510f44f13f\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:b841deb9c51e779bcfb161a7be29374a4c2b41321974700a18b12d0e8b03de92\",\"inputSchema\":\"sha256:02c4fa7845b25952f0a94c4ad76ccc253edc85fad905e7003c58c9ccf79f71e1\",\"name\":\"sha256:4a6875c7cb0654b8aad9985a104c48c8c62394d387504f007a84a189f2c08080\"}}",
         ),
@@ -8182,6 +8194,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ecd34b0b7a03b9d60306b0493c0212c59fc122be839f1459d24aec7a7dd47fab\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:0c4250a61bc04803b8925da029affa2ae691f569022fa9e22aac5901f02e8cf2\",\"inputSchema\":\"sha256:9992ca135e79cb42934c76f2c1156fc163756bce9a6cee8919efd7dd6c54f2b2\",\"name\":\"sha256:9151aff484ed4eb92697dc939598cab28ddd577a3755214b7be68f35aec7e6f1\"}}",
         ),
@@ -8214,6 +8228,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c5e974ba5928583bfadfd06695a6f83f87090aebdb63b3f86245eeb2587187e6\",\"fields\":{\"annotations\":\"sha256:53c95813cc8f758b06818a591897045d425880ead37c3b024412288a002c7d0c\",\"description\":\"sha256:6e411b0835bc3481290b67fddf26b888b8b6dfec70c0d4c61015c96a9c3f4c47\",\"inputSchema\":\"sha256:2ff0917d561b22f4f770182f79bf63d08ede0f19ef0ebd40c829b70050b34007\",\"name\":\"sha256:abd66deedf79b9b74404320adced630245b3651755463658553a9f14cf0504f6\"}}",
         ),
@@ -8246,6 +8262,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:260a7563550d55b918dce00b69b70edab138b46f486f97a9b19ac0ce6c9fcb4c\",\"fields\":{\"annotations\":\"sha256:53c95813cc8f758b06818a591897045d425880ead37c3b024412288a002c7d0c\",\"description\":\"sha256:35b3f6dad6d88e22de0a842ec1a406799ea144f4804cdb9ba91f753b325fed71\",\"inputSchema\":\"sha256:f6f3134bfb054138d7eb214758872c9e8911673100952dca8446a75cf889bfaf\",\"name\":\"sha256:ff7065331e817fe4ed64f87a067729005b2b42c70fb843c8c358fc21cddee7ef\"}}",
         ),
@@ -8278,6 +8296,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"network\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d2fe3204754435e3039bb4b5555b8999efac9d74fd6927813952ba2918f6b96e\",\"fields\":{\"annotations\":\"sha256:5965796463162c4acad697d22a04f54f559a157daa116dc38210d58fbecc4b0b\",\"description\":\"sha256:25983b1c1f9e7e4953a0e5c768bd7095e27b4d1067840585b6cf9eb54f1e7d83\",\"inputSchema\":\"sha256:4f707ec2a68d312398ce79fcffb26395c9ed4277f06bb41bb47c46cb8fe46450\",\"name\":\"sha256:96cb5a35306655b0084436d14900b5cb1cb9ec7c9eed7fd6d03dc49a79e8c8da\"}}",
         ),
@@ -8310,6 +8330,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9f29d4da0c4d06d7122fba0c24b521942bb3b1abef8c16a0925386b3312cc8f2\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:24532dce97e3b49b56ff8d5d12c7928c0641cec21e9549eccc2b1e47d12d050f\",\"inputSchema\":\"sha256:c50c3253fd8d612feb23c9c3027fe17ca5418252ca083797cdf4bb44b0747229\",\"name\":\"sha256:866c0d7c4ef2986de3b2bd4c0abc85d5fb4cdc625a6f4823b36af76a29b77e58\"}}",
         ),
@@ -8342,6 +8364,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:a884dd06835bcdcbd4596b2b2f09e94dea10f5b758ecf6caf2dfa49f80986316\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:1afebc1a76be38acd4f69127b981ddda897307355b7ee1fa188cb7a2d5f3f316\",\"inputSchema\":\"sha256:5d77b0fcc66a5cc14adecc7a5b3266b15324639b30a178079b4125e880727015\",\"name\":\"sha256:76423b97688334fa0caf8bedb4afa4ea8aa3da689dcfb728fcab0047ba7837ab\"}}",
         ),
@@ -8374,6 +8398,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4234ff6de2499ad5e9979742af507e40e73ab03a39483b7d9229fab32ebabc31\",\"fields\":{\"annotations\":\"sha256:279c34464411d500540d5cd47d15b162f11903aa1c6be87b0cbd5fbb8023d9f7\",\"description\":\"sha256:2d82be2b70c9c5e4860065c43c4b7a14626558256ead97011d62d93c696896c3\",\"inputSchema\":\"sha256:26cd877e07322817de158349ef07554992dc36ae172cd9e29e06963d9e92cf77\",\"name\":\"sha256:a6046b4501c8f8a534541a17e935e88e5d245b1ee8dba85011c0e5ddd18b9c50\"}}",
         ),
@@ -8406,6 +8432,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0d6415ec6889ecc3546f01b7c47a443f1f2fc4f26b5e406881a8b429fe06b2cb\",\"fields\":{\"annotations\":\"sha256:53c95813cc8f758b06818a591897045d425880ead37c3b024412288a002c7d0c\",\"description\":\"sha256:9ff10d6c1453b0f872acec1dafc3d94ee807af1cc9166e52f613f853d7601b44\",\"inputSchema\":\"sha256:4861c612d80cf20fe6c409b7d417da5dfb37bac158bacc6130590138b7edcb12\",\"name\":\"sha256:9dca49d21bb558bc6ccf25498776ad40366f92f70601c89405bee85949ba40bf\"}}",
         ),
@@ -8438,6 +8466,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"network\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1e011f0d89ef968bc9aed4b0c62488b10c08bc4430d50d7eefa4e98179ce7010\",\"fields\":{\"annotations\":\"sha256:9b8e0299f2c58b9f3a5d940590ef7321d11631bf6d7e057663dbee53c0aa78ad\",\"description\":\"sha256:5a765b45cfe5daaa44746151155af7d6646a366fbcd97d720c96f8f792731347\",\"inputSchema\":\"sha256:0a42ce975c694e0093db0ecfe0ad2db952c317c6218b4b14629c5ca5a2fbce7f\",\"name\":\"sha256:1b096ff21bc295f85449e4258379498034571933c40757bc908db2445b59929d\"}}",
         ),
@@ -8470,6 +8500,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5dcff5be9beee0def05f5dcd290d5e5d1038c23e5d9551b93f9799a56f66ad68\",\"fields\":{\"annotations\":\"sha256:9221e2f63cb36f850848d6786d62ab7ce1365ec0733f152a6e7073fce7b5eecd\",\"description\":\"sha256:10979360876c9045ea8c159b11bb5a0696b64289fae7f9694afeb430b511f9c7\",\"inputSchema\":\"sha256:71fc596a20f27da3dec80050e5d1f553eba34aea24c2853b853488a811e6b892\",\"name\":\"sha256:e31de0c107b33722f32cf60f582b75e2f3bce288e1ec38d5ee08d8cb346a1eef\"}}",
         ),
@@ -8502,6 +8534,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:74ba9498f9614a13d38497001211f0b8441e1961496ee3248a1ad7f7f5ad2e85\",\"fields\":{\"annotations\":\"sha256:99482dfd3dbc9d3ce6087676839e0b7a57149fdc05cf06750f4ddce22881251b\",\"description\":\"sha256:e9392142173947333870c6616ce3efa6771f1bd94fb2dd00e2286606df9198b2\",\"inputSchema\":\"sha256:311f68c0bb2327ba9732d10a915fdd2aee9c2a8241e8081545a282c611d04eb6\",\"name\":\"sha256:9c3cfa7b7a043e91fa03d48b39705333319303d2f9107bd61fe3fc9710d50861\"}}",
         ),
@@ -8534,6 +8568,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:debd9f89eb2a60c3599a626c76ab3117527a3737ca774853a89f3cf6d9acb6cd\",\"fields\":{\"annotations\":\"sha256:99482dfd3dbc9d3ce6087676839e0b7a57149fdc05cf06750f4ddce22881251b\",\"description\":\"sha256:ac728745cfa808e3f3ddb749b1b9ed50e5926fecd77f30b441a3cb8b4a73f776\",\"inputSchema\":\"sha256:8e94580b1e45e9a84de471093deef9c2285602e5f3d71d7f88e4dd1161c090d7\",\"name\":\"sha256:9138c9c94a5aeafd98718c28efe2248f3cf714868bf1b40b40c86dd3ba4b94b4\"}}",
         ),
@@ -8566,6 +8602,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"performance\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:f155d05fb4750e9e0e2392b5d725fa4080e4d9f5cb54eca6f958f04e1ab7fea2\",\"fields\":{\"annotations\":\"sha256:a0c93233aca7866dbe9a13d0c78142d75c56669a7ecb43a3e12094b305ac71d9\",\"description\":\"sha256:8ccb5251c0dbfe099c00be9ae8c45894f3555ac334b6ece9a3a0301bc045c163\",\"inputSchema\":\"sha256:703f506f571dc3f3933f1c374b21bb1ca42d49a0a0288c578946e9f36ba33101\",\"name\":\"sha256:fa3bed7473bb2788d4cc810366434c17b81a773dc086e275d591040e633d6071\"}}",
         ),
@@ -8598,6 +8636,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"performance\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:cacc30e79764c42a6c94b4830cd38909702d426fea131fbe949ef2a16195f3a6\",\"fields\":{\"annotations\":\"sha256:202593897fd72f9e7d3d4d04da8d51b002162c82c8655b91936873c3d0cb5107\",\"description\":\"sha256:76b1fe5968f6ac4a34858dbd20abe27f76c9cdb23b5de5882c2052aa417edee9\",\"inputSchema\":\"sha256:b7395a3033703f0ff5f17b0deb266c2dfb44e6095e1f2fd624fbd5e961866069\",\"name\":\"sha256:45a634913f4daf73e8ac23fb89bf3f27943ba133190c9e8fb29e075c5dc5469f\"}}",
         ),
@@ -8630,6 +8670,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"performance\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:52aa9f649258901bc0cbfe941af65430b076e4aab133f4d5daa4822c57f82204\",\"fields\":{\"annotations\":\"sha256:202593897fd72f9e7d3d4d04da8d51b002162c82c8655b91936873c3d0cb5107\",\"description\":\"sha256:350078e68081957df4a31ea01590c437ddd3fb425a777e65b022eb42ff97cd62\",\"inputSchema\":\"sha256:56a055c235f74c1993a66e1711987ccf4a84f0859fa46e2440d2702c5c1782dc\",\"name\":\"sha256:1e3194dc38f87bc762443bc1c6d6e985b08d8c321ac3c0a238ebb69a133fc86b\"}}",
         ),
@@ -8662,6 +8704,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:fcdb2cdc4f1add64d30274fbbec13b0369899fcd27d0a8a4b2682a1ad9750266\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:00ccd002e8426b2c6d230ac37156553da501e322f18415fde9a2b6d3e25b63e5\",\"inputSchema\":\"sha256:3b048d268032ece8c1289f3153a5a12fbb0925f4b5f3d81051041c66bb908759\",\"name\":\"sha256:9f5474bb73ce7418b870c171ec7c35ba84d0a3c3b25ddf220d3f7d63249d5a93\"}}",
         ),
@@ -8694,6 +8738,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"emulation\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:3e266b3ee53376bf7f9c9144560733a9053ae1e89d446b9d213d8f09272fdbcf\",\"fields\":{\"annotations\":\"sha256:f88eb3d18ca31605b0e800a08d4d6ba069873bc24ec9a2fd1ddeebb6d4e6f04e\",\"description\":\"sha256:b270ca4d11f257147c66b51e0ecbb012c06da7b5f0c028b50efe608250866fc5\",\"inputSchema\":\"sha256:bbbf02209ee63c903b625062ec7df9c96fbaa9279543f80bda30b8309c3025cc\",\"name\":\"sha256:e0530c4f615886f8fa4f6e926d522c5ac73c24235a76f4ba00be958abbfc56b5\"}}",
         ),
@@ -8726,6 +8772,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:a1a42df994a873477ec5cab624627f0632478ae2ec2aa6471e33d009a43fca99\",\"fields\":{\"annotations\":\"sha256:279c34464411d500540d5cd47d15b162f11903aa1c6be87b0cbd5fbb8023d9f7\",\"description\":\"sha256:795682cd1a482d89ced222e710afd5826c13ef2e835e44af6a19e43d47f818bc\",\"inputSchema\":\"sha256:e333a50addfd6379efa298aa27582bb013a90b6422f43d16eb6f746111bbd27c\",\"name\":\"sha256:b6c72a1a7a9367c2e0069d1acc01070be1b0d9ca5dda52871a3e24afc5a2b855\"}}",
         ),
@@ -8758,6 +8806,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:54030d4a8c8562c27d800ed864705cf939161b3f93e760f794e260e7699ab2c6\",\"fields\":{\"annotations\":\"sha256:279c34464411d500540d5cd47d15b162f11903aa1c6be87b0cbd5fbb8023d9f7\",\"description\":\"sha256:7ac0034b177adc1b91501515495cfaf0442cacace90f49f82a988ea69b123a11\",\"inputSchema\":\"sha256:6d9d14b333c9379fed3f60f49719d086239864a07e1a2e18a795d5f7e85c1dbb\",\"name\":\"sha256:a55c4c9b2995756bc41cbc324b83af6d7fed8719876f442b0ffd13a21f97785d\"}}",
         ),
@@ -8790,6 +8840,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:e2e65a2963bfb0cbeff835d30b7cb3dabd02d564c531eb0342728e9136b53ec3\",\"fields\":{\"annotations\":\"sha256:9221e2f63cb36f850848d6786d62ab7ce1365ec0733f152a6e7073fce7b5eecd\",\"description\":\"sha256:fc89c4779e472638d7d409f1d439b4898ae42d99f723f5be57d217628d8fcdff\",\"inputSchema\":\"sha256:e27120315084bc9bda4f610d7ccdee9bb105de7a94cbea41511ce9e36fca5215\",\"name\":\"sha256:ceae2075b97271ec7df0c2acc9a4a0a9679abe0c45eb38b1af0d5b1cfe3764ed\"}}",
         ),
@@ -8822,6 +8874,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"memory\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6bf0c536a019cd1d64aa1b82058adf057b61104d35c616fab9bd6c1499a2dde2\",\"fields\":{\"annotations\":\"sha256:55ec0fe5ded5c425b30beb8ce5c3d5b94ada6c67dfcc6c07683c916f4c93a652\",\"description\":\"sha256:1a7a86d5c73d3ce93b0002dc07eadf5172cca052d19e62a880bd852637ef799b\",\"inputSchema\":\"sha256:813a66cf8670a719b7baa2d612bd61c0e1da7171823841acc60b860824b520ea\",\"name\":\"sha256:42db5f729fdc4b0e3a3b3619191ed9c76efb8bd3d6e73334ff1a276854c2e0fd\"}}",
         ),
@@ -8854,6 +8908,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b64d774d37700bb31b3cae1c93ffcf941ca00e1f6504f427c40777cc7728476b\",\"fields\":{\"annotations\":\"sha256:279c34464411d500540d5cd47d15b162f11903aa1c6be87b0cbd5fbb8023d9f7\",\"description\":\"sha256:f0151ba4bd83050cb5c7c7cadecb9c2373eff3fbd237164313d77499bb313673\",\"inputSchema\":\"sha256:f1da2ce09379988fb34eba3d55ad588d5e7850aea5dc0b3be589b9bf756d9d92\",\"name\":\"sha256:9222d1b606f627e2b47f7f1d76707364224b42d55956f7f72fe71018280cd304\"}}",
         ),
@@ -8886,6 +8942,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"debugging\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4e54a6c4b8660bfbf4d27856fb976bd5aac20beb0268153b89bcd958c91468fe\",\"fields\":{\"annotations\":\"sha256:279c34464411d500540d5cd47d15b162f11903aa1c6be87b0cbd5fbb8023d9f7\",\"description\":\"sha256:69317f3997ca5560931febed0bc59aa1cebf221690a37ae0960de0a66195e098\",\"inputSchema\":\"sha256:7f8ba09ecd3286173bc772ff2241c87a99b53fc25a7f5d79ef52e9507917df43\",\"name\":\"sha256:a7ed4a60ebea14d217b368297e6dfe9ffe3dbfa9f92ae5e84f6e4e4e54f4be21\"}}",
         ),
@@ -8918,6 +8976,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0602a661ed3dd891ced85993cd57e3b5df4b41fc1b68995b423a12764f493ad6\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:f3db1d2d97a37e2408eb965b7df94811fa484c92556de059931e46a001bd12b8\",\"inputSchema\":\"sha256:c1e5421817377e6777a07eb4d8a803bac8750848451c6c6d9cb776d3627a18ab\",\"name\":\"sha256:7e49e1eb47743009f28005af788ac2e0cc4063b9b73714c355cba249ef35ac6e\"}}",
         ),
@@ -8950,6 +9010,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"input\",\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ab7f2dbb65c5d473978a9a72ccc38c17a3304b80e079f4a7d58b396e98e25239\",\"fields\":{\"annotations\":\"sha256:2b2240af39b6b62d82828ebbef90ca72e376e946fcd490d82e943a9400738e05\",\"description\":\"sha256:c438b55c92da3a9feca62249a401690f605a3b54161e971f606a5ff743692fb4\",\"inputSchema\":\"sha256:6753d5cfcc6ba27bea1f7de7d540b8f1456c89a88cb8f84930dec41532892ea4\",\"name\":\"sha256:efe6a64b317fe37062d53af7d40575175a8024bc746419e54d58ec32c9dd943d\"}}",
         ),
@@ -8982,6 +9044,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"category\":\"navigation\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1b28f04b0cbf1820ee3b723cf9c52940e216cd83f58df6f37db898963146f2de\",\"fields\":{\"annotations\":\"sha256:9221e2f63cb36f850848d6786d62ab7ce1365ec0733f152a6e7073fce7b5eecd\",\"description\":\"sha256:9d08a45c6516a7b27e2d7665891df8096ba78b18af62a1fead07acafabb0a163\",\"inputSchema\":\"sha256:bce0f521e877868d5320d1a428607f5f72f59adbb7b53339068d8f52f382c788\",\"name\":\"sha256:7ab3842674acec3dfb7b080c3b4a58e52124126be35d97d7ff029b9c685b377b\"}}",
         ),
@@ -9014,6 +9078,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7f44ccc849658890126f40e521000825b08a7f09a6f290a43d02db4e8eec6e2b\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:f550aa9a1ad707bafbb48a7668e1f0e18b5ff340e48211d0fdf6a30d8fffa936\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:469e5fe39f8aca53300e488b3cedeab32025468f056d512277d8dcf716e03f64\",\"name\":\"sha256:2cce4a684da298d953ede42c2ef22466c79e4da41233c3698511e994db021d4e\",\"title\":\"sha256:af79e6d476bdb8c20bb140b49a0a46d65eac7e4a54e3f1e9bd092ac24056b685\"}}",
         ),
@@ -9046,6 +9112,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:33c589b1069c55cba23225a122758008ada8f6959c181ccc3374c1901db0fb7f\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:f3d82e6717c5450fe121f6cf06a1a4ee1524954033a82b5dac7fbfcfa67f2ac4\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:f43b7279025b7cc0dc00cada999017a280561688e5b25edfe6111c706053fd2b\",\"name\":\"sha256:4e57d3892b8c51d3c7cae83cdb0083c6db886240b6e606a9755fb49fc8bd48e9\",\"title\":\"sha256:3515423c17b82c773305a7acdf8363c028f0cb8a9ae58af22f62d3cfcb26d4d2\"}}",
         ),
@@ -9078,6 +9146,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4f50e93bc4caa234f9cfcb55e5a2dc7f01549a67379ef3ae1c7dcbaa0438cad1\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:211c44d80a1dd743eafe5b98cec3bbaf421a01726a16a4dee470abe0be2e6e52\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:50c3e78a33d75e1c84f30e5f4ac0e1ee452faa5e5804cb149a8fb71bbc2382b7\",\"title\":\"sha256:ea4ee2f1ffcad9589aef0910d189aa7e05534ad67a4615e77ae5b430fec9cbed\"}}",
         ),
@@ -9110,6 +9180,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:71bb1c74fa7b1f2fa67d46340e6ed8b1b30efdf15febbc2fb0c3391581451e83\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:f5dd3591fb4b2597599b2dc25e8d4cfebb2d43badcea8181eefb1a6c63724976\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:f6902c0a723f7f414d714b8d6caa728d6ef5fdc26ee5e264044ddcaf5dcf9270\",\"name\":\"sha256:fb913cfedaedc46e7db151a4456163b842b0a252eca7889e02ca4b17f68f6f98\",\"title\":\"sha256:fbfe4ab8bfb863175d0ccff36a393b414909349b6c36252d5566cdc77af46147\"}}",
         ),
@@ -9142,6 +9214,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0e0bc5de61c5239e68b14b616b82fc475bb463f80e6288c33fff949a7053b3f8\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:297994cb2700da993fee27041be76c7f1a01f5ef699efee3d2c1243af3ca5f65\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:2b8561d5917c981548134f2102328051e14b2f208a59ad67f58b84004c12fd1f\",\"name\":\"sha256:ef7cdfaf7699fe9791daa09d303ced330523e4c39a4fdf021c1a491b599a0a2f\",\"title\":\"sha256:523cecfaf802f4aa08d418042d9702d57c41f348dfc61d334454e07350ae5a1c\"}}",
         ),
@@ -9176,6 +9250,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5a604731383feb5bdb90ec49119f20ee2254b17a8405c10bf5def2ff3540db2e\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:ab99a06b94229cc28c3333a30e81c5b282ee0cc6c304969857efa2c2d9662ac9\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:3818e3fec2dd3ae54324a0ff72fda89b8a6ed438e0dce30bbc819a14d27e3d94\",\"name\":\"sha256:69dd994202aa1bf93f1561b9233d140cd8e8b0897893b2e5dc0dd2f2ee20a92c\",\"outputSchema\":\"sha256:c2b0083215a57373f29510b3ef2b41bf44c11505693062311190519759aba475\",\"title\":\"sha256:09511c1673a799a3959e3ccb670fcd85bf000484ee530996900cfff341600bc1\"}}",
         ),
@@ -9208,6 +9284,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d720dc64eb73dcec4352ec209ee3c9fbbae2939e265b45f37c8b8b0b115e1ea7\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:24bbf51e2d435fa95e3484f11ae116167c95f5a1f34033f0e61d76e0f05c8632\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:140a7b5bd6582f2e5026e88fc70f513b6e9cb88b906de776c061f52172c657ff\",\"name\":\"sha256:87225440a796ed623864d52a1fdef07071bccbe5fe6cbf1396407ab1339831f2\",\"title\":\"sha256:8b89540f5f810e70206e5f84090005afa85fe60da9cef083108891b87c59c47f\"}}",
         ),
@@ -9240,6 +9318,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:3e7e3397d097d89eb8440f3e8c45abf4b4fdd9114ac84c1cf130f555f9bc2e95\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:875f85ab28aaca78727e74afb127d68defc85ba253d6f1379bb8a8011f3e884e\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:8021a7618eb4b9a02aad57147749ad845b33e69e49acabf19447d18a1f6b7864\",\"title\":\"sha256:6c74e705bef350f538fa543c9e07a2968def051e72c1681fbe7f658e9432c42e\"}}",
         ),
@@ -9272,6 +9352,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:8376d5ceda945d5e10ab8f9e4b75f83417931d2438eabd3198464f3ff519094c\",\"fields\":{\"annotations\":\"sha256:dcaac5a4c621d25a66775ac4a0115d8c69a9742eb7c877a25fdf67ae14871828\",\"description\":\"sha256:99364465537c78b16ab1185267671ed8b1526b46e93e576368f145ece83df2db\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:0e511013db9be6f8d43186381730efa4be4748416b603cc0bae1474cb6bc945d\",\"name\":\"sha256:81db95e02fb2c3885746590ec9d1118e1d635c8d2e0ce1d08c9013eb3f8d5140\",\"title\":\"sha256:1e2feeca23df5a52e66558d6f8c71ed8f9ac86b4311a5007f73da36347e6684f\"}}",
         ),
@@ -9304,6 +9386,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:a78d315cf37def309a4c36d6765fcddbd8383c85b939308cb47c7110d7fca592\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:8170115927b420444bb66859011c6a4f9433130f9d6997750bebedf4221ab7b1\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:d6e97dc8d7484c394895094b2c02ea84e99dd724dad86c8e9867b36a9b8b94a3\",\"title\":\"sha256:1b4f40decfc3cf7e944ff19c6e51a514fcf2ddcd84999760b0e3fd9c383fc352\"}}",
         ),
@@ -9336,6 +9420,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:e742f7476ce7e72781c707c5fe5223385546f4604f5dc8a6df623754182eebbd\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:8319b807a34c7b07cfd984302f2b7b0c213662ffe2d20e91c2d83a0bf1fd21d9\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:92cbbc99b8ea1377129171b528b4445d4ef438ef6c909149492f41c45b30fc4c\",\"title\":\"sha256:48f4aae56ce4f5a39c076851299669b7a07f4c8dc25a1133a89887edcd79d01d\"}}",
         ),
@@ -9368,6 +9454,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:e0d9626dffefbdde30ebce5e5b922e8861a0416c6131bfc627fc44de17a3c19b\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:450f382fafd14e63236a84a5d328a8f35456a76715adbf22ae56da5ad3e5f03f\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:ad07d741b959654717dfe89d81e40bc8bd687c69ecc2278dc5ec728e0bf6413e\",\"name\":\"sha256:a2be2eeee20fffcdab58f8d2012d2008a598bc8ffd0b2c6f6a04b12933f55a59\",\"title\":\"sha256:4c68652b3d6bc5ead0218c5ae330ca7123ef7a3fa47c477309e85b0c2c9df62a\"}}",
         ),
@@ -9398,6 +9486,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":true,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b42e97944eb73d00dde73513506acd37155857b094a7030af64c702a116fa93c\",\"fields\":{\"annotations\":\"sha256:139076388a98d13d07bb3df5c31e17088f4e37e0af35e2d89a7d5b112ee0e214\",\"description\":\"sha256:b5e5efbd3ff0d4dcbd32d22c88b867a16cb54040b02262eef30d9194224285f7\",\"inputSchema\":\"sha256:a7640d996856af7005a9f8e69b2c981c9aa1f3b2bdfa7d2f9e0702c887df16aa\",\"name\":\"sha256:ced7aba9068759dbbe9cf91489974ccf5d7b52e910b7bd5ddd6041ba2ddb40f2\"}}",
         ),
@@ -9432,6 +9522,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:762744c16831e2becafdbaf9a15da2660e5670dfa1984a368403145b6e9ac3a9\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:a2864e90927c1d4631d6493c7a6fe13a50c7d996de90961025f7033e8c6c3335\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:d035cd0c9ce05f046ecb5eefa5c6c6c355c96b198cd00824c3a9e0dd91aa89b8\",\"name\":\"sha256:6913ac2ef1d90958887910f5c5df25a3a221b0c4e491b359a9159946f1b993c4\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:39f04133f35f9a16740cd308a3dc9214e2ce6071e7154c9379dac1b7e6e22d58\"}}",
         ),
@@ -9466,6 +9558,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:658bc8c7fed2aefe6102d5e87589689b4a286b83340ac1a3a456b37e6cf4f77a\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:a7cd25e7cff3300d98ff37567d9eac32fd23a65660bc3926a346577621fedd51\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:d035cd0c9ce05f046ecb5eefa5c6c6c355c96b198cd00824c3a9e0dd91aa89b8\",\"name\":\"sha256:56fcb71f9005648d05f6a9a732bee86e5ad588a2b250e73cb78c7f1c02c94571\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:a6e21c511db0165aa9791de4df36974a5adff5905ec45247788f9d53daaeca8a\"}}",
         ),
@@ -9500,6 +9594,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:efe5a84687d7780182276a3ae46d325c1c269116ad490fa9149e39bbe50c6777\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:2a5acb4ec2a244de7039ed29b3c212492f5352f4925beb66f268a2c3995a70c2\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:fc64d952de15bbe83e841a79d32385e4708e9758079b84dd233e485ce3c34720\",\"name\":\"sha256:b0e75d92140a8934e8ce862761baeb6f0bcc18ad0738743119de49611d0b0a78\",\"outputSchema\":\"sha256:f461cb8a726391d68b319ba94d9dc44368c9afb952009e023dba28e863fb2c45\",\"title\":\"sha256:090b158e002da160ca5128b956a04f1979bfac8c2f2ad74d79ee0591f9d497d7\"}}",
         ),
@@ -9534,6 +9630,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:484710b0d97999f0c16d950c850c285a187ac4fbd4fdef5b0f13d0f3b483e164\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:0af41d3555fad09e711a3600797ffad55420e3a58b3b1db6286bad4e0a74ced7\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:725ce07791beba80842b7322c0bfece72ba66b4ff3c3dfecf74f3401ce9d125e\",\"name\":\"sha256:18943d522237390996564c47f19134ede069a61d987452ebb39fbbc81381b278\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:34a8fdd3b119a65e01ce758959bb3e1904714eaac08a82bd216aaf2cf41f2313\"}}",
         ),
@@ -9568,6 +9666,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"idempotentHint\":true,\"destructiveHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0074a16be22f98393479625ae28b74688c56985d581aa37e1ff61f7fbd37d11d\",\"fields\":{\"annotations\":\"sha256:eac8ce4ef2f806dc71b6ab74b1b7f45db5d763fc21c243fac665161bb8d6fb60\",\"description\":\"sha256:f26109c30283a0292f884b3cd58c2b972fd70b14e6c34687febb2d38e4184316\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:ce17c85e8a5883552a11555f9b893de497fadab965a5c7935c0cb8f3c55b91d6\",\"name\":\"sha256:1377afcca6999f99c4c2d9ad4cd14f15a0d4c4776d1a1001d8caa492678f0408\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:fbb076f0f0991372213baaf4e42d8263b7396e8cac5f8d1f274e5908d8598b1b\"}}",
         ),
@@ -9602,6 +9702,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"idempotentHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:afd5a5de1972206d0e9762ff8ad7797ee8dd3e1b83f0428426c98d2d2520308e\",\"fields\":{\"annotations\":\"sha256:b15393126f12ebd7533afe7d31a1beb8938a1e37d0bb2a52c382aaba4373f265\",\"description\":\"sha256:c5940dcf5ace3043afa3718ba0f166bfdb6be93cc2843d388809df1dc8b9e1f7\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:88459ef670b139a12a3e0335ae0a4584dd892f60f45f565b545e1004d7565dd5\",\"name\":\"sha256:3ff361827675565846d5b29c1cdf333444f14cb6502a381f3517eb3c9f3104f1\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:91bc59f813e7e0ca6837666a66a86bf67848aa6685bdfb6c4982a6b3dda0bcba\"}}",
         ),
@@ -9636,6 +9738,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"idempotentHint\":true,\"destructiveHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:720d1604002b3c1a768bc811e8354aac162e946a53a998afc20a6d2e91e583d4\",\"fields\":{\"annotations\":\"sha256:73a3e8d549eea999d3de31ff52b0e27d51638d6060a922263264427c67a8cbb4\",\"description\":\"sha256:ebfc114d16eab12f4b47f781ad07200dcec7d77057d6bcd2eab96ddfd4e281be\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:fc64d952de15bbe83e841a79d32385e4708e9758079b84dd233e485ce3c34720\",\"name\":\"sha256:343622a8a7435f6ed54f900ab05fbb5f6c98a9bada2343112f0337318938c148\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:58358fd1a3ccaf3fffef527f833a38ac3d0c452113f777ee0c677e629f45481f\"}}",
         ),
@@ -9670,6 +9774,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0d2a2b301c6ec3cbea78b3546aede23781a81bd82000b34f4cbfb3d94bfc8db7\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:0d8a17e4e0809ce15b3219c3202ef7874efc4f91b4cac119d29af4a36b872937\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:fc64d952de15bbe83e841a79d32385e4708e9758079b84dd233e485ce3c34720\",\"name\":\"sha256:be15d98c09e62792ea3d2bd990b29a5d796d925983befad394e949c6322f5d1f\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:78ac1d1a9ef9a00653578353b4c958af3c11241d56456bf872f9f8440e2ee639\"}}",
         ),
@@ -9704,6 +9810,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:8642b99b56eb227fd3ac37d3c43fc984be9b872d85e91874d0600fddbb53c4c3\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:e32beaadfdf744fcdbd054efb654748ebae69f29f283bcba33fd392853e2c883\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:8d6f5d6dcaa186f44c30e5d278419c2559f6032a3455fc3fdbe4865910b35941\",\"name\":\"sha256:65a63878cf0951198aa84aecd57c5cea29d088eaa27539d50352467f7d68b3e7\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:f21754b92aa7b6d82f1d653619aef0170a443aa0a74a7178a690925f1b4b2500\"}}",
         ),
@@ -9738,6 +9846,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7645bc3877aa38908a5fc772d29ae7a3d3f05587a2e8826979c739cf40c57363\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:39e498a6e3edba99e37683349ce2b5a2b71de913a8f2762af930da9fc1497745\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:99ea8d9c9e9241d82937687caaa04b622eff094f2ba194cd7c8ee3e43dc6ed9c\",\"name\":\"sha256:746fcaed933d99a5343695be15a2f51c3667fe5cbb0d637f8dd74bf08717f41a\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:6f6ea13d10b12828464a1984961da93f468db031cbd88e12dd1ae4a63403e956\"}}",
         ),
@@ -9772,6 +9882,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"idempotentHint\":false,\"destructiveHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:46d4d5c7da0e8553c69eb9b970927adc0b54bfdcc9876a01983cd9ab3f8d9430\",\"fields\":{\"annotations\":\"sha256:b15393126f12ebd7533afe7d31a1beb8938a1e37d0bb2a52c382aaba4373f265\",\"description\":\"sha256:ed86851661ccc4e1214776771bb815e7aef1866f604d80afe9d3e0da85032863\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:621218ed9bc38b6cde9c6dc003583fb5778e5076bb28e25634b9070b33264682\",\"name\":\"sha256:a8d43adbf18b74209de488b4efcf70d0dca93a9d2c814b6ed9b587a46855ecdf\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:4a112dc333174fb1c349f7acfe655f0fabdbe3fb7f175aff42b626a38577f19e\"}}",
         ),
@@ -9806,6 +9918,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6c46ed09491987b06c8c1511d8f6d42031eabaf852eb4d6e80185e317142120b\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:287d002188b0962036fb6be5d7087ec463e14e76809ef0b7dde878b7f47ac69e\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:5b5a1eaeb940a6cfdd01f018784754be5204da54959a26b19ee5d00231636cc1\",\"name\":\"sha256:1c2ac67206433c1cbb6dc62087f2a0898d62ec90b6f5e69f820bbde7a490f09b\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:c4c3fb21a89d59e037e433b8b5db253b0426d600653871994b01336b0071f2fa\"}}",
         ),
@@ -9840,6 +9954,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7f44dc48bac24a1e6b18b92d58d1669c80102fae3843e73579217972b67c80f6\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:6c4682266839f449fdf7fd67464536550a1e8ce73270e641d37fe47a2863b33c\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:fc64d952de15bbe83e841a79d32385e4708e9758079b84dd233e485ce3c34720\",\"name\":\"sha256:1ddc54dab09b2900758c4ba3600ade0c2200c399ddb80440801f77c97c7a263c\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:04cd70f5d7003bb3f3300c89dbc29f7be06de4870bae05b2c78b2d5f2843538f\"}}",
         ),
@@ -9874,6 +9990,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2b43c9bb5cde269e30b4e22b1dc38386f4fecf44dfa8a773a7fce9e38e2c0aa2\",\"fields\":{\"annotations\":\"sha256:9bedd1194137a0bb0966349836ba5c87999118423b92c6c861827bf3d91eff89\",\"description\":\"sha256:88e6ac4a88bfbf8149934eb8bc86660c8a45f17aa161c50eb04b16af72be0d0d\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:172c6cd92c9cd479b5c4345999625c3c29c7062b43f42cf8d97a4bc87e8c6df6\",\"outputSchema\":\"sha256:33d4fe043a365ec261c3f8b35b8bfc379d75b3ccb90b9e94de23e2879649f36b\",\"title\":\"sha256:c5f96f31c40b8d0d1d86bf59e0dc8abc182591e31859af132c3450117d3bb81d\"}}",
         ),
@@ -9904,6 +10022,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Scrape a URL\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c8914bcb8f261de18437c00946bf7f59e578a62e2f127f6da8d51688db8da548\",\"fields\":{\"annotations\":\"sha256:dda5e17ed77d620ae5c25b9ae161b8ed954cf93d1137d92a240668a0abe293fa\",\"description\":\"sha256:6e980fb7e3f92c41a72cad5d21136dee1807acfe6c9edaa965e82d7a75730260\",\"inputSchema\":\"sha256:0ff350cda8c2e65b8a354095c8e7cbdecf4f7b1f9dd76e7ad0d5d9f73a597c27\",\"name\":\"sha256:8ad5cef204fcfede8cd58215830e36adeea53a33b12d0d1f4303e20845fd1512\"}}",
         ),
@@ -9934,6 +10054,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Map a website\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5df4acdaa17804b26ef81ec4511b61761c35b4ab5f3041c05ff3e2bfe4a4c058\",\"fields\":{\"annotations\":\"sha256:321b2a89eb71f5fa15fd7ac1c931a07e2adfceaac3a3e8e0face3daa06be0ad7\",\"description\":\"sha256:a0985e3886c978ef9052d46afddeeff7b52b486b14606e91506bf6c40f8f3b64\",\"inputSchema\":\"sha256:a163274222859c6b72e72177294a1618914c7e638e3aa724cae8bc6b0fcb341b\",\"name\":\"sha256:88a2b9e6380666db298daed1870b08668495a4e4f5084bf69df0326cc7e073b9\"}}",
         ),
@@ -9964,6 +10086,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Search the web\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:361c17ee74ac24494e7eef745b532c9bb898cbda4a40b9646320e5ca30ab6070\",\"fields\":{\"annotations\":\"sha256:25a05b414d187d699ff204f7cc9d82f2bb4ac51430561953d453c61ef8d6d9a9\",\"description\":\"sha256:217c2135c7869c411b2cfdc3475becec0eec4c2b14c08e8c96e0f3504d9ae9e4\",\"inputSchema\":\"sha256:b09d664f320c9da732f37de4aa94d4fc738f42c88080b5d2b5af64cc6f8c6286\",\"name\":\"sha256:3ec478f7f8f942292305c6f1e6ff447577b72f6ebd23bb5d56e1734aa19da3e2\"}}",
         ),
@@ -9994,6 +10118,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Send feedback on a search result\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6fe7a49d39471a31da28a39f2e71cc676a82c012d6579c21f2ffb86f711a2453\",\"fields\":{\"annotations\":\"sha256:09d34870e9d4165065022e24ff14dbbbca12b8d895f9de11b7813745c6d67c7a\",\"description\":\"sha256:58baebc444ffa459da43c5b4d85af01c3fdd3f4fb24f0c65de16add6121671cf\",\"inputSchema\":\"sha256:54b56c6cb627203bc5d3e2c1c9ce7261fe9595d79d14ae1937e97484d957a41f\",\"name\":\"sha256:4007e1ff8ec63e7c282c8f7dabdbbb35a97b068a60db96a0ad0bf099a1526fc7\"}}",
         ),
@@ -10024,6 +10150,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Send feedback on a Firecrawl job\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:fdc11eb48b06d5fb43a29ea45d9ef09dc97db069d407ebf5a0157d82590391cb\",\"fields\":{\"annotations\":\"sha256:6541a4a49493eb72f91a09d970e29985c1f9e8a2403100f9101d48b16a0461b6\",\"description\":\"sha256:16d3284eff615fc62f75057194d326a82ff3fa8009156daf7694da96fa511338\",\"inputSchema\":\"sha256:aa0033dc3cba839ffbb1dc1e59e1612f88f215fddcaa1a89a50fc6ba1d8ed44d\",\"name\":\"sha256:a831a6f58bcb4380431a4f3995848dfb5d0b5401166c708cd1daeff2d4d4a08b\"}}",
         ),
@@ -10054,6 +10182,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Run a site crawl\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:39be588c6c10fe0dbc26a832c8476016ad40479baefeb43a418da5819e767990\",\"fields\":{\"annotations\":\"sha256:a6dd24b04daab92dca74dc6df63b26a5c7813c4eb40a0107a64edf061bbfddd1\",\"description\":\"sha256:42b40f501d04af2502adf09aea63498697b6db63019512136e2e8a8b7202397f\",\"inputSchema\":\"sha256:daf0e2a682713136c2dfad544a12d42cc3b782cec89f23bdcfdfcd1be877d24d\",\"name\":\"sha256:e6499d9d84163ed1f7addcbe49d1871332912b2677ee0b2f943030ad4088c49f\"}}",
         ),
@@ -10084,6 +10214,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get crawl status\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4370cfc38ff091a274d30c2fb1bf0f5ca2c214f7d0bffb6380d41379b3fd4437\",\"fields\":{\"annotations\":\"sha256:5695b1b778a5dfde42d15381e0cfecfb551e0595483bf17bac09a6de66067e57\",\"description\":\"sha256:b7493af235f0fbb45d96803730913efb6e1018dcbdc666a31d68f985265dc9dd\",\"inputSchema\":\"sha256:85d708fc6f8d200041c3fae9d193483067fc559850e1977bd6ff3f690f8fe2cd\",\"name\":\"sha256:6aa0cfc43c71c16c1772a3afd5e4fa56c9069ee179f602e19191455fd356c1f6\"}}",
         ),
@@ -10114,6 +10246,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Extract structured data\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d5889eca10309086b637324f7965f1186b832d95521be360be6da38a7b1b6310\",\"fields\":{\"annotations\":\"sha256:021848af3f9ce86d939ddb7c751051be25280c7d70c24aed5fd46fc1834e8f11\",\"description\":\"sha256:9d47f84964bbe1845b07a47650f6f7d4bdc8badba43476b5aa34cd78aacd8e44\",\"inputSchema\":\"sha256:a23fe63d0076b66ab11a66a8a0d163db27926b72181db651bc96fb505c9f3bbf\",\"name\":\"sha256:1f92860c5a24f8da9039dd369e39b5512365b051dcd8656e6e66f24eed07c20e\"}}",
         ),
@@ -10144,6 +10278,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Start a research agent\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1279e4070baa552140b9b516e0b7c1e0bd4c89936241381f0e4202aa2a82cd53\",\"fields\":{\"annotations\":\"sha256:68e3e592c43abc3422b4a2a6785656809edf04eb6793e6d09dc8ec0198d83038\",\"description\":\"sha256:ca4c0c341de247cebfc40ebf206e7203fe1a95edea0ebe716ea8120679885d98\",\"inputSchema\":\"sha256:b2350ae6760d28bfeca5786944736eb58d2ec36adb0cfe87bbaa95665f776efe\",\"name\":\"sha256:3daef1d49ebc6262bf9435ae59e4c6f1c74c07f1fc8642985c9441ae228d3008\"}}",
         ),
@@ -10174,6 +10310,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get agent job status\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c099a7e05ad561c8f53e75e08bc179d3044d90a9130f16d10a90eb2f0a4a0eeb\",\"fields\":{\"annotations\":\"sha256:365496d56d42c1ef376ce8fc8a83e9cb805545dacf7116ca4de7e1c7f7781e82\",\"description\":\"sha256:7bf53f5dd9826b4d412379f9b28625d797a6d372d4ca989fbff12b9a0d40e6e1\",\"inputSchema\":\"sha256:85d708fc6f8d200041c3fae9d193483067fc559850e1977bd6ff3f690f8fe2cd\",\"name\":\"sha256:26751a9dcd65323a6a10dd89f6f454d37f462082e9243b29f4a5af9495219cd8\"}}",
         ),
@@ -10204,6 +10342,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Interact with a scraped page\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:de44319a7213fcad81c2463826fbdd706b3e7496eec925c03cfc4da69317035a\",\"fields\":{\"annotations\":\"sha256:ca9118b863176e7344bd19cc0ff7090aabe98a0c0838c6588b7ff6eba76a9c45\",\"description\":\"sha256:ea6b281cff6e214d9e6908bcf11fd40814995401e1b48263359745277ed8732b\",\"inputSchema\":\"sha256:724ccdd80fd73d8f70b06e1539685571a3452edb9756051af57e2c04c2657e9c\",\"name\":\"sha256:743ab0815040692f64f36b56706e49bf52ebb64cca4a75867576c5877f886a85\"}}",
         ),
@@ -10234,6 +10374,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Stop interact session\",\"readOnlyHint\":false,\"openWorldHint\":false,\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:fa9218ef37aaa9d8097d223c5eb08c941a9316bbf97a519bb8e4da067f61f28b\",\"fields\":{\"annotations\":\"sha256:387d3f16cc489e93c5994084fd4327b98c86b68bafa4c21ee99548c2454199e3\",\"description\":\"sha256:2dacdf579843f6373b2d7e890b68b1c757d09d9b2461c5aafb27417c4e6bbab7\",\"inputSchema\":\"sha256:a7b3d714be08f864dd04006f821910d6170d1d35662313f222a1ddcc5ec68705\",\"name\":\"sha256:3501ec00a79e5df15d998f616d1a9ec439fa021ea10cc31becd3181f50d9c7d4\"}}",
         ),
@@ -10264,6 +10406,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Parse a local file\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5b2e484b839a434c32e5349f9d38d9a5b6c2686879bf5f872756eee5739bcf41\",\"fields\":{\"annotations\":\"sha256:2b131713d94b00b4fac2add0d24120f993335901eb75a246a39243eee2d2a50b\",\"description\":\"sha256:ab116d943217fe9105039ad063181efb2dbcf531d70b5f613a3d4c98316b7051\",\"inputSchema\":\"sha256:b3754fa16f131b033447d133914c330858314b4adbb3f033d9ef0d40da63777a\",\"name\":\"sha256:1b946866aac22f18966115d111b9f1fcb8c48b34eb8d56d809b7fcd007a058b0\"}}",
         ),
@@ -10294,6 +10438,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Create monitor\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:70e2381786e9f6985450e836abc25f66535fe0e4f05e2447216cb2369f75efcb\",\"fields\":{\"annotations\":\"sha256:26a592d22a3449ce9955de585027dc65cf45b310fe51274c0e19a270d26c0968\",\"description\":\"sha256:7c2aedb2a256ed55f2f65ae9c7567a66f9ec9daf823a955a62ef081b38b9c004\",\"inputSchema\":\"sha256:8ad822b5b9fe83c46ff69a2bcfbefa7980f0683d43bdbe5ced0da82f3756a265\",\"name\":\"sha256:d9c4250a9185778c0c1a4e36bcbac699d03c65fecced8aada55f6e74b99c6a6c\"}}",
         ),
@@ -10324,6 +10470,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"List monitors\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:094eca7f621c49c42da2f9408ef1a1cb5ffbaff9ac1063136bc48bfd8829e317\",\"fields\":{\"annotations\":\"sha256:ad987cc5699ff5cd6105b998673fd1b95047394935595b36cf14e8b111fb2c37\",\"description\":\"sha256:2085dcb9273c9bf6886e76040f83bfd119619e84e8ff2061c087d468bb5ef747\",\"inputSchema\":\"sha256:a53c876ad3fdea4eff654645d6ce39cb40b08f0089bf6b84e892646437ece7f8\",\"name\":\"sha256:04d27a2b1e02b42fa8fe248f6d8369918a4ffc8a46e1b5ad57cd000277248e0b\"}}",
         ),
@@ -10354,6 +10502,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get monitor\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:f8c0e03b005d4fbf72cedd12c02e03e889d3c0df55a55d0bf00ccac369736bc7\",\"fields\":{\"annotations\":\"sha256:bfd4b36ff3bdb867f584c449b3d5c6f2d0ea853a22846ba5cbe3ee99000a3082\",\"description\":\"sha256:8a668838b8326dc0a472c048c8e6210f08784c4c321091314a5f884c0c23359f\",\"inputSchema\":\"sha256:85d708fc6f8d200041c3fae9d193483067fc559850e1977bd6ff3f690f8fe2cd\",\"name\":\"sha256:1d8468f9259953ce3db3fd990526e4b3a440d1984df8de91fcefbae9176e62d0\"}}",
         ),
@@ -10384,6 +10534,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Update monitor\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:cc3339dac8ca03c817831f4bf6ce4d1a2fb753a6147898776c5935b2004cbcf3\",\"fields\":{\"annotations\":\"sha256:86debdf20ab1bb536cd7c333f81791fcbec57c71d2785a8f94d682796c2297a8\",\"description\":\"sha256:b438b543a7e32517b5aae092249719b948e83beeb38187762e4ddefb3b1b5e42\",\"inputSchema\":\"sha256:12d0fe42e576b78a0e436ce49052fa84fc403acb06ba5967e29eb2f62d45ad4d\",\"name\":\"sha256:1869266c2d1d41ac76e7420ccc117b3e5790cfb172e2ead57a0ede4dd705097f\"}}",
         ),
@@ -10414,6 +10566,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Delete monitor\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:186540dd71bd7788a02c29c5a09949d411f5f082d76099c35dc166b0670610a4\",\"fields\":{\"annotations\":\"sha256:f6a710cc5150fa0a3fce2793dc25a67a723468adacdce48e378de30e47ce1898\",\"description\":\"sha256:c9e1684e989afc25bca0726f9747b3604145b7c5f30580ebd2b6d51ff94d85de\",\"inputSchema\":\"sha256:85d708fc6f8d200041c3fae9d193483067fc559850e1977bd6ff3f690f8fe2cd\",\"name\":\"sha256:8743399fc2fc73c7147252dd18fa1d36d950f17cc3f2157bea769c95b7472390\"}}",
         ),
@@ -10444,6 +10598,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Run monitor now\",\"readOnlyHint\":false,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:bfab2e022fcffc3f3a2d483b64cd78137e743b77a680f034d6fff994b235698f\",\"fields\":{\"annotations\":\"sha256:ab4b21d3fcc0f659618ddd9f4b4b50f54391969c13a728a8a5d4d2522eb9c0be\",\"description\":\"sha256:846915f013f41af5b30a846d465efb8ca90e142647f3a1784ae1460900d9f4ee\",\"inputSchema\":\"sha256:85d708fc6f8d200041c3fae9d193483067fc559850e1977bd6ff3f690f8fe2cd\",\"name\":\"sha256:c24b6e44e70420cfeac214d2fcb04a6d125510293c96e31da3e52817c5a576db\"}}",
         ),
@@ -10474,6 +10630,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"List monitor checks\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:86005d1b175d5c4bad645ff03a063b116f5dcceb5a04480652681d04d3548aa7\",\"fields\":{\"annotations\":\"sha256:f28d903048712baaa075fa0a894a1ae929b3b88fe8376835b3be566d838165dd\",\"description\":\"sha256:03b77fe84f93747a2ae0fd4a9379f14a0231471c0ee56699639406ff8d5400b6\",\"inputSchema\":\"sha256:35dd3dba92ecfa3e139ff8b34bd66a815c72bfa2581445756ba311d6f69d43ce\",\"name\":\"sha256:d909be99332799835ece4f2b7b55d396e6e72a492b180781a8fd0d7a316b9828\"}}",
         ),
@@ -10504,6 +10662,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get monitor check\",\"readOnlyHint\":true,\"openWorldHint\":false,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7126a28b4df43d76892bf902112f241b5d49d99c3a54f29309d7fc9a92944004\",\"fields\":{\"annotations\":\"sha256:6edb1959c86020c30c1e788079f0c078b33d00e74563f75959944fed34eaf0b8\",\"description\":\"sha256:fda73576681713f60a9d412a06f7a82bee9eab09a7c0a860a5b65b051db8b32d\",\"inputSchema\":\"sha256:16701986462c2a74b2bbbf3c7b9fe7aad4ff23d09d5aa6ed8ef16994c1964c64\",\"name\":\"sha256:b81636a2adcb7ae036f56dfea01f4091caa5a29fad864820e57b16bca2459e0c\"}}",
         ),
@@ -10534,6 +10694,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Search arXiv papers\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7bd09fe1470737f4838b350cd0e954ec0d664990782f4f8b220a033b6be01e8c\",\"fields\":{\"annotations\":\"sha256:481a7960e77957db5daa2f52878e9c95cc12c0b29062700d17a96191505d2699\",\"description\":\"sha256:9c7617cb1cd3030935a7ab1cdace4326947ce74ea16b16e1d677774d3f105846\",\"inputSchema\":\"sha256:f9d34df8bad5cee4da3f3abb68945892323519955dfa9cd119e9c557b988810e\",\"name\":\"sha256:60d824db13fb05f247fae063ea9f2fcab4485e3086ec6a9f174e6ef06a230348\"}}",
         ),
@@ -10564,6 +10726,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Inspect a paper\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7aa2d6926b50f84198d1f37cff35afa82ac2d4eec9eaf171e7a54e4529874cb2\",\"fields\":{\"annotations\":\"sha256:a883ca676e4b8e612749019fece37d02cd218b08482d846ab1fe15cd2271f349\",\"description\":\"sha256:ce307cf1c45ca41e7238c2c42717b45990ca275129b56dccab5cb429147ec81f\",\"inputSchema\":\"sha256:9abcff080f6e7b82f65831e52623309f6fd05877844f6ce134e2ba559c5a5f36\",\"name\":\"sha256:2c2c63d812b2e2a25dd1b741c3f9f8dd0579df38068b2ba3ffba7a455881ded4\"}}",
         ),
@@ -10594,6 +10758,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Find related arXiv papers\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1ea98d18f4b15f95d1a37c1d01c44b2714cba469ed6d6b8e85d037a6c40b6275\",\"fields\":{\"annotations\":\"sha256:cd429973326370e471c9a055a0f731f2e18a2cdc5b9994acfdb845408245a5e3\",\"description\":\"sha256:853b5e763e1a98a3319dfe627aae25737c41024636e0a13e1b064463cd07e04f\",\"inputSchema\":\"sha256:59f47240b3df825eca94e423a3a90cc61398c5e817575456c5d21cbda4ff0b46\",\"name\":\"sha256:9cbb0afb6e536a03c13414530b63fb630aa328191abcf79d1d66c69642571de6\"}}",
         ),
@@ -10624,6 +10790,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Read a paper\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0284e891ab7c90101f897c0689f40b44e08f744408afb26f8447040ca9390272\",\"fields\":{\"annotations\":\"sha256:9bfcb8629b7dff77686c5c571fc2f8cfa13781e418a5228df92a7bbad9ec70de\",\"description\":\"sha256:6b842161212e7f19c682f00663edf411eee7d4b7c12eaa53468671058810d8a2\",\"inputSchema\":\"sha256:4adbca944db538e590067a4924b20b63afd18a0b1c502b7a2d2ff35278cc337c\",\"name\":\"sha256:08fa814b658631c0c044d60d47312d80f240c9a56b25fdd47fc7a1725f0b4733\"}}",
         ),
@@ -10654,6 +10822,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Search GitHub history\",\"readOnlyHint\":true,\"openWorldHint\":true,\"destructiveHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:93a300917886cae8e8835babbb8171ed6f91487c6071f27e27a39910930d89f6\",\"fields\":{\"annotations\":\"sha256:f4b75d39a301a5608b311d13e29257733058638f3a8b3f310aa017a6bf8565a2\",\"description\":\"sha256:7c80a1f5af8c93a18f105c1c36b45e4f68487580cd3d91f8cf1da484e9ef51d6\",\"inputSchema\":\"sha256:db4a88587deab9a37d5170116450ec5af315b11d9509d208e4168599541c51ad\",\"name\":\"sha256:9dee31bc1caabf33df93556843ef2b098f6f90ebe34ef972a08de9f55d820090\"}}",
         ),
@@ -10684,6 +10854,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b1cc7c37146eb6b9c40753dd82d0c8404b1b3572a8603ea6ff8ae859893fa8eb\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:740f85faf30cca3f3ec970fab6c9962dc9fa4a2c399129d2ba4864a661ce4f04\",\"inputSchema\":\"sha256:7bd4de8036937dec083fd66e127b8e7ba67ec8e38453a3d20872e5eefafd6a48\",\"name\":\"sha256:a533f54b801f59f843a129ac29c28bb646d133f91ba1dd2c7a8621ca082c2f56\"}}",
         ),
@@ -10714,6 +10886,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1a945262e45b2ce3dfed6a894b0544555da45277bdb03c96f5280e31afa5b40b\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:a54eb8e9b7d3d6e83b00093cf280b69b5f8dce528683404d8e80a0fbb0fcc14f\",\"inputSchema\":\"sha256:b5f28e179d77d1f8132248f474d5d7e689ff385ac68eb29cacd14e0b3c93e593\",\"name\":\"sha256:933242cee8c9c0dc1efa00b3e6472bccff25c7ad98f97b9a33387f5e953929ef\"}}",
         ),
@@ -10744,6 +10918,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6f44344981e80c751c53909eece270e623b6b6c30e3a219c9b2854747f950236\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:9c8034a6c14eedf096d4736483d1223ed512c0bc35f5c9485167f631fe61fa05\",\"inputSchema\":\"sha256:a34503e2686d88a396e63b81ab6bff39b2ab9dbdca5de355ceab4e6b4a74399e\",\"name\":\"sha256:c9843e2b26f57897d3f4211ab9bc98578e0d4c0fbc657476e19ea40b3b475618\"}}",
         ),
@@ -10774,6 +10950,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9403cbeb9e4f919d2903c1b03667e255cb9980b4ce6dac14a8a4ce89181cb8b0\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:e04e0b0169eeae6131e83e03f81f76b46d8108970f2bf65896638f067a036a7a\",\"inputSchema\":\"sha256:32ee0e282fb126d18d4a4c6615b17defcaab9535409999d8625718408f57a8c4\",\"name\":\"sha256:b049ec9976ca3fd8c34d983a6823df547ca63b09a48bd857e215799e86f0efbd\"}}",
         ),
@@ -10804,6 +10982,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false,\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b4db65adb05d1b666825d6d936dffcec239f5fcf80000e602dfe085a43f13eac\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:acc2ab5eeaabdf5faf56f596b8fec5d49d2546c654639cc1e3c6f1b31fc81695\",\"inputSchema\":\"sha256:c5cd9087b800e226a17190a2b110c7d9fe5a1131288faeb0f21478403293b967\",\"name\":\"sha256:bf5ae53cf1cadeccacb673beab73e5d3c04c142baaf8b2bf0919345082024881\"}}",
         ),
@@ -10834,6 +11014,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d430ba8e7976ab83fb756af670a413304bcd56cb379e0478f34aeb481862247e\",\"fields\":{\"annotations\":\"sha256:73a3e8d549eea999d3de31ff52b0e27d51638d6060a922263264427c67a8cbb4\",\"description\":\"sha256:63a3fcab5ef606c31226534328ed217c0c5c375ed428256600eb43f9613feb78\",\"inputSchema\":\"sha256:fe607783e69161974a5f7a4ccd35c37a74701420facc8f99a153e9e1bd268a00\",\"name\":\"sha256:45bf71aeed8fe6c48cc92101b2fabb2ad551c1db1a04dd3983471b7bd7d1436f\"}}",
         ),
@@ -10864,6 +11046,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:a41d16d982b8c6bd6f33154a7b2e4f9059a7546670ba3f5f79497fd547ea6f91\",\"fields\":{\"annotations\":\"sha256:eac8ce4ef2f806dc71b6ab74b1b7f45db5d763fc21c243fac665161bb8d6fb60\",\"description\":\"sha256:6b041b5cf2cadbb9c9f80975921e2edf8f262fbde743c1d5b0277d23dd1cf4e3\",\"inputSchema\":\"sha256:eea611c41ac2f0dac25fa3cc39a6b9692425bd6bc1de10c91e3ec81846c9707e\",\"name\":\"sha256:cb6343f6706c1ac6f3a2ea561c37ec62a3335c1933a58548c8d4242b46062d7d\"}}",
         ),
@@ -10894,6 +11078,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1290c03d00f9d436b0b6428f174ab575110ec754ded3d1f3e8f7f062ec5a3fcb\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:462df1609677f94c767ff83f4805248419ce089497cc8b15c3dafdbb2d9556ff\",\"inputSchema\":\"sha256:395c304b2b003bb1ab86e75d0150cc4e51a220fb47cf6ac37c354419939d7f54\",\"name\":\"sha256:c44457c9ac849e80418db7827fbd82239616b04d0eea9af97ab8be489d5ce450\"}}",
         ),
@@ -10924,6 +11110,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false,\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9cbd1387433ffd3d285bec7e60ef5cf8bd7ffeac8770a64228bca91542cf17e7\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:4dbdc6c993626b65f67fa0c394da2084fcf55b3e125c192d51c54379b6d7d359\",\"inputSchema\":\"sha256:fc11ec836b25b8e829547cdf19fb1808dc935595bf4b4370eabc5fc4a8a94e26\",\"name\":\"sha256:93dbc8ded5bcf2b200366727561ffe81294e91a5a2a957c41f754ae423edc5b7\"}}",
         ),
@@ -10954,6 +11142,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false,\"readOnlyHint\":false}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:80b7a71445abcc6ba4aed6d77eedd007967dcd6b5aaf949264dee16f6afaebc8\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:1764f2137b70764a42aa4ef06fe68f1658bf81d896bdd92b636303a75ed3d948\",\"inputSchema\":\"sha256:b655a056a01c07675207106a974e3c18649ad97cfe5049bbc68b5f033a8ce4d6\",\"name\":\"sha256:91245e10a911be6670474ff6a6998e268775f9f5dcc57776d8b6b68a61f67618\"}}",
         ),
@@ -10984,6 +11174,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:654006b9827b7511720744f5a942d8ef256051a84651e5060aae4dbe91a45661\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:dd997c295c16c1558bc9179fc919f55f194c3317ce77fef765f2bc564f9be017\",\"inputSchema\":\"sha256:fa979031e75d98d89ad67bda75bdebe7069fbad3f5907c50cb0aafd8fc4c9ad1\",\"name\":\"sha256:a46b226a2a5e31ab555f374aa2616552952ac6700d4bc9273f6ebf0ae7b2d7cc\"}}",
         ),
@@ -11014,6 +11206,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:550b4e6ff4797a1d5f344552509560d5530d19b70953dacef21c7a72a827ea5f\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:66e4ef57f7e4eaacde42c12f4503c6daac5ddc06b1f205410945029760226a23\",\"inputSchema\":\"sha256:268f353022c7efb49a6e61f3bd3c81522910358facafa35c16fca0a5a305f693\",\"name\":\"sha256:648787db51746b7134c6e86d48a693778841de3361a88563efe4d554521b31f8\"}}",
         ),
@@ -11044,6 +11238,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:f033311ca8c542fccd42df73b96ada74525cb2bef9196cfbc097ed2d64254f79\",\"fields\":{\"description\":\"sha256:957a7fd9d898a5f06f8ee28c0c2495f44c1a8d0c8467be9938dc65846a945f96\",\"inputSchema\":\"sha256:8557e3b84eb46a2284f569a8bffc84c4eba2f8b879664deb690b31308ff00754\",\"name\":\"sha256:53bf09a2b0ab8ce7ab700fb6aa2236388dc6d1e1d3639d923c41dfe673e8ee5f\"}}",
         ),
@@ -11074,6 +11270,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6a8c050fd6115437100b363f0dc9cba81ca54a34198ef399b14950902ea2ffd1\",\"fields\":{\"description\":\"sha256:76c135985f455e63b3b57ae7bba61b260d1d9ec67876b18bf075993634e4bef6\",\"inputSchema\":\"sha256:28ac466cfe581e51a54740bffd75c1ff1ecc1b1821b78ad2ee7d2ae78c13962d\",\"name\":\"sha256:b495705d16a1e894e661f9450f6cbd08d89f03c48ac97733855da5f16338333a\"}}",
         ),
@@ -11104,6 +11302,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d1d018c8430121c2748c706bc95b1ae0c677b0a908eb4da13575a9b0306b9721\",\"fields\":{\"description\":\"sha256:84f19df89ee9e79026608530d04a67d38d2231c606fc59995608aa23945187bc\",\"inputSchema\":\"sha256:f590d77090120a014b9b6865ad45fb169c6e345cfbefad5d997f81c9ff57741e\",\"name\":\"sha256:70cfa51a5041db4da576e3ce3bd484c2ac09406df57ec0054a943b7459fd6964\"}}",
         ),
@@ -11134,6 +11334,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:8c190725e0c744c1fd5f8a082b9948b7a1bbbe824373e4251a202104262e905a\",\"fields\":{\"description\":\"sha256:d5863ce3e85954f8ab9124a619ae6b514f68472d32c3887a7240eb936286addd\",\"inputSchema\":\"sha256:7591de041ba0f24ed827c9bd2b528fee10503f0a04acb8250f83ac396d4e0d1d\",\"name\":\"sha256:648618c6537a39d9d1c773caf52ca1299280363d3132f084b21a118065ef686e\"}}",
         ),
@@ -11164,6 +11366,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:e57af4eb0d1c35ea30ef8dbad0140a1dda115a3632ec96778389099516914c97\",\"fields\":{\"description\":\"sha256:1025f07d7e75209a003e6306179ed04f2eeedd2636c04a5b30fbc90dab030253\",\"inputSchema\":\"sha256:0c04a7c2390498f3e3f839e8d1517ca79c342552849819f435382e0807c34cc8\",\"name\":\"sha256:fe51a2806e2b3cfd67563cd9b1294c3315699f679b904c820d5122e45eaa2f0c\"}}",
         ),
@@ -11194,6 +11398,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:020db3ecf4bd7bae0ebdf1364ad8cb9341fbe8dc2397589ba8fccb526b37911a\",\"fields\":{\"description\":\"sha256:37d290b4f8482947780532a3f12553ecdb7511ea807b863609035bb1a711de26\",\"inputSchema\":\"sha256:b06130f66f945f4ca2bc4474340c7f934c5e7b10168978fb8f507ecc146c091b\",\"name\":\"sha256:11a8c4bfbb4cbb93476b6656bcd40520a50ff52b7f7c862eaf3efe54e5f92533\"}}",
         ),
@@ -11224,6 +11430,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:90b73c9094c3723d8f2bf86fe04cb7253529fdd20035fed020814304bf20dc1e\",\"fields\":{\"description\":\"sha256:40702dfc5831388f70771881d9e8f5f9ecb479c284f31e07f5eefe63fecef1c3\",\"inputSchema\":\"sha256:1b584db8e1f38ced183c5a1edef5a2b2b891bd6893c00d7d63714a33638036da\",\"name\":\"sha256:e1871238b18f6268dfab876b25d2d52ac8074894af4190d501a14c4c7963c401\"}}",
         ),
@@ -11254,6 +11462,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:351aa863e36bcce768a8c8dd42131a21ae8fc6edda745cdce14d9b213c26b52c\",\"fields\":{\"description\":\"sha256:9762de4680d6ab8616f163e8880aa81716714cff50d37de0e3d0fc7b4b1d29f3\",\"inputSchema\":\"sha256:a98da6e4f1433a533b5b3caaf3891e7e177d66636d07d2fb728339ea2fb1e75e\",\"name\":\"sha256:b8833685e42772cb15f1a43e995c1e90c9618c14d3b4c508f630ebda7fc7122f\"}}",
         ),
@@ -11284,6 +11494,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:67a187c1fe64e90e37120b2dc6470b0f8ab462566c43d5472a7b513216d4f3f6\",\"fields\":{\"description\":\"sha256:8fb37f2d7655d28ae432562ed1a0cdbff57cbdbf4b9cde3e6208f43b9b0114cc\",\"inputSchema\":\"sha256:e4f58a46a50c75c2c3374f1dac5fff0b37174ef54f782aea1301e6a546722b75\",\"name\":\"sha256:6ebadcc9c3d2e4eed0ddb2374537a2f8c399daaba61135876d74251e130afe7f\"}}",
         ),
@@ -11314,6 +11526,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:fc449a6a26ccabba9a9ab74c955cbc92f151b5f70752957cde0fa12912f7a7ac\",\"fields\":{\"description\":\"sha256:92dd0c6240d8c063e3a4950559b6242740ba929a92a8d7eaf2e2b22af1bcc898\",\"inputSchema\":\"sha256:ce60b258f0f6de3187bb98ca12ca247a163530f5b57f2307c4396df3f0bebc0c\",\"name\":\"sha256:f4e6c0374507cad0854d9c5431b2f8cd9ecb452376bc72b03233217b4e006b52\"}}",
         ),
@@ -11344,6 +11558,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:dfe3ecf3b223b1ab9f151ee91ee2106183beafc2df61fc671b7235892ea0f8f2\",\"fields\":{\"description\":\"sha256:287f3bac367a17ba00d0bf2c3e7ed5b5f42232ba530d906bf935e3124f992c72\",\"inputSchema\":\"sha256:c8076a1100515a28d46616911046d5fc673d413ac1a3eec6a2ee923c021c7dc2\",\"name\":\"sha256:470863068cfcc792b7beb4a2c71a13ba88117104cd35d8d54d8d764a829f65ab\"}}",
         ),
@@ -11374,6 +11590,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:308e98cfbafcb84a3133f7d9f1d5b9badc2eda45c9f2ef6e5ae3e0ee2efe15fb\",\"fields\":{\"description\":\"sha256:bff57f45a65ee1e81caa7cf7668040b76947b650fb4671dde8d69fd921fe870c\",\"inputSchema\":\"sha256:70e547ffa32bc4d63b88264f5d9f99290f0226f529a314525eb350bb93d3465a\",\"name\":\"sha256:9bdf0e9f526c78df6404b212117b547c6c9c1f4fa7182fa06215e8eee08b0d48\"}}",
         ),
@@ -11404,6 +11622,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:72803cbc17f979c893c506d85c26784440f4c70144098a49e4c7f86e93642500\",\"fields\":{\"description\":\"sha256:aa201a98a7cb73e0e1f7ad7c9ca7adfbf2c2ed2ca154a55c60cd04aaede5d309\",\"inputSchema\":\"sha256:fa058d1607afc6274a474ed085e41642097a1229ea977a69f86d31cd09908813\",\"name\":\"sha256:2ec19bc6f8925866b82b6017b28078703d36f7de6b72d743c6579e16620062f5\"}}",
         ),
@@ -11434,6 +11654,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c38cbaddecc2125d17216030a412cc3a3b8dc3e280d313f4faad9d4c8f1c7e23\",\"fields\":{\"description\":\"sha256:0d1e75931a67040a181387e92e15c5d3d0b1ec51acfa39e2c9fd8cdaaf810695\",\"inputSchema\":\"sha256:d879c3ee51f498aee27bd0523b444d39ab0d3312eb6280b38c3b72f61b4bb69d\",\"name\":\"sha256:199750efe3c928105c8d86907fab6f9319b13f963b4cdf541964640ab36c22cf\"}}",
         ),
@@ -11464,6 +11686,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b6f513e2c30536d0e3a5c1422ff2c6cba2961aa6afff9c347dec072166406c7f\",\"fields\":{\"description\":\"sha256:7198a7a7dd719dc5d6b388d279fc1faba57db65e1deb79552e6bd0208a6c04e4\",\"inputSchema\":\"sha256:bf8b3753194a654b1f7f3a406306b69f46a5541df149799d233adb4e5606b3b3\",\"name\":\"sha256:8d394b44e131a3199b64fdc274337b1d0af383fccc1b69672e13a015b962b602\"}}",
         ),
@@ -11494,6 +11718,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:f3457309a8bba755bd068dc22fe652ffdb396452241acd42ef9d6e4331545dd1\",\"fields\":{\"description\":\"sha256:d8d8490578967c68b369baa60470633d057361ec3e9803fad800f55d9f321f09\",\"inputSchema\":\"sha256:4f9de7a940a7e99f27a0ca5d9c6e9a84495f355309feb4b6fb62331207f86f3f\",\"name\":\"sha256:3d382e6cb1b967f55db9964500319408666dc3acb339b16c994b43690c7bfaa6\"}}",
         ),
@@ -11524,6 +11750,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:8f874f74996bb849f7e7cc16340d299a4c15a38707ecc7abf3a43b0c755cd4fe\",\"fields\":{\"description\":\"sha256:a2b2d4cf479e1014c2552e4f1aeddaacb3bb7140bc7a43d8da4ec16d1fae878c\",\"inputSchema\":\"sha256:282d6482299e93d9235718015f3b6f556e9cb29fc847d88f90a8a99cc69b855d\",\"name\":\"sha256:a510d5c59309f0a755299a627365829a4ae2b5111f859bbe958f919c224e81cf\"}}",
         ),
@@ -11554,6 +11782,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0304666f07338895a02951aab1924bb73dde2075a68fca85ede3462fe5274ce2\",\"fields\":{\"description\":\"sha256:085c7145e426012eeaf969b833a15e52ff840e2ed44a7c98eddcb376138efd1e\",\"inputSchema\":\"sha256:1b6162edef8210ec9d3f648211311e6a6edd6625934e877f512403446a3c0dbb\",\"name\":\"sha256:cbd63e7deee849789267c2227531d63b7e8f1dad4c9518bb8d719ea84ae458a7\"}}",
         ),
@@ -11584,6 +11814,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:553aaa44088f03b0e8fad87814168c17c5c544d0c13da2b0566b26adc3e193d7\",\"fields\":{\"description\":\"sha256:c891ae1b5e8759cfa73a1b3d69ca9defee25271225b55647d7e3d1694057c747\",\"inputSchema\":\"sha256:46ece9245f6e82ff79f5b49c071b972b82e5908b5855be8cc4c476d9fc0d1959\",\"name\":\"sha256:ea16a1eb48671003ce39a379060f664ef89b1f0b0ab6b165245f5125c494c05e\"}}",
         ),
@@ -11614,6 +11846,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0155fb1a8bf56db6ef99ef54bbc4eaeeb49a156bf4151ff964c5662923c69d74\",\"fields\":{\"description\":\"sha256:9b894e542a8e62c27cdc25b1ca70471da25c07976f378807000514ec073c8d97\",\"inputSchema\":\"sha256:5db127e52eb30852922d3a750cc73d7e4d7bf1a4c55e2863b1fd48361dd92093\",\"name\":\"sha256:601f41a9a808cbceebdb82a2f1ab46f31f45f820c865cde38bcd652fee406c9a\"}}",
         ),
@@ -11644,6 +11878,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5edda3bef0ace6f95036993ae01c6478ae8a1e244d7552f70755fd40a623d69d\",\"fields\":{\"description\":\"sha256:331324debe342d73286d6b50cd571fd6cabfc3861a13a99a267918395b845f9a\",\"inputSchema\":\"sha256:dde18ca7fe684932f705af50c6e7ae5d0367ec051269f5d16c649f149b82bf3a\",\"name\":\"sha256:425d88f95fe2d1095c2f656ab2d9d12d93287461acd46790da75c618e5763b8b\"}}",
         ),
@@ -11674,6 +11910,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:efb39d49f7c685b88c1b7b940bafbb7d68bc81549a95c0903ae3698166968aab\",\"fields\":{\"description\":\"sha256:352050812e4c488031ac041cbcefb99a1432518a707648608d518f6ee83deedd\",\"inputSchema\":\"sha256:1b6162edef8210ec9d3f648211311e6a6edd6625934e877f512403446a3c0dbb\",\"name\":\"sha256:a7087036da36bff0802e2e033764af7dfaf1b2f5eb45231ba59728579b23ed8b\"}}",
         ),
@@ -11704,6 +11942,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9104b921fe81d6c340089e1d95fe17884dd849a36d2d0ef60311801ada6de782\",\"fields\":{\"description\":\"sha256:9c1c0a914fb44b2056fbdca6e3058924a90826672212007410c3d1ff11a1c68c\",\"inputSchema\":\"sha256:1b6162edef8210ec9d3f648211311e6a6edd6625934e877f512403446a3c0dbb\",\"name\":\"sha256:484ea33e2a7ecc081f801ef83b898bbddd70013c61003410e41bb3c6ecb98cc1\"}}",
         ),
@@ -11734,6 +11974,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:aac9049ac4101da4c507f2efb1b3653100d3156bad747eaea4dab3e044afc236\",\"fields\":{\"description\":\"sha256:a2c1ebd2595f15e11de1a09c02506a2644973f49c6eaca3fe701d31d2cc89cd1\",\"inputSchema\":\"sha256:20a07977a4420bea98b9d8ad678261d54183e6e1ff90bdd8a9674e04693fdefc\",\"name\":\"sha256:04e7f4d65e9c8aa320164d278dee72c2d7c7a2b806965ecc4c197e1cbd1a2528\"}}",
         ),
@@ -11764,6 +12006,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:45752f08f8ca9b0e86d6e38bca6555a4f93f72fbd51c5e579cad5510abc073d3\",\"fields\":{\"description\":\"sha256:902044dd8e37073640e3cc63196b2b0033330bc6c8cce6dab4c08e450a6b74ca\",\"inputSchema\":\"sha256:1b6162edef8210ec9d3f648211311e6a6edd6625934e877f512403446a3c0dbb\",\"name\":\"sha256:abf3d2cc752de3e8965b1fbebcb0c9407de7dfbf11ba5af462afe75000e83558\"}}",
         ),
@@ -11794,6 +12038,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2024-11-05"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:a8452feff689dad5764948b418d574be7ebcdad6a525ece93098c835d48753bb\",\"fields\":{\"description\":\"sha256:16271ff42bccbbbe575ef11c588297e53c6311527d0be4237938d47e1a02f2e0\",\"inputSchema\":\"sha256:1b6162edef8210ec9d3f648211311e6a6edd6625934e877f512403446a3c0dbb\",\"name\":\"sha256:e479f6eeaa5c98d5225f5bc7030eac4c2f4a2cf8fb50776e4b64c09fedb33e27\"}}",
         ),
@@ -11828,6 +12074,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:8f67f2b3ceae725137d28992771cf1483f02be6bb9f9c54c4e57270e3da21afb\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:502640e4817eba2b7025203b2ee63924bf57792d29a21f9403618227bb6a5d65\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:c54813f3fc7a076c950320c90489cec6add7482d695e23e43f2b30b8f2b9f083\",\"name\":\"sha256:9305910f197869e585031706a26d3d122a566b1a3ab0583fc02f91f2be534c77\",\"outputSchema\":\"sha256:69d0a98c9c47b02782d7e7933246ab1e0608b6394f93a862e81f9bf1a0e4491c\",\"title\":\"sha256:eaba1755b0c7dfdd0a6299d3169c49f29845d0700fbad2734b24062aa134e607\"}}",
         ),
@@ -11862,6 +12110,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:65123f62aa4a7c0721aea42a0b0e5bbf449744c9a74e0dd6f4b9927233668102\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:e2dd4540b9030148fe495bef81941f9524224115944a44a27a1b24c7b22054c1\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:5df4fdc93cbf199dff73ccc802d5cca510bd37eb7d99e0949fc0a17b261a65d3\",\"name\":\"sha256:6dcdadac1c6efac8d9c9046f0b714a1cbcc9184ca361a78488347d8380c5fc83\",\"outputSchema\":\"sha256:e08835c944f747c9202c316eb7c8fa583dfd4d9c8a0f29b7d2b64e7ab059daea\",\"title\":\"sha256:3d9612ab01fd4b4b5f1ea21ff1f453a0f605365a6142e81ef6673340b5b51a98\"}}",
         ),
@@ -11896,6 +12146,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":false,\"idempotentHint\":false,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:feac7d8089a1ebc8a23d7dfb2938f24b3a3c8f105d791cb52f622f3819323ee7\",\"fields\":{\"annotations\":\"sha256:d72d3cb182e3d7fcf0b1c6782251eee772cdf2a99470e1a4bd6a006b5c8f4e25\",\"description\":\"sha256:ff2fb5d38c2442cc2f1eb423b633d93c034141f318cf3f4cfdf5a9cad184c5cc\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:73c9d2bfd98581b3be93976c78e44389209f2f9ec63e8652fd9e84795616842b\",\"name\":\"sha256:d0e30ac2e79c347a0598e2d3f641b7ecde896ddff21f232668ff4b9844c3aa88\",\"outputSchema\":\"sha256:c0a91d3961f360b126a83ba1e51ecb9bfe45d3b9f1e5105fc441b655575e8d60\",\"title\":\"sha256:fee57f91cb197dd8a4d594dd9439e908a5c6d56d807c20c2a31c8034595b93f5\"}}",
         ),
@@ -11930,6 +12182,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9e6b66f291d08f0884590fb213f5022ebc753a4bddd5bb5abbaf4180c9d1b2f5\",\"fields\":{\"annotations\":\"sha256:eac8ce4ef2f806dc71b6ab74b1b7f45db5d763fc21c243fac665161bb8d6fb60\",\"description\":\"sha256:086222eb6cb791391cb6ad23a4edca11ec2879f4fa993c079ae8906113fd05a6\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:a1bac527df1c3bd311c9c2bf2e9a9cf8ae5e266b690bd6c97d4a62e4af2dc731\",\"name\":\"sha256:71f9134b924da846874a36862c49e81ec828f90203e165fdf974560fbaca335e\",\"outputSchema\":\"sha256:63668c025b3b06891519aa283e0a1a7c29822865cda9308585b4d8a0d72dd553\",\"title\":\"sha256:6e608a6159ae5d5a685cc2d003fe293e9a24a6d2ba68c5e0cc97892f928d8a9c\"}}",
         ),
@@ -11964,6 +12218,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:28ea265b802faf8a6ee03a1badc3a162f430cf29b6fc229234344f72588432bb\",\"fields\":{\"annotations\":\"sha256:eac8ce4ef2f806dc71b6ab74b1b7f45db5d763fc21c243fac665161bb8d6fb60\",\"description\":\"sha256:30ffb2113bd8f0f022ccbb7a31d2ca610b5bb961cfd2677c4ebe492fc8f5fc97\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:6b96624fc9e8cfbb92d8c7672e16fe06218216634815f892c8027cf7162f8ea7\",\"name\":\"sha256:b68c75469dd498210d2568f08367380e95cafecf001b082fbee4daa1242484e2\",\"outputSchema\":\"sha256:63668c025b3b06891519aa283e0a1a7c29822865cda9308585b4d8a0d72dd553\",\"title\":\"sha256:217cc94e9d77f5519f11e6422f93c1b308a9f2661607a22166d85d7b1707b856\"}}",
         ),
@@ -11998,6 +12254,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:69686b10b9484d6f2bfc65a9c199593c2a4b454dc1cd9987f4ade7ac863a72dc\",\"fields\":{\"annotations\":\"sha256:eac8ce4ef2f806dc71b6ab74b1b7f45db5d763fc21c243fac665161bb8d6fb60\",\"description\":\"sha256:ee6a0e5cd6554a9a84afd7fe11f50a474aec5c3fa0e989d431abcaa078144f37\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:17985b44074691e832f8548bf2efc55af3256f9c52d3398c8ddc20141f2b0697\",\"name\":\"sha256:e56798e2f6dc0628fcdf0fd4f322d4a09ba6ced8138cdfc20795e08bd319b762\",\"outputSchema\":\"sha256:63668c025b3b06891519aa283e0a1a7c29822865cda9308585b4d8a0d72dd553\",\"title\":\"sha256:94d7478cbe35d6855f8b716422fc462af53711bb93e31efbed143ba1238c00d5\"}}",
         ),
@@ -12032,6 +12290,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5a96ef6ebd66fc2e42a03b638f940e31f785619032e9baf8d00d87ca4abe5c4d\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:9701aab08ebf30e3248ebf4cfb80b17ff537834c2ccb4edbfeb24a48e5e42875\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:7a014b717a77aac971ea0ab5c0ff47bb13e6cae7ef9442d9dedb15ce36381b15\",\"name\":\"sha256:97f48f008313d096c32be0a7ea3872f9673f3ea2123a7f50696352d7ae4db546\",\"outputSchema\":\"sha256:b9d498d6e8a81d411860e12b23145781b1487d0f70ac9f20e9ee4e40597dcde5\",\"title\":\"sha256:e75fed97793163662c0493feb5c2f6f3afab3d65d8c590cfcaa150b2a1859434\"}}",
         ),
@@ -12066,6 +12326,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:3fea90d6d502f4b29fa98352b8582d1c04661a5c85b01f83965954d94a759c59\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:17d75cae4af864a9fcc3adf96f9d209af1f758cf6849e3cb4088b3f1786b6631\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:71205bf235256b270ba5b0e20bdc6729c241f73ac81828077c76630fbcbaf6b6\",\"name\":\"sha256:b3b9c73416aee65cfa6bf60b34c9818ac66ced28b52667dc0db4688dcfb5b5b8\",\"outputSchema\":\"sha256:b9d498d6e8a81d411860e12b23145781b1487d0f70ac9f20e9ee4e40597dcde5\",\"title\":\"sha256:83d63b0ab858efa5959f46192a4e84eb6d8ec0983cfaebd6d3ee95b14a3abb21\"}}",
         ),
@@ -12100,6 +12362,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:dcfcf782aa784a7085bc37a719362f88b0270764a15c381a303aa64c2b64ff56\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:d4df7ff09e4b7e42a029d505efe4b8881e10f24f16ca9e33c5f3c3cea6484e48\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:70aeb8f52abf632f4798453c1b731e1b3e0c8f967e1fdbfb4b00a8d193e5a1c0\",\"name\":\"sha256:31da9787673c62f3f04f5631bf848ba12138ddc6ff925b1b0d878af99be3e1ba\",\"outputSchema\":\"sha256:b9d498d6e8a81d411860e12b23145781b1487d0f70ac9f20e9ee4e40597dcde5\",\"title\":\"sha256:7cbd83dcd008870a7d54c94edf42ae23047df44e1839cea9cd961a52fcf6cacf\"}}",
         ),
@@ -12132,6 +12396,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get User\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ad17ed85519fa53970a267c8b62cedaf63bd3d1d19fceb6af17133257c353842\",\"fields\":{\"annotations\":\"sha256:749531fc4ef853b720c355bca38c870364920d8643841bf496c104c930c84af2\",\"description\":\"sha256:5a9e434dfce4c89ec41e20461781b931586971b8e8fd9339ee74f61d13baf38c\",\"inputSchema\":\"sha256:ca57eb311e1a2ae3943d79f0b2e98df9c7bde15ee5c2aa3f8a926f1150656f71\",\"name\":\"sha256:f64116a7852cdcfe35c3ef2d941d7747e35f2833b8af8e09dd80a1bf4d53117f\"}}",
         ),
@@ -12164,6 +12430,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get Users\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2868c871362bd9f238ae0f19f5c743b80df7692874b70411dfa7f287cf756ca0\",\"fields\":{\"annotations\":\"sha256:ab8c2723a42dc4083cebf78dbcd8636e0704cab8778ee80e51223f3a2a2d3c2b\",\"description\":\"sha256:df9a298081a11fac559f9c282d2901ceabc4a02b3d737cae7b8e2fb72d101e21\",\"inputSchema\":\"sha256:d9551699baeb090a405077cdee10434a06f4785ac9862424b0562907d588c32f\",\"name\":\"sha256:295f89378a8c463dc9f6a19a83c8c1e6b1768200809db2ccba0877d45c0d8761\"}}",
         ),
@@ -12196,6 +12464,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get Self\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:24ed79f9282f9a69879eaefefae4dc55602de223c8c5a812cdb695dc2fdacd6b\",\"fields\":{\"annotations\":\"sha256:ce41ad01bc6f4b85b4b356d48012f204452764f0ccf3c1176012d2f2d3dfe674\",\"description\":\"sha256:7555a676f720fdfb5eef7a1c08ead2ec90545909a29797322e5153fb8c5b3110\",\"inputSchema\":\"sha256:5c6baa56325858d191abb76f8ca31666a0ea8281d22978e2718f7d416350e1ab\",\"name\":\"sha256:7cd7e2603090f6aac8a71cca37720dab3d96d80a595a7a12f9c500a6a5699e29\"}}",
         ),
@@ -12228,6 +12498,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Post Search\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c3c0456265911b857bcc5d6453248643be1fa23a6907c1d0eee4b52a3fa84a45\",\"fields\":{\"annotations\":\"sha256:6788c316969e2d7689f13d44d98953629ee658744833e507bfafe1ec5f263f92\",\"description\":\"sha256:9bf53971f22009c3d27f80d37eadcdf38e1b363e54d3d649240127b8e80539da\",\"inputSchema\":\"sha256:832536fa4d1043586fa8d9923325924c0037a595cee58ef42480489bd87663a3\",\"name\":\"sha256:ff32cdad0e5e3d6b5c2d705b336ca383c5047092ccb21a1bc333d07b983cbb9f\"}}",
         ),
@@ -12260,6 +12532,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get Block Children\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:cb3bbca300a28f9dd33378b1d3d33841ca544c6fee2b908c3ad8a06418cd250c\",\"fields\":{\"annotations\":\"sha256:55782e1799e3506e79451c79d8ae64690385308fc33092d303a007b2e918c46b\",\"description\":\"sha256:bc4b71d5b319125d3f19018c62732b6f5e3e7041a5e310eb2ae3004a1f84ac15\",\"inputSchema\":\"sha256:fbb71511eed10a361ff9bb1b45c15e0184ee20ce723b49adb265496745ef0358\",\"name\":\"sha256:0f63d449a89531140ece7b6d46de5bcaec5f997d5ef5d0b2c286c51da7a60e3d\"}}",
         ),
@@ -12292,6 +12566,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Patch Block Children\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9780bcbdbf01ac1a611e2f6609977abb414777031d253bb4b0c242963f6f9548\",\"fields\":{\"annotations\":\"sha256:b31c09c6348da33394d0ac01dac78d17f6c4eb66ce726a4bfae09e7804dae7cd\",\"description\":\"sha256:1cff12e71b09bf32d4def63c45bb62d81548820d0119da1ba2d72ae8fffeca49\",\"inputSchema\":\"sha256:91ea78cb4b23afbf8adefef55ad0b8fa4754427a617eb992e90812874ac609f8\",\"name\":\"sha256:415294781cdbbe0323cf5f7dd0a91cd10153dc92f9920f1beeb65412382f5284\"}}",
         ),
@@ -12324,6 +12600,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Block\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:5ea69f703d9520660c11e9dea5e7ae54fec31132ba65f15c0e57e277ce4d4deb\",\"fields\":{\"annotations\":\"sha256:360a88717d6b7c60b3c7cd285457cdde9efe5f49d8e4f31adf29900b73b80277\",\"description\":\"sha256:9f0adb1cf85745257de9dbf644bacc9fd3fe13e1487a359063291aa2e909e730\",\"inputSchema\":\"sha256:c9f3490169076f620588192f530d1a772958fd3f74b37392490622447f43e3b6\",\"name\":\"sha256:dceede0ca12f60a5fd8d79db5b8f61f88ac8ed8da7c182283b8a4dfa023cc6ae\"}}",
         ),
@@ -12356,6 +12634,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Update A Block\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:81a292f451d08b30359436af5c43c6df29dbc3599b013aa8e18348f44cb7f3d8\",\"fields\":{\"annotations\":\"sha256:93c17f1cb41ab94149a56d9a9e22d9583ddda0adff5222868d37879a29a68273\",\"description\":\"sha256:1dbe04a67bcb1d4d169cc987492178f4294ed2691daff2a9eba0e441daf91ac0\",\"inputSchema\":\"sha256:936221c4f98eb26bee47eced0638a59e4ba715be7aacaf3145d0c55123d849b8\",\"name\":\"sha256:1fdb7d7198660886bb46127789f66bfec4b8a84c0f3b28f794a6d67daf1bfcb8\"}}",
         ),
@@ -12388,6 +12668,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Delete A Block\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:55331137ca56e9a662223ccf48fea5c09bb9f4c3dcd8bcd3ae135aff3a37918f\",\"fields\":{\"annotations\":\"sha256:6ab1a94c3db9f319a199c9f1845632420bc97c9d698f93885f0415d89f930984\",\"description\":\"sha256:52f9e771a6fd7fa795533fd638f7838cc26193b3b529d41cec964946886a8e67\",\"inputSchema\":\"sha256:c9f3490169076f620588192f530d1a772958fd3f74b37392490622447f43e3b6\",\"name\":\"sha256:6aa06c605547ff711807b5211fab10429af2ecb6032291c7a100fc2672d7c6db\"}}",
         ),
@@ -12420,6 +12702,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Page\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6d8b40781fa5c0b0fab365bddaeb747926d148bf4d720bcffccde6937ce2aedd\",\"fields\":{\"annotations\":\"sha256:17500cf6a9033c14792b767acb6b6721ef6aaed16b93c5a88454479cdfa6adc3\",\"description\":\"sha256:f334e253b458c07b30dacf26383ab3f6ea59c2524c1b0cc1369a77fcc5669f0a\",\"inputSchema\":\"sha256:70dd70561cde1aa7bee9a6a7c2c8dfb7d2e62395096187e490693137f737d434\",\"name\":\"sha256:41b97d789290cca0ef87504638f02e84c260e3ee7b09499ca3c118b58a69bf5e\"}}",
         ),
@@ -12452,6 +12736,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Patch Page\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ac5b97a83334434965c82dd883bc9c4aec90b85eb96578d944d24c20e93025dc\",\"fields\":{\"annotations\":\"sha256:d98e7420a346207bce806bc0862046b95dfbeb0d97e81f6522fe14f7f9f6104b\",\"description\":\"sha256:707d11a0c6331bd10693d32207b8ab91b7d4867128901d51dfbbe8347a82eb89\",\"inputSchema\":\"sha256:6dff3e37a72390b7073a6b216633789d37a0a742d88a7a7f0f8ccf62e6aaa3c5\",\"name\":\"sha256:e61fe35567fcd208d3f56f25bb26243752a8627e34fce87f104dcc5f21c6df55\"}}",
         ),
@@ -12484,6 +12770,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Post Page\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:01c90fe5ca16c2ab7e830718c8111aecdccd495a05acbb7ec5e2d0c0b5935859\",\"fields\":{\"annotations\":\"sha256:ff111c6296e9c18cddc037b245021bd985d8092d141f4aa7482ba025ed550dec\",\"description\":\"sha256:4fb2af1051af9e5468661a3d755c6c53e20ae164abe6e0960852b0c069e182ba\",\"inputSchema\":\"sha256:378456ee9948181308bb066479413637872cdcfb252a71c6d712fcad4c0a47d1\",\"name\":\"sha256:8821fcd34a0ce2769b5a0db4d76fddea73d2cc0e795fa51a1454864e28bcb922\"}}",
         ),
@@ -12516,6 +12804,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Page Property\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c8158af3660b241652b4a255e6b53393c964a427ee196134f6bc2382a96e2cee\",\"fields\":{\"annotations\":\"sha256:104a8878f158b6a63aabc50148ed74bb98e7263290f94f9b88c6ae647705af3f\",\"description\":\"sha256:027bc3f33f5b79dc5b3a845232f857075170fbb96df37304a9eb8b9ccb4607af\",\"inputSchema\":\"sha256:9817060ff8c95a274488d1088789b335878fe5a6b03e854fafe0e8e6abbf0494\",\"name\":\"sha256:6900aa2a49f5211b4b560eb619811d46abf779bb8b122dcb35e96d9c4a776a01\"}}",
         ),
@@ -12548,6 +12838,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Comment\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4eaaff002c3753e45abba340d144ef1d7c595f2f51a494fdde27cf3bbe53c0a2\",\"fields\":{\"annotations\":\"sha256:4d81e9a236137ef30b8a1c161368f39fe2cfa447e13ef8916f90f882aa582082\",\"description\":\"sha256:449e63ca872c2f7356dc54d0aff666e944692f73bb50adf546066ce32d6d69b7\",\"inputSchema\":\"sha256:467a4815f8ecf55fb096dab29c657f608fcf2221dd5a5aec17c9fa0c65e32c48\",\"name\":\"sha256:761712046faaf5af1ce9bcf10b30b6e3690cc172f9e56087ae0f8634be671630\"}}",
         ),
@@ -12580,6 +12872,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Create A Comment\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9fb06082b695c8af11bf289df1eafbc87213a67f08f38caccc53eade51c0167e\",\"fields\":{\"annotations\":\"sha256:2390d82e9f7bbb43a84ce52bc3e75ab1c392cf32433e90f663935fceb44a5173\",\"description\":\"sha256:580b392e046f2a325cd02c85294ad7ca346fb99bfb1ade09294be37513927587\",\"inputSchema\":\"sha256:1651488de0e161f183310265d99b9c3bd8d06e64c0133505bb8e7a4877fc76e4\",\"name\":\"sha256:9fd9688eae23945fb6bd721f43f9d623782949932ad397984f74371bb5b20d7c\"}}",
         ),
@@ -12612,6 +12906,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Query Data Source\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:fc8d0f57722f148d03ff412e0a0f71129027bb94cbb12c6de96d65950af4a1b2\",\"fields\":{\"annotations\":\"sha256:253dd74769bdd29a4ff009a25125ebb78f556023ad1f019e735f2fa6a1d9512e\",\"description\":\"sha256:6565492888994f7d47befdb49df10c0b76de10aefaebb961a9a531733664fb7f\",\"inputSchema\":\"sha256:53fe0f1928671057b821652bc63333fe8c6a02f5284ff45c6cd777ddc99df529\",\"name\":\"sha256:ce7509adb30f2718b50c91e8a4cf13db2c7dfe0b8748b1bc7f3d4208e6d0cf5e\"}}",
         ),
@@ -12644,6 +12940,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Data Source\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4a4491de62f5e5059ed69827da60a77c4658ffcb8d2c68c979aa7ff5d929119c\",\"fields\":{\"annotations\":\"sha256:e1ffb1fe7eb989298edd7ebf1ae4dedd8aa1b3b88fd15669d52d95ea1fb7428f\",\"description\":\"sha256:db5fccad3debb1103f71c4ce2b345f19502aa4bdcd45065130347760330087b0\",\"inputSchema\":\"sha256:ae821dc37e42061564b9a210d379f159986d59884b3c94cceab95fab42ba8911\",\"name\":\"sha256:ba1391f6e0f3c5dcdcc273e60371defe0312db57a3cea25f8b83c0f6d1cb2385\"}}",
         ),
@@ -12676,6 +12974,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Update A Data Source\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:31ef007400d97666b7539cce2df4d064c0837fc1e9e5853f202b80a89c43a1d9\",\"fields\":{\"annotations\":\"sha256:05e8553ce75353013a204998ddbe1812878c05813403836a33cfd3adf98421b1\",\"description\":\"sha256:c54ff8dc4a256e85b6fc6f3b3e6b4130598a7c6c121a50c10a5a40c03f7de6de\",\"inputSchema\":\"sha256:7a6fba547b77fb2acb45412170a409d19508de6daea934bf17504de4d14e3d2e\",\"name\":\"sha256:12bf75218a8b73bc2e9db0debb74edc5f7222605f5a7414e9dfa353bd8f53c5c\"}}",
         ),
@@ -12708,6 +13008,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Create A Data Source\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2ddbf9b377923af928982d28e0f28130cfa473117c259131c53d1709b1250360\",\"fields\":{\"annotations\":\"sha256:5c8a2ff800e1ae10f10d2fe2efa0d1f081c3f44920d4a66c4c697e3b9524f6d8\",\"description\":\"sha256:9a0a04d5b82d20e9b383df2598ec5653521ee8f2f9367e5dc403d3dc93ea3dcb\",\"inputSchema\":\"sha256:a8a254b9a0d92ab1de6e657b10d3a48de47c0b97df0c65b32a78cc94fe11872f\",\"name\":\"sha256:5fa58e0465ee856eab481bfaa053230ff72c5f2e2dc528265868ffcac1255488\"}}",
         ),
@@ -12740,6 +13042,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"List Data Source Templates\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2d495bd89461f2113c16ed415feba8c5d781e61a602f7c512c6f51fa602830e8\",\"fields\":{\"annotations\":\"sha256:8ab6c5d969265ccce5c2447564d52560ab93e60c8f30629594888fa40ccd02d8\",\"description\":\"sha256:63d3179722f1eaf7830da2c4497933041b0019b78fe89afa53c98bc865a9f31c\",\"inputSchema\":\"sha256:98278348b1e5421f7ef67b58addd10e7c1fd3177b08262d9796a2eb73b2cfc65\",\"name\":\"sha256:412e02316db231c8d8319434d9d90c99cf89e0ad86e977e9d5d7ade3699cd055\"}}",
         ),
@@ -12772,6 +13076,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve A Database\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:895e6534ca97c6784a3184f65ff397160186aac2463f597ebbc66edbf05921e5\",\"fields\":{\"annotations\":\"sha256:4bdf01799bc2287447b28179ae8ae16a62dd439442a92c5ca2dfd32cfc544908\",\"description\":\"sha256:de37e2728f0d928354184ba76e30751a1b0e9e460a02d81f87bb7b6195446857\",\"inputSchema\":\"sha256:9e813751eedb5c1126940fe5906264fc0954f0fc445ec38d42d2f7164c023b1e\",\"name\":\"sha256:945b4a1bcbd6583687ae8187e90b82cd3b8c71c446a8c7b0f2e9ddababc4a8aa\"}}",
         ),
@@ -12804,6 +13110,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Move Page\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:c46adad2fcd71562013b278b8218b1486cd806d11e39056aeda5f47e30d01f0d\",\"fields\":{\"annotations\":\"sha256:20bc6c047e90dab007c6bb803d7f9592cd5e046a461ee482a4f874f88b5d0d89\",\"description\":\"sha256:f2b402a6a2b000f812b881a812a953b13b13d0ff223b708c972bc167dda68223\",\"inputSchema\":\"sha256:f4c99092a0d6bb2243ad300d56d0eac41360a97332bd652273eda6859cac2035\",\"name\":\"sha256:5e5fb8bc9e4c13e832b4b43b1e8f17b1166221b5f18d9f23b986f9176250c728\"}}",
         ),
@@ -12836,6 +13144,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Retrieve Page Markdown\",\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:0b7616866536acaf6733ac2e504d017f1ad57ae8e56ab7a51bf4fc7ab4236a03\",\"fields\":{\"annotations\":\"sha256:e9f5be8abac9b27319b800724794bbf1a525529ad01cbada323b7f40e2d11d5e\",\"description\":\"sha256:388d4e384e2715d647cbb7c713b871580aa46075680113f30d52271215e98263\",\"inputSchema\":\"sha256:417e1613339d5c7a3d1d38e5535ba16e042b61b011ce02b2eb0c8614bbf89bbf\",\"name\":\"sha256:a95de4a3a0ba6d24791665e089ebd1c400a234a258ba534e5e51da658946f358\"}}",
         ),
@@ -12868,6 +13178,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Update Page Markdown\",\"destructiveHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7774f6af46eaf613c69834c4d5786ad95eddf3691900c71822d5257cebc6a3fa\",\"fields\":{\"annotations\":\"sha256:c5c78b2b2713b186504dde924fc5fe4518636bd33ba8d947736a5f6e11cf0c9c\",\"description\":\"sha256:455e1c6b9b2d924f144917a6f4d7f0dad78ac5a27712b0ce29c63135dfe7f986\",\"inputSchema\":\"sha256:5e888c269af736a2b183ee8675ab797d68f2c017ddd3f99bb6ffb406ef972dad\",\"name\":\"sha256:1aeabdf7b1fea96f7ef1c40c7ee8f1c2a11ec7d1fa44efea631ae08b136d8ae3\"}}",
         ),
@@ -12898,6 +13210,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Close browser\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:18868ca1f33fd27b2a1f0211c529d4a7f1683ad08e66b1157e4706bc7cfd6579\",\"fields\":{\"annotations\":\"sha256:5231a82b280c813686ad37e6063a2cdabbf667e5f363426f2f1647830d82e284\",\"description\":\"sha256:ffec1bd2ccca32938176cb8ea383abffdefa1dc99b6ac485ef737de273af1f83\",\"inputSchema\":\"sha256:71fc596a20f27da3dec80050e5d1f553eba34aea24c2853b853488a811e6b892\",\"name\":\"sha256:30c667f8349ea7bc034ef8f8add19391e6e8a0f58ccdafb9935265ce817be36d\"}}",
         ),
@@ -12928,6 +13242,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Resize browser window\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2277fab0c2ab0b0b9b7fbd500850b4291d736bf07f0e30508e4aa236097600e0\",\"fields\":{\"annotations\":\"sha256:c0d0bb7f24f0fec1ece68fbc85cf794dc42956ef049cb342eaf877f0f07888b9\",\"description\":\"sha256:2532274341b2ef4716cc5a0e1c782c14f6a3dee2fe716e7f2a3a0ce80ddddd32\",\"inputSchema\":\"sha256:4a80d1f511092cf5e94b689f81afd36ec42b0ac74a510f7220a7c9987af00b84\",\"name\":\"sha256:cd861628c4a097ba09a81bd419f32014098913474264275789146bf6780a07af\"}}",
         ),
@@ -12958,6 +13274,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Get console messages\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:3a1a018a7071ab6803578a9c04ef113251e4a8d6377c637c9182c8d4e5f80eda\",\"fields\":{\"annotations\":\"sha256:718687d5707268ab923c7ae9590f5f05cfe2e88f1d5b2ebe404164677cb7452c\",\"description\":\"sha256:2a0262a2876e6e49bf544d3f6171a93b5fefd89520ccbae26241cd1068613404\",\"inputSchema\":\"sha256:0d6cacf9f20123a6a4559c2bb05816020528d6529e6c1cb14520ea00fb9e23ef\",\"name\":\"sha256:1b7ff247e89d2bbe747d7d378c64186813b505c6855eb9ca09c76058f625d54c\"}}",
         ),
@@ -12988,6 +13306,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Handle a dialog\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:331eb3f2593afa4ce3c55d6aed7ca8caabd59f3548f86e190de03de8e9bb7182\",\"fields\":{\"annotations\":\"sha256:0c91e1788684005bf9dfc178ff35d2b671a649efaa28f36b6a76d491e8dc6a6b\",\"description\":\"sha256:f3a6532912c5a270c56b130bc9bbfb1900f47a1139fdda0c092c3edc4d8b2cc8\",\"inputSchema\":\"sha256:2d4cacf71e9fd7f902bebbc84f106614b891c2654de32b71b1f0d629a10d8b5c\",\"name\":\"sha256:71c1403342c0ac266e964c9525c7d4b18ce42f2d040115d4c13083a5227c9619\"}}",
         ),
@@ -13018,6 +13338,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Emulate media features\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ef95b9edfa12477df640e31d33dc0691b36262641be086a41c62cb3bf8a9cf15\",\"fields\":{\"annotations\":\"sha256:e6e1ee12995d03833eecfd2b3c91a477ea928a6d11bf53501ac8fdefb1ab590b\",\"description\":\"sha256:39890b858e78de41fc9cd4fbff8df062ebacecbb29ce25776a2e5244b257fee0\",\"inputSchema\":\"sha256:3b4bcf539a7e561f0e7e233035d5e616d295c9fe0bd5d3c165120b305d2edaeb\",\"name\":\"sha256:c5f2b22c4d5b23b6c1db868b479ba36b727318369a1eb85f14843d75c42abca5\"}}",
         ),
@@ -13048,6 +13370,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Evaluate JavaScript\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:97848f2a604105761b56bf2005f6b8393b846e3a284db4dbe590046378dc13d0\",\"fields\":{\"annotations\":\"sha256:1e9c7900dcfca784e083c849cf144e2fc201c1f211fbed63c33ab399c1ab332a\",\"description\":\"sha256:04247cdeb33f691278fc55f138d15149bc2fbc15972c5f2b6f4c043a3b1270bb\",\"inputSchema\":\"sha256:04a3962dec15576f5ad84707db0251b84868e4d7dd4a5cf5e5e0ded786fc7d03\",\"name\":\"sha256:cc3d942574824f89287411e19a25eb7052914988dc29218c9c766ed0d9ac802a\"}}",
         ),
@@ -13078,6 +13402,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Upload files\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:9e8e74cdd1fac5724e7ea189e02ac80531fa879f8d868b0798ecd7457a2b0de2\",\"fields\":{\"annotations\":\"sha256:cf3d8b2243d1151248c9a3b80f9c702515f9857dbba7880000c5b136222b7764\",\"description\":\"sha256:914a6c1a65a65487ec06041b8f405b281f4cfa656342f0c9c38a3c3e31213687\",\"inputSchema\":\"sha256:c76aede191ef1e3bdd09ff177419a1e77a0e1f3f676bdd7c8053ac78e6a80086\",\"name\":\"sha256:7360b7ce7aad1f0debbbfdcdc228cec4b49cbed22d58fcb8ab634e82083dbe63\"}}",
         ),
@@ -13108,6 +13434,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Drop files or data onto an element\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:db23ae456891feb051a199ef6b53c7cbf61caf9a44abbcac2bca2c222395c3c2\",\"fields\":{\"annotations\":\"sha256:9caff4715e7874b48a8d8de47e263b56d3442d7abf1c1040fb6d38e08e14d484\",\"description\":\"sha256:66607a19d796c944d9664187618a8e1aaa9ee2e11174ea269dbda15ef3b97ee4\",\"inputSchema\":\"sha256:2f2a2c904744c935fc66547031c43b43466e86043f6c306624b536867b18d8e8\",\"name\":\"sha256:7e5ecbfe211d920b3a928ee9de930a855b94fe6277e0b1841fe4395fdb4a0d8f\"}}",
         ),
@@ -13138,6 +13466,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Find in page snapshot\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d073ef6d42c09e6bab83b137e8ffcb01f101cf528be461cee4932618bb57c4cd\",\"fields\":{\"annotations\":\"sha256:5c837a25562243e2b6297f91bf87295c656de23bed3564b6f612beef1f489d73\",\"description\":\"sha256:e8bdb86d96e0429028a07ba7ff062194d4f0dc1c63f5cf2ed88b7341e7d18fec\",\"inputSchema\":\"sha256:2b9b6144beac985c2387fb2920ce7516e296a69466282be73ca1b13238b3ad39\",\"name\":\"sha256:96101dc2cb27c6c033b3f74aafafc2268c72478ed178655d2998edffcc4146b8\"}}",
         ),
@@ -13168,6 +13498,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Fill form\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:ef327cbc10d69306bd38a4a2e638ead74e5946b7d8f72ddfe75f9865c9ec858b\",\"fields\":{\"annotations\":\"sha256:5e85e2cce102b7475b26a0d0beca727c380bae8560d1c300f8198e1981e9d051\",\"description\":\"sha256:771d85163e8e8994d00922881c58346a2951c0085beb11fff9da4ff5930f39eb\",\"inputSchema\":\"sha256:c991223a68247bd517c0fa1b61db444178ff6ad546e7214936d29b8de4c2f2ee\",\"name\":\"sha256:e8850279204d357b193f9c0c61e25fae2733d6a14a43e2dd6192969f38bec52f\"}}",
         ),
@@ -13198,6 +13530,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Press a key\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:6dd1346a210f1c54fa0a05611880d42fb30d781a60cae43cad9ac6bd6d986233\",\"fields\":{\"annotations\":\"sha256:8c5af010b8ae183ed62442f3d0edc3ae8b91c9fb7a9ef18c4fe2e91c12eabe17\",\"description\":\"sha256:86b62b7dfb1d29cb849d8c599faf04b1f531dbbea31c5a9e58020a3fd9b4d4c4\",\"inputSchema\":\"sha256:57a7f701ebf865e5a7a759c15e8d04bca12cb756c2e3f4ae7280070bb6e310e2\",\"name\":\"sha256:8a8396152a86b63dfc33e4175f137ec505f78026fa29b9f4f12350ce3c008fae\"}}",
         ),
@@ -13228,6 +13562,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Type text\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:65f884c10e6adb4c1111bfed19cd07ab6264e4fa21f9ef907762d4b75ff8bcb8\",\"fields\":{\"annotations\":\"sha256:ff12e8cca77db8124b6a2b187f720817ead706c847a075354b1cac58f7ef3bbe\",\"description\":\"sha256:ec69f99a6bd0b8c2faa171c824d8791677e45878742babf62161e5c77c8158e9\",\"inputSchema\":\"sha256:ed892740ebc14bb2a49467c08b8bb02717d50f1f3ef8ed06d51abf5ebb3249da\",\"name\":\"sha256:3208c6bc3c9bc8f89ae1083184e758a6c6b5faee3a2b96a3af59a5ec8a57463a\"}}",
         ),
@@ -13258,6 +13594,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Navigate to a URL\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4bd2f88138e75bb639e57c781bacc3465723eff08879f84976b76d21a4a66295\",\"fields\":{\"annotations\":\"sha256:3f0dfe9614e54b9e586702fcfaf457e8a8402563c6f10d2583e6993f31a4cc02\",\"description\":\"sha256:c47ab66fe06057eac7d17f9233c88a8293d91f4c7c1bc92c233d08de01bb5ad6\",\"inputSchema\":\"sha256:2165538e098634780eec628947d795a2619b4d2e3cef0e36d3084ac46abb94f7\",\"name\":\"sha256:d30b25219b6182d94d8337121ee07d7359f51a7b1cffb1c46c414a7557375abb\"}}",
         ),
@@ -13288,6 +13626,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Go back\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:101ff9ce8491987712fbd41eff005159dcf1827cf44e7693d7a613d8a2465033\",\"fields\":{\"annotations\":\"sha256:8072d1143001bfb8edfc276c1e51b7470db39f7dc04a776975525585ade7023e\",\"description\":\"sha256:e2df2fafb8ca0a695b2bcef478ca29898e1c5ee46cd9e1214d09052737ad9bf1\",\"inputSchema\":\"sha256:71fc596a20f27da3dec80050e5d1f553eba34aea24c2853b853488a811e6b892\",\"name\":\"sha256:d0eb168f9120a1b11c8c07096938a0c3b54cb9c578c9fc5e68d5a1acd6486eeb\"}}",
         ),
@@ -13318,6 +13658,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"List network requests\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:183c5f2aeef7a6e0cf07e412ea6b548699414c6b3863032d809450b6407d0f69\",\"fields\":{\"annotations\":\"sha256:ee0b1071bfb6809fd34cb4c8961e7e0b067f8d91efd35a152f21a2b9e4b43ef0\",\"description\":\"sha256:b82cacad2791246ae875f7be18c5a432970a24f9469bcc7763c56f3957b162d6\",\"inputSchema\":\"sha256:f0e092b47371409844c10f16cf3d282705cdb0bad2aedfe46e02dd40cae4fe7f\",\"name\":\"sha256:2506709c34e29e9339611bf62de9cf60a73447579dae447c03f69f5448fc269a\"}}",
         ),
@@ -13348,6 +13690,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Show network request details\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:019d6bbde12c166c2cf99c5039d8019227a96f2c5715f848d53071e7977042c4\",\"fields\":{\"annotations\":\"sha256:d93fc98a6cea864575e7767478c561daef48774417820ec710f2b6724c842c28\",\"description\":\"sha256:275a3c1fb570d85aae6643feee176b829e275ed78755e232ef60338b273eddb2\",\"inputSchema\":\"sha256:f0dbfd6ba87b3b7739e5b0aa6fa8c0d981aa214128eb3c1a8891caa46bd60b30\",\"name\":\"sha256:94f446e616ca4238473886eb9ef06d29a843211d5a2f0b09be1c2002472f383a\"}}",
         ),
@@ -13378,6 +13722,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Run Playwright code (unsafe)\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:f1e14c831be76078a166ce9a64fb6d7fa44f1977af5019a17ce1e6e55355e469\",\"fields\":{\"annotations\":\"sha256:33b5a25088e00e63cd8ccfbe9a5f11f17767dbe816cfdf568e44758d307f8600\",\"description\":\"sha256:f04f2520590c706a774fb2bfb1556f81047ea302d8c709d93facdd061f262580\",\"inputSchema\":\"sha256:6a9943c16c5666a93c77010063b536f864936fc22606c48e7bb3a36b5b7fd444\",\"name\":\"sha256:ba82a45add57c2b82572dc31bfa4900500aeca1e76f2d3f597ff13f0f9677791\"}}",
         ),
@@ -13408,6 +13754,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Take a screenshot\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1a9d0225f8f563895ef229bc75afadb231fa24b3b0afd252b9a4d36095a86508\",\"fields\":{\"annotations\":\"sha256:cb526610d6e6050dba4c1e0d6984cd54401d3e58bd6f35966332478f7f0e3386\",\"description\":\"sha256:f6b6ec720971f93e707340ae7bd2ea22899c5f27b0ea6b16c3b6920083ca7e6d\",\"inputSchema\":\"sha256:78dcb99cc226d741aa8c11a11ee0df62e15a9f9ab9db1a1ce4fdc5512d323d96\",\"name\":\"sha256:33919a21942954a72de812df9c3d7c6a7e4e81859d52fac0d90056e04e101207\"}}",
         ),
@@ -13438,6 +13786,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Page snapshot\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:d0c0868f6bb745196a77c5c3cf49377c68cecd6c43e9cf63b072044ed4e76f0b\",\"fields\":{\"annotations\":\"sha256:7000a2e346393e14eb663306e4fcc598e9b5837ec3dc89cc8c02b371246d44c2\",\"description\":\"sha256:22833ef78f0c2789c081d77d28adce060395b354a6dbcb3fdc324b8b6ab98274\",\"inputSchema\":\"sha256:1d7650f3b9f3612bbb4f1511c77944e7b9ed6e98c9e012926a243c58f016df6f\",\"name\":\"sha256:173cf4fcf4962579ad7d42da03ef9e807294c224d7263485a7dcd59881fef7a2\"}}",
         ),
@@ -13468,6 +13818,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Click\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:b2af2a07007d74a220a2b5b0ed68d3cc864106682f2403de79a9d5fbe569bc69\",\"fields\":{\"annotations\":\"sha256:4cc350108b75a17a5d76e46d7bb08cc2bc7d88e92e09f12c3d341a4a71f2a803\",\"description\":\"sha256:7d464021edd2ee01b2e8beb7b7abd3ca32ee3d91e4bc6e8b3c59b4dde91c5aed\",\"inputSchema\":\"sha256:7fed82f52ae7018670d967e4429b63501948c80de2df2e9279ce4c103694d0d3\",\"name\":\"sha256:22dc7cf03305c62ad994909a8ceedb9c8a3d93d3673ba2fb9d1bc6d06e35e491\"}}",
         ),
@@ -13498,6 +13850,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Drag mouse\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:43839d2dcae9a4105ec7a56960cb2c18b2fb08b3545c759e5977e1374bf5ed5e\",\"fields\":{\"annotations\":\"sha256:81597b166c3d191c1aab82249a2e437b2d37c7037f3ff38565828fb52b36fa88\",\"description\":\"sha256:62cae5e529c727db636861f9a2496b41aa114678a6de455b1a611f58f9ceda32\",\"inputSchema\":\"sha256:3dcca018f0b0e9341fee3c91b5420f82557a59a9d9763699e90970b2bd3ed1cb\",\"name\":\"sha256:661801ad484fe99981306345447293c872969ffbf3cbfbe75485a5b6831acc49\"}}",
         ),
@@ -13528,6 +13882,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Hover mouse\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:7ed508c65fbafadf67a804ff54bf157c623a9edbc1eae7fc5ee709ec004efd3c\",\"fields\":{\"annotations\":\"sha256:31da5825e75da1ef12f4cc6fb6173aa33ca6fc453f978323386c6efa559ab84e\",\"description\":\"sha256:e8324a0a522bca4d40bc10854ebabd806676abf765313bcb48d3923d3e0a1cc0\",\"inputSchema\":\"sha256:3b0a5a3333d051dba9f6b023c341eef00f0e5264bef37bc0a11f83156937e803\",\"name\":\"sha256:758ed828aea868b3090fa1e3532b58cd92817d30e85898a81cea8fe58793f4c3\"}}",
         ),
@@ -13558,6 +13914,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Select option\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:39519dca96a2fabfc94df910ffc418204ac13efffb0d1913b2b5b519c3c91e6d\",\"fields\":{\"annotations\":\"sha256:b033f48d681ce0c6f27e2654c92b1192cea864cf0a638dd9cd7921cd5d4ab66a\",\"description\":\"sha256:eb1a78927b0c9c55913b027799dccf321c758d370d0dc9fcf33c3e1901a057c9\",\"inputSchema\":\"sha256:03b097752bdb41817ec0a6a259062598e5c85c1a8c7106d0f2fde506321096bd\",\"name\":\"sha256:6a8d8028f9b327855cca61395550e2d106327f73c67aa10f02dab8031ee5a8b5\"}}",
         ),
@@ -13588,6 +13946,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Manage tabs\",\"readOnlyHint\":false,\"destructiveHint\":true,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:4668dd615d73617235e242931431a896d10084cf112d655d5fac8bd59a3c21c6\",\"fields\":{\"annotations\":\"sha256:c31bbe46db85c35ba4411949c8e37d0dbd1ffeeff23691f7e559e26f771ce9bc\",\"description\":\"sha256:8da21efae81d7dc8075fcaea1fdb3cb17dd4f571d2cbae421b6312312e93314b\",\"inputSchema\":\"sha256:268e0f3eca6295e0fef99d2ef85adfbd3d843c054087817fe96e02ccd8145711\",\"name\":\"sha256:3bef256d8a2f725589d424a2b82ee043515330b6591c38d6cd6b45331b82e2d5\"}}",
         ),
@@ -13618,6 +13978,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"title\":\"Wait for\",\"readOnlyHint\":true,\"destructiveHint\":false,\"openWorldHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2f3519d9818a230d70b028853d81901adb824511a27351dab1cd9fb9ef8da0f3\",\"fields\":{\"annotations\":\"sha256:be488b5a34f4ab5cc4e2f0c873986a0b59f2db3f1d61d336a2ceada8c58d1ecc\",\"description\":\"sha256:1a33fccf390170eccd5f98080fb7b25cbf9fa108a07003c254e6418eecbb6521\",\"inputSchema\":\"sha256:2be69e4c5c98bdcc6ed1011ffbd26974c79e686a4ebaed211adc84ebe2638c6e\",\"name\":\"sha256:a4b53f6b2d0d7d78b25c0ef8617516062a2b39b7979916b2809a1cbb0ee08fa1\"}}",
         ),
@@ -13648,6 +14010,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:62dc097f80eae14566c4b63e2378bdf87102fe8a34278aae29712be89ae08560\",\"fields\":{\"description\":\"sha256:82b11f2cc4b7a29e73cc230d2bc8411d5db483d3f3328b51c1bc60e7f9287c2f\",\"inputSchema\":\"sha256:5b965612df2949f139d234e3bd7dd17cb2f262fafefe991255eb3deaae6e59b1\",\"name\":\"sha256:2cce4a684da298d953ede42c2ef22466c79e4da41233c3698511e994db021d4e\",\"outputSchema\":\"sha256:6396fbfdd7344570ed4393cba4650e6a042894d0507b2f01ebe0b483ed60de64\"}}",
         ),
@@ -13678,6 +14042,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:dbe98a249386dbc2cc6c0628c013818f913b6c9739c18701fd5346f499c72faa\",\"fields\":{\"description\":\"sha256:a869510f8771d13034b1bb333de0b41d8ba91ab1830769f73d5b3aad918b606c\",\"inputSchema\":\"sha256:da6d1cc4c05aefd873890bec4e797bbd20600914cf3fbde6ae63e1c958d0c472\",\"name\":\"sha256:74becd94581c0378622a3addb30345da2cb9f51fb2d65b1c2c39fd6275825df8\",\"outputSchema\":\"sha256:e2e45657a024223f6da6cd9e38878ecf19f1267565bfcc1beb84d5a1eaf6ef6e\"}}",
         ),
@@ -13708,6 +14074,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:11249846649f96eea600d4f4ea322d40f9b9eb643141a7eb0dff29b349e80908\",\"fields\":{\"description\":\"sha256:6e314c56f57f910c2c911cfa17ee6e304d2b110decd0c4334ae1a4a53ce1e0bc\",\"inputSchema\":\"sha256:2718289a767b37e66338a241468e0ba5a4e4b7c0d93143097475f1044d552a83\",\"name\":\"sha256:b079edf2f20726e29a8e18db2ad95799b4c3c182f8b05c93a492b077796f6b4d\",\"outputSchema\":\"sha256:cfbd2f5d3c7d3c3ffab73840d8a6d65418f45b93541a91370359f289602a9472\"}}",
         ),
@@ -13736,6 +14104,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:1ad69afa55d4ca54d58096d44965a390b4f2cd6b6881424b7b95af47527d166f\",\"fields\":{\"description\":\"sha256:a4296e48ae3bcb60180f8d5b85ec0ab38b510345c7e9b265f89c83648dd790a0\",\"inputSchema\":\"sha256:67836a15050f586cc13e4de9ec83b03669e1a8c9c6ef89d014fa4defbea5c5f4\",\"name\":\"sha256:affa657b3c3e9337bdf3c879c0561b74d54a9197fdc6acd834dcdc02837454fc\"}}",
         ),
@@ -13766,6 +14136,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:458c9e2763fb68c9b61821b1021e4294e84d9f80d530f82503f3ebe0ebc5ae5e\",\"fields\":{\"description\":\"sha256:ee76ad82615919029bb28c7330925d06ee47f57f0351267351d097cb0e29278f\",\"inputSchema\":\"sha256:958591aff938e01591795f1144b215bbe2f879ecc8dcd658169bc16781281055\",\"name\":\"sha256:34e382cfb94027bb2ebfad2bcd3affd03b843b3d285b73bc2760d19b65abd85f\",\"outputSchema\":\"sha256:25eb501c340eec2c8d4bdf2944157d14ff4a136010cd9a0555503af7823cc180\"}}",
         ),
@@ -13796,6 +14168,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:2861eee2be6fec6da966cc7327f9835da36ca37a7af652593b67288233a44f88\",\"fields\":{\"description\":\"sha256:941ccf9fd61c307c405fa86ec97cfadb634826e712671211dcdab48638e4fe00\",\"inputSchema\":\"sha256:7657f990a0107fe0936da1dbdf280e256d4b2f2ad8a86b5b41ba63cdf0617182\",\"name\":\"sha256:fb18aad9822de9025af5d71f7191c4aca17aa36aa6e24d86489969c0e085a02b\",\"outputSchema\":\"sha256:529e194752bc1fe890b4e2d285cea2e5215e03b069daab5d892d58c73b02bb91\"}}",
         ),
@@ -13826,6 +14200,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:388680598147078eec9ce200d7bf578af950603c687df01cca61bff5046ec491\",\"fields\":{\"description\":\"sha256:b1cddf8741e9a0be73f825a7f3f1c31145a1ab51880287bd8cb1449543a3c4f4\",\"inputSchema\":\"sha256:1889356c228dd7dc8caca15e066332f06d8676f439534879f8a281b540039acc\",\"name\":\"sha256:467e33245c0c94d09ab7d1ea207590d0c4e310cc80b620c719fa4a8ffbe0e874\",\"outputSchema\":\"sha256:759687ac2ccd52393cca8206d7f5d0a8b1e91f6e8ec815e9e62c98208d6f765d\"}}",
         ),
@@ -13854,6 +14230,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         protocol_version: ::std::option::Option::Some("2025-11-25"),
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:68663178617c4bc641788e04265bae1b31da52d759eb10535bca500e66d0899c\",\"fields\":{\"description\":\"sha256:1030b80405fa5068925ace00e85edf2fc9005f62faae53557b75a39881774572\",\"inputSchema\":\"sha256:f4731b40a8a93845bcf90a4bdae47586e1fef72e7a1a180d040caf4c305f1d61\",\"name\":\"sha256:a54000c346970abafc6c9d0ef3afdc1649567054d17e36114c6d0ed3b9bcbd5c\"}}",
         ),
@@ -13888,6 +14266,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"readOnlyHint\":true,\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false}",
         ),
         execution: ::std::option::Option::Some("{\"taskSupport\":\"forbidden\"}"),
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:da3974138eb36ef81665f0d75227f973c30466fa5639f1eaebe006a953c52f3b\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:c0e7d6fa7a318b31cc428cc694acc1f1a93ac3c85807fb2bbeecc10ba82939a0\",\"execution\":\"sha256:52ff05b03bdc12840246937060687ff160a610a978c5933804c97eee503186b1\",\"inputSchema\":\"sha256:9b7a7f7db32440b9150d1b9d0d8446fc3eb92fbb52f9a50fb64bcd0c0268a1e0\",\"name\":\"sha256:4b07f857adfd09ec4f67b9131570fe1edc21f1c80f120ab9983cc6dd5218160e\",\"outputSchema\":\"sha256:b157dfbca04cf3213646a212215d93d3e049b333e61643eb5c7a9c628979ac30\",\"title\":\"sha256:907550b37afc3fd240333a8794f114180151b4e675c5240026de4642325d7033\"}}",
         ),
@@ -13920,6 +14300,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:67c57ff62b51941330feb7483860e1b6a6614fe82d581053427e971a808342f5\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:0a34bcff2277db311ef58792a1ce0a5d4b0d678e88a0c6d77eeed328898cd9d5\",\"inputSchema\":\"sha256:77a3f46fa2ea6bbe9d4686ec861cbc40911e91553de17ec47cf0e47d0502317d\",\"name\":\"sha256:781387d348d255d851c27355008999c379acd08bfe3a06abdaff0b054ccd52c5\",\"outputSchema\":\"sha256:92bd701efc9498d8802c7cf72677e9b5a21f830e8531b9b81bd701ff5806da8c\"}}",
         ),
@@ -13952,6 +14334,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
             "{\"destructiveHint\":false,\"idempotentHint\":true,\"openWorldHint\":false,\"readOnlyHint\":true}",
         ),
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::Some(
             "{\"digest\":\"sha256:865a5ccbc302e540137a0093661be10f39679b625d6596dbeb784ae027d57707\",\"fields\":{\"annotations\":\"sha256:ae78503371695cf7d7b89784165a967b2135219ecf6527f06a2c1c73d05c6ae6\",\"description\":\"sha256:171c9160f314ac7ce564c0679d229f864814c2ed99728e2ca0e8bb34df580aa0\",\"inputSchema\":\"sha256:fe6273368632ae48292593500dc4e496dfc2846e571a993d3bb76c295f745058\",\"name\":\"sha256:46da12207e098d866b41a4aebba76fd565963ff2b41de198b035938e2d6cc24a\",\"outputSchema\":\"sha256:439e40910920be79e5895b3b6c1a0e188efdf45c79b0eec8c723f8dc74b056d6\"}}",
         ),

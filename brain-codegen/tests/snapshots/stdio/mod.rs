@@ -124,6 +124,8 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         protocol_version: ::std::option::Option::None,
         annotations: ::std::option::Option::None,
         execution: ::std::option::Option::None,
+        task: ::std::option::Option::None,
+        server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,

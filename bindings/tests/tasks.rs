@@ -1,0 +1,152 @@
+//! MCP tasks (2025-11-25) against a server we did not write: server-everything's
+//! `simulate-research-query` (`taskSupport: "required"`, about 4 s in four stages), bound with the
+//! library functions `cargo xtask discover` uses, called through brain-harness, and counted at
+//! the server's door (`tests::counting`): the status messages as progress and the report as the
+//! result, with one `tools/call`; a timeout shorter than the task sends `tasks/cancel` and is
+//! `unknown_outcome: true`.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The bindings discovery makes of `simulate-research-query`: `research` (timeout 30 s) and
+/// `research_short` (2 s, shorter than the task), in a config in `dir`.
+fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let discovery = tokio
+        .block_on(brain_runtime::discover::discover(
+            &brain_runtime::discover::DiscoverOptions {
+                url: url.to_owned(),
+                token: None,
+                auth: None,
+                timeout: Duration::from_secs(20),
+            },
+        ))
+        .unwrap();
+    assert_eq!(discovery.protocol_version, "2025-11-25");
+    assert!(discovery.server_tasks, "server-everything declares tasks");
+    let tool = discovery
+        .tools
+        .iter()
+        .find(|tool| tool["name"] == "simulate-research-query")
+        .expect("the task tool is listed");
+    let binding = |name: &str, timeout_seconds: u64| {
+        let settings = brain_config::discovery::BindingSettings {
+            server: brain_config::discovery::Server::Url(url.to_owned()),
+            token_env: None,
+            tenants: vec!["local".into()],
+            timeout_seconds,
+            max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+            protocol_version: discovery.protocol_version.clone(),
+            on_input_request: None,
+            auth: None,
+            server_tasks: discovery.server_tasks,
+        };
+        let mut binding = brain_config::discovery::binding_from_tool(tool, &settings);
+        binding.name = name.to_owned();
+        assert_eq!(
+            (binding.task, binding.server_tasks),
+            (Some(true), Some(true))
+        );
+        binding
+    };
+    let config = brain_config::HostConfig {
+        schema: None,
+        tools: vec![binding("research", 30), binding("research_short", 2)],
+    };
+    let path = dir.join("host.json");
+    std::fs::write(&path, serde_json::to_string(&config).unwrap()).unwrap();
+    brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+/// `brain-harness call` of `tool` with `arguments`: its exit code and events.
+fn call(config: &std::path::Path, tool: &str, arguments: Value) -> (Option<i32>, Vec<Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .env("BRAIN_STATE_URL", "memory:")
+        .arg("--config")
+        .arg(config)
+        .args(["call", "--tenant", "local", tool])
+        .arg(arguments.to_string())
+        .output()
+        .expect("brain-harness runs");
+    let events = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (output.status.code(), events)
+}
+
+#[test]
+fn server_everything_research_runs_as_a_task() {
+    let peer = tests::peers::Peer::everything();
+    let door = tests::counting::Counting::start(&peer.url);
+    let dir = tempfile::tempdir().unwrap();
+    let config = bindings(&door.url, dir.path());
+    let listed = door.counts();
+
+    let (code, events) = call(&config, "research", json!({"topic": "rust"}));
+    assert_eq!(code, Some(0), "{events:?}");
+    let messages: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    for stage in [
+        "Gathering sources...",
+        "Analyzing content...",
+        "Synthesizing findings...",
+        "Generating report...",
+    ] {
+        assert!(messages.contains(&stage), "{stage}: {events:?}");
+    }
+    let counters: Vec<f64> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .map(|e| e["progress"].as_f64().unwrap())
+        .collect();
+    assert!(counters.windows(2).all(|w| w[0] < w[1]), "{counters:?}");
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "tool.result", "{events:?}");
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(false), &json!(false))
+    );
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Research Report: rust"),
+        "{result}"
+    );
+    let count = |method: &str| door.count(method) - listed.get(method).copied().unwrap_or(0);
+    assert_eq!(count("tools/call"), 1, "{:?}", door.counts());
+    assert_eq!(count("tasks/result"), 1, "{:?}", door.counts());
+    assert!(count("tasks/get") >= 3, "{:?}", door.counts());
+    assert_eq!(count("tasks/cancel"), 0, "{:?}", door.counts());
+
+    // A timeout shorter than the task: the task is cancelled at the server, and the outcome is
+    // unknown (the research may have run in part).
+    let (code, events) = call(&config, "research_short", json!({"topic": "go"}));
+    assert_eq!(code, Some(1), "{events:?}");
+    let result = events.last().unwrap();
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(true), &json!(true)),
+        "{result}"
+    );
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{result}"
+    );
+    assert_eq!(count("tools/call"), 2, "{:?}", door.counts());
+    assert_eq!(count("tasks/cancel"), 1, "{:?}", door.counts());
+    assert_eq!(count("tasks/result"), 1, "{:?}", door.counts());
+}

@@ -1,0 +1,189 @@
+//! A call run as an MCP task (2025-11-25): the server answered `tools/call` with a
+//! `CreateTaskResult` — the send, done once — and the call goes on by reading the task: `tasks/get`
+//! at the server's `pollInterval` (within [`MIN_POLL`] and [`MAX_POLL`]) until the task ends,
+//! each change of its status or status message a `tool.progress` event, then `tasks/result`,
+//! converted like any result. Bounded: the call's timeout (whose cleanup sends `tasks/cancel`),
+//! [`MAX_POLLS`] polls, the binding's bytes per message. Nothing here is sent twice: polls only
+//! read.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::exchange::{Exchange, Transport};
+use crate::event::ToolResult;
+use crate::outcome::{Fact, Failure};
+
+/// The shortest wait between two polls, whatever the server's `pollInterval`.
+pub(crate) const MIN_POLL: Duration = Duration::from_millis(250);
+/// The longest wait between two polls, whatever the server's `pollInterval`.
+pub(crate) const MAX_POLL: Duration = Duration::from_secs(5);
+/// The wait between two polls when the server names none.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// At most this many `tasks/get` requests a call (an hour at [`MIN_POLL`] is 14,400).
+pub(crate) const MAX_POLLS: u64 = 20_000;
+/// The JSON-RPC id of a task's first request; each later one adds 1.
+const FIRST_TASK_REQUEST: u64 = 100;
+
+/// A task's state as `CreateTaskResult` or `tasks/get` tells it.
+struct Snapshot {
+    status: String,
+    message: Option<String>,
+    poll: Duration,
+}
+
+impl Snapshot {
+    fn of(task: &Value) -> Result<Snapshot, Failure> {
+        let Some(status) = task.get("status").and_then(Value::as_str) else {
+            return Err(Failure::broken(
+                "the server's task has no status; the tool may have run",
+            ));
+        };
+        let poll = task
+            .get("pollInterval")
+            .and_then(Value::as_u64)
+            .map_or(DEFAULT_POLL, Duration::from_millis)
+            .clamp(MIN_POLL, MAX_POLL);
+        Ok(Snapshot {
+            status: status.to_owned(),
+            message: task
+                .get("statusMessage")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            poll,
+        })
+    }
+
+    /// What a `tool.progress` event says of it.
+    fn text(&self) -> String {
+        match &self.message {
+            Some(message) => message.clone(),
+            None => format!("task {}", self.status),
+        }
+    }
+}
+
+/// Follows the task `task` (a `CreateTaskResult`'s) to the call's result or failure.
+pub(crate) async fn follow<T: Transport>(
+    transport: &T,
+    call: &Exchange<'_>,
+    opened: &T::Opened,
+    task: Value,
+) -> Result<ToolResult, Failure> {
+    let Some(task_id) = task
+        .get("taskId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return Err(Failure::broken(
+            "the server's task has no taskId; the tool may have run",
+        ));
+    };
+    call.state().task = Some(task_id.clone());
+    tracing::debug!(call_id = call.call_id, task_id, "task created");
+    let mut snapshot = Snapshot::of(&task)?;
+    let mut counter = 0u64;
+    let mut last_progress = None;
+    let mut said: Option<(String, Option<String>)> = None;
+    let mut next_id = FIRST_TASK_REQUEST;
+    let mut polls = 0u64;
+    loop {
+        let now = (snapshot.status.clone(), snapshot.message.clone());
+        if said.as_ref() != Some(&now) {
+            counter += 1;
+            let params = json!({"progress": counter, "message": snapshot.text()});
+            call.report_progress(&params, &mut last_progress).await;
+            said = Some(now);
+        }
+        match snapshot.status.as_str() {
+            "working" => {}
+            "completed" | "failed" => break,
+            "cancelled" => {
+                call.state().task = None;
+                return Err(Failure::new(
+                    Fact::TaskCancelled,
+                    format!(
+                        "the server cancelled task {task_id}{}; the tool may have run",
+                        said_by(&snapshot)
+                    ),
+                ));
+            }
+            "input_required" => {
+                return Err(Failure::broken(format!(
+                    "task {task_id} asks for user input (input_required){}, which brain does not \
+                     provide; the task was cancelled and the tool may have run",
+                    said_by(&snapshot)
+                )));
+            }
+            other => {
+                return Err(Failure::broken(format!(
+                    "task {task_id} has a status brain does not know ({other:?}); the task was \
+                     cancelled and the tool may have run"
+                )));
+            }
+        }
+        polls += 1;
+        if polls > MAX_POLLS {
+            return Err(Failure::broken(format!(
+                "task {task_id} was still running after {MAX_POLLS} polls; brain cancelled it, \
+                 and the tool may have run"
+            )));
+        }
+        tokio::time::sleep(snapshot.poll).await;
+        let request = crate::mcp::task_request(next_id, "tasks/get", &task_id);
+        next_id += 1;
+        let response = transport.request(call, opened, &request).await?;
+        let polled = answer(&response, "tasks/get", &task_id)?;
+        snapshot = Snapshot::of(&polled)?;
+    }
+    // Ended: its result is there to read.
+    call.state().task = None;
+    let request = crate::mcp::task_request(next_id, "tasks/result", &task_id);
+    let read = transport.request(call, opened, &request).await;
+    let failed = snapshot.status == "failed";
+    match read.and_then(|response| answer(&response, "tasks/result", &task_id)) {
+        Ok(result) => call.converted(&result),
+        Err(failure) if failed => Err(Failure::new(
+            Fact::TaskFailed,
+            format!(
+                "the server says task {task_id} failed{} ({})",
+                said_by(&snapshot),
+                failure.message
+            ),
+        )),
+        Err(failure) => Err(failure),
+    }
+}
+
+/// ": its message" when the task has a status message.
+fn said_by(snapshot: &Snapshot) -> String {
+    snapshot
+        .message
+        .as_ref()
+        .map(|message| format!(": {message:?}"))
+        .unwrap_or_default()
+}
+
+/// The `result` of the response to a task request, or the failure its error means.
+fn answer(response: &Value, method: &str, task_id: &str) -> Result<Value, Failure> {
+    if let Some(error) = response.get("error") {
+        let text = crate::mcp::rpc_error_text(error);
+        let lost = error.get("code").and_then(Value::as_i64) == Some(-32602);
+        let what = if lost {
+            format!(
+                "the server no longer knows task {task_id} ({method}: {text}): it expired or was \
+                 lost; the tool may have run"
+            )
+        } else {
+            format!("{method} of task {task_id} failed: {text}; the tool may have run")
+        };
+        return Err(Failure::broken(what));
+    }
+    match response.get("result") {
+        Some(result) if result.is_object() => Ok(result.clone()),
+        _ => Err(Failure::broken(format!(
+            "the server's answer to {method} of task {task_id} has no result; the tool may have \
+             run"
+        ))),
+    }
+}
