@@ -371,20 +371,7 @@ fn server_everything() {
 fn older_python(release: &str, revision: &str) {
     let process = tests::peers::Peer::python_v1(release);
     let url = process.url.clone();
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let discovery = tokio
-        .block_on(brain_runtime::discover::discover(
-            &brain_runtime::discover::DiscoverOptions {
-                url: url.clone(),
-                token: None,
-                auth: None,
-                timeout: Duration::from_secs(20),
-            },
-        ))
-        .unwrap();
+    let discovery = tests::peers::discover(&url);
     assert_eq!(discovery.protocol_version, revision);
     let settings = brain_config::discovery::BindingSettings {
         server: brain_config::discovery::Server::Url(url.clone()),

@@ -6,27 +6,13 @@
 //! `unknown_outcome: true`.
 
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 /// The bindings discovery makes of `simulate-research-query`: `research` (timeout 30 s) and
 /// `research_short` (2 s, shorter than the task), in a config in `dir`.
 fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let discovery = tokio
-        .block_on(brain_runtime::discover::discover(
-            &brain_runtime::discover::DiscoverOptions {
-                url: url.to_owned(),
-                token: None,
-                auth: None,
-                timeout: Duration::from_secs(20),
-            },
-        ))
-        .unwrap();
+    let discovery = tests::peers::discover(url);
     assert_eq!(discovery.protocol_version, "2025-11-25");
     assert!(discovery.server_tasks, "server-everything declares tasks");
     let tool = discovery

@@ -142,3 +142,22 @@ impl Peer {
         peer
     }
 }
+
+/// What discovery (the library functions `cargo xtask discover` uses) finds at the MCP endpoint
+/// `url`, on a runtime of its own (for tests that are not async).
+pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    tokio
+        .block_on(brain_runtime::discover::discover(
+            &brain_runtime::discover::DiscoverOptions {
+                url: url.to_owned(),
+                token: None,
+                auth: None,
+                timeout: Duration::from_secs(20),
+            },
+        ))
+        .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
+}
