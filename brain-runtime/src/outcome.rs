@@ -12,8 +12,7 @@
 //! | `tools/call` not written (round 0) | false |
 //! | `tools/call` answered with 401, 403, 404, 405, 406 or 415 (round 0), or JSON-RPC -32601 | false |
 //! | an HTTP tool's 4xx, except 408, 409 and 429 | false |
-//! | an MCP task that ended `failed` (the server says the tool failed) | false |
-//! | an MCP task the server cancelled, or lost (expired, unknown) | true |
+//! | an MCP task the server cancelled, that failed without a result, asked for input, or was lost (expired, unknown) | true |
 //! | anything else after `tools/call` was written (another status or JSON-RPC error, a dropped, truncated, malformed or oversized response, a request for user input, a result brain cannot convert) | true |
 //! | timeout or interruption | whether `tools/call` had been written |
 
@@ -56,10 +55,6 @@ pub(crate) enum Fact {
     /// The result cannot be converted: an unsupported content type, over `max_output_bytes`,
     /// `structuredContent` that does not match `output_schema`.
     Unconvertible,
-    /// The call's MCP task ended `failed`: the server says the tool failed.
-    TaskFailed,
-    /// The server cancelled the call's MCP task (not brain): the tool may have run in part.
-    TaskCancelled,
     /// The call's timeout passed, or the caller cancelled it.
     Interrupted {
         /// Which of the two.
@@ -145,8 +140,7 @@ pub(crate) fn classify(fact: Fact) -> Outcome {
             400..=499 => (false, Kind::NotSent),
             _ => (true, Kind::UnknownOutcome),
         },
-        Fact::Broken | Fact::Unconvertible | Fact::TaskCancelled => (true, Kind::UnknownOutcome),
-        Fact::TaskFailed => (false, Kind::ToolError),
+        Fact::Broken | Fact::Unconvertible => (true, Kind::UnknownOutcome),
         Fact::Interrupted { by, written } => (
             written,
             match by {

@@ -96,8 +96,9 @@ impl std::fmt::Debug for GrantWrite {
     }
 }
 
-/// A grant's row, as a store reports it.
-#[derive(Clone, PartialEq, Eq)]
+/// A grant's row, as a store reports it (its Debug shows no token: [`GrantWrite`]'s leaves
+/// `sealed` out).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
     /// The grant.
     pub key: GrantKey,
@@ -109,18 +110,6 @@ pub struct Grant {
     pub refresher: Option<String>,
     /// How long that claim has left, in milliseconds of the store's clock.
     pub claim_left_ms: Option<i64>,
-}
-
-impl std::fmt::Debug for Grant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Grant")
-            .field("key", &self.key)
-            .field("generation", &self.generation)
-            .field("written", &self.written)
-            .field("refresher", &self.refresher)
-            .field("claim_left_ms", &self.claim_left_ms)
-            .finish()
-    }
 }
 
 /// The condition of a write.

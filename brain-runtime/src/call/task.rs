@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::exchange::{Exchange, Transport};
 use crate::event::ToolResult;
-use crate::outcome::{Fact, Failure};
+use crate::outcome::Failure;
 
 /// The shortest wait between two polls, whatever the server's `pollInterval`.
 pub(crate) const MIN_POLL: Duration = Duration::from_millis(250);
@@ -100,13 +100,10 @@ pub(crate) async fn follow<T: Transport>(
             "completed" | "failed" => break,
             "cancelled" => {
                 call.state().task = None;
-                return Err(Failure::new(
-                    Fact::TaskCancelled,
-                    format!(
-                        "the server cancelled task {task_id}{}; the tool may have run",
-                        said_by(&snapshot)
-                    ),
-                ));
+                return Err(Failure::broken(format!(
+                    "the server cancelled task {task_id}{}; the tool may have run",
+                    said_by(&snapshot)
+                )));
             }
             "input_required" => {
                 return Err(Failure::broken(format!(
@@ -141,18 +138,22 @@ pub(crate) async fn follow<T: Transport>(
     let request = crate::mcp::task_request(next_id, "tasks/result", &task_id);
     let read = transport.request(call, opened, &request).await;
     let failed = snapshot.status == "failed";
-    match read.and_then(|response| answer(&response, "tasks/result", &task_id)) {
-        Ok(result) => call.converted(&result),
-        Err(failure) if failed => Err(Failure::new(
-            Fact::TaskFailed,
-            format!(
-                "the server says task {task_id} failed{} ({})",
-                said_by(&snapshot),
-                failure.message
-            ),
-        )),
-        Err(failure) => Err(failure),
-    }
+    // A failed task's result is an `isError` result when the server keeps one (the tool ran and
+    // said it failed); without one, nothing says how far the tool got.
+    read.and_then(|response| answer(&response, "tasks/result", &task_id))
+        .map_err(|failure| {
+            if failed {
+                Failure::broken(format!(
+                    "the server says task {task_id} failed{}, and gave no result ({}); the tool \
+                     may have run",
+                    said_by(&snapshot),
+                    failure.message
+                ))
+            } else {
+                failure
+            }
+        })
+        .and_then(|result| call.converted(&result))
 }
 
 /// ": its message" when the task has a status message.
