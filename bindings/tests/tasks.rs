@@ -3,9 +3,13 @@
 //! library functions `cargo xtask discover` uses, called through brain-harness, and counted at
 //! the server's door (`tests::counting`): the status messages as progress and the report as the
 //! result, with one `tools/call`; a timeout shorter than the task sends `tasks/cancel` and is
-//! `unknown_outcome: true`.
+//! `unknown_outcome: true`; a harness killed with SIGKILL mid-task is resumed by a retry with the
+//! same call id (SQLite, and PostgreSQL across processes), which gets the report with one
+//! `tools/call` at the server.
 
-use std::process::Command;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -135,4 +139,140 @@ fn server_everything_research_runs_as_a_task() {
     assert_eq!(count("tools/call"), 2, "{:?}", door.counts());
     assert_eq!(count("tasks/cancel"), 1, "{:?}", door.counts());
     assert_eq!(count("tasks/result"), 1, "{:?}", door.counts());
+}
+
+/// Where the harness processes of a resume test keep their journal.
+enum State {
+    /// No flag: `$XDG_STATE_HOME/brain/state.db`.
+    Default(tempfile::TempDir),
+    Postgres(tests::postgres::Cluster),
+}
+
+impl State {
+    fn command(&self, config: &std::path::Path, call_id: &str, arguments: &Value) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
+        command
+            .env_remove("RUST_LOG")
+            .env_remove("BRAIN_STATE_URL")
+            .arg("--config")
+            .arg(config)
+            .args([
+                "call",
+                "--tenant",
+                "local",
+                "--call-id",
+                call_id,
+                "research",
+            ])
+            .arg(arguments.to_string());
+        match self {
+            State::Default(dir) => command.env("XDG_STATE_HOME", dir.path()),
+            State::Postgres(cluster) => command.env("BRAIN_STATE_URL", &cluster.url),
+        };
+        command
+    }
+
+    /// The call run to its end: exit code and events.
+    fn call(
+        &self,
+        config: &std::path::Path,
+        call_id: &str,
+        arguments: &Value,
+    ) -> (Option<i32>, Vec<Value>) {
+        let output = self
+            .command(config, call_id, arguments)
+            .output()
+            .expect("brain-harness runs");
+        let events = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (output.status.code(), events)
+    }
+}
+
+/// The task call started, and killed with SIGKILL once its task is created (its first progress
+/// event is written after the task is in the journal).
+fn killed_mid_task(state: &State, config: &std::path::Path, call_id: &str, arguments: &Value) {
+    let mut child = state
+        .command(config, call_id, arguments)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("brain-harness starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let Some(Ok(first)) = lines.next() else {
+        let output = child.wait_with_output().unwrap();
+        panic!("no event: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    let event: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(event["type"], "tool.progress", "{event}");
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
+fn a_task_call_killed_mid_task_is_resumed_by_its_retry(state: &State) {
+    let peer = tests::peers::Peer::everything();
+    let door = tests::counting::Counting::start(&peer.url);
+    let dir = tempfile::tempdir().unwrap();
+    let config = bindings(&door.url, dir.path());
+    let listed = door.counts();
+    let count = |method: &str| door.count(method) - listed.get(method).copied().unwrap_or(0);
+    let arguments = json!({"topic": "crash recovery"});
+
+    killed_mid_task(state, &config, "resume-1", &arguments);
+    assert_eq!(count("tools/call"), 1, "{:?}", door.counts());
+    let started = Instant::now();
+    let (code, events) = state.call(&config, "resume-1", &arguments);
+    assert_eq!(code, Some(0), "{events:?}");
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "tool.result", "{events:?}");
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(false), &json!(false)),
+        "{result}"
+    );
+    let report = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        report.contains("Research Report: crash recovery"),
+        "{result}"
+    );
+    // The dead owner's lease (5 s) is waited for, not the binding's 30 s timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // One task, followed by two processes: no second tools/call, one tasks/result.
+    assert_eq!(count("tools/call"), 1, "{:?}", door.counts());
+    assert_eq!(count("tasks/result"), 1, "{:?}", door.counts());
+    assert_eq!(count("tasks/cancel"), 0, "{:?}", door.counts());
+    assert_eq!(
+        count("initialize"),
+        1,
+        "no new session: {:?}",
+        door.counts()
+    );
+
+    // Once more: the journal's recorded report, nothing sent.
+    let (code, events) = state.call(&config, "resume-1", &arguments);
+    assert_eq!(code, Some(0), "{events:?}");
+    let replayed = events.last().unwrap();
+    assert_eq!(replayed["replayed"], json!(true), "{replayed}");
+    assert_eq!(replayed["content"], result["content"]);
+    assert_eq!(count("tools/call"), 1, "{:?}", door.counts());
+    assert_eq!(count("tasks/result"), 1, "{:?}", door.counts());
+}
+
+#[test]
+fn a_task_call_killed_mid_task_is_resumed_on_sqlite() {
+    let state = State::Default(tempfile::tempdir().unwrap());
+    a_task_call_killed_mid_task_is_resumed_by_its_retry(&state);
+}
+
+#[test]
+fn a_task_call_killed_mid_task_is_resumed_by_another_process_on_postgres() {
+    let state = State::Postgres(tests::postgres::Cluster::start());
+    a_task_call_killed_mid_task_is_resumed_by_its_retry(&state);
 }

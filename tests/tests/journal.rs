@@ -389,7 +389,11 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
+    client
+        .batch_execute("SELECT task FROM brain_calls")
+        .await
+        .unwrap();
     let grants: Option<String> = client
         .query_one("SELECT to_regclass('brain_grants')::text", &[])
         .await
@@ -430,6 +434,113 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
     );
 }
 
+/// The store's two statements of MCP tasks: a task is recorded only by the call's owner, and
+/// a call is taken over only while it runs a task, from an owner whose lease expired, by a
+/// live one, and once.
+async fn a_task_is_taken_over_only_from_an_owner_that_stopped(backend: Backend) {
+    use brain_runtime::journal::{Claim, EntryState, Key, Record};
+    let journal = backend.journal().await;
+    let store = journal.store();
+    let key = |call_id: &str| Key {
+        tenant: "local".into(),
+        session: "session-t".into(),
+        call_id: call_id.into(),
+    };
+    let claim = |call_id: &str| Claim {
+        key: key(call_id),
+        digest: "sha256:d".into(),
+        binding: "research".into(),
+        owner: "stopping".into(),
+        timeout_ms: 60_000,
+        trace_id: None,
+    };
+    let task = r#"{"task_id":"t-1","session":"s-1","revision":"2025-11-25"}"#;
+    assert!(store.renew("stopping", 500, true).await.unwrap());
+    assert!(store.renew("retry", 60_000, true).await.unwrap());
+    assert!(store.claim(&claim("task-1")).await.unwrap());
+    assert!(store.claim(&claim("plain-1")).await.unwrap());
+    // Only the owner records a task.
+    assert!(
+        !store
+            .record_task(&key("task-1"), "retry", task)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .record_task(&key("task-1"), "stopping", task)
+            .await
+            .unwrap()
+    );
+    // Not while the owner's lease is live.
+    assert!(
+        !store
+            .take_over(&key("task-1"), "stopping", "retry")
+            .await
+            .unwrap()
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Not by an owner without a live lease, not a call without a task.
+    assert!(
+        !store
+            .take_over(&key("task-1"), "stopping", "unknown")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .take_over(&key("plain-1"), "stopping", "retry")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .take_over(&key("task-1"), "stopping", "retry")
+            .await
+            .unwrap()
+    );
+    // Once: another retry finds it taken.
+    assert!(store.renew("second", 60_000, true).await.unwrap());
+    assert!(
+        !store
+            .take_over(&key("task-1"), "stopping", "second")
+            .await
+            .unwrap()
+    );
+    let entry = store.lookup(&key("task-1")).await.unwrap().unwrap();
+    assert_eq!(
+        (entry.state, entry.owner.as_str(), entry.task.as_deref()),
+        (EntryState::Sent, "retry", Some(task))
+    );
+    // The stopped owner's outcome is no longer recorded; the new owner's is.
+    let done = Record {
+        state: EntryState::Completed,
+        is_error: false,
+        unknown_outcome: false,
+        result: None,
+        result_bytes: 0,
+    };
+    assert!(
+        !store
+            .settle(&key("task-1"), "stopping", &done, false)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .settle(&key("task-1"), "retry", &done, false)
+            .await
+            .unwrap()
+    );
+    // A finished call is not taken over.
+    assert!(
+        !store
+            .take_over(&key("task-1"), "retry", "second")
+            .await
+            .unwrap()
+    );
+}
+
 /// Another handle on `cluster`'s database (the migration test made the database itself).
 fn backend_of(cluster: &tests::postgres::Cluster) -> Backend {
     Backend::Url(cluster.url.clone())
@@ -449,12 +560,14 @@ macro_rules! tests {
 }
 
 tests!(memory:
+    a_task_is_taken_over_only_from_an_owner_that_stopped,
     retry_after_success_is_replayed_on_every_transport,
     a_call_that_was_not_sent_is_sent_by_its_retry,
     racing_callers_send_once,
     a_long_call_of_a_live_owner_is_waited_for,
 );
 tests!(sqlite:
+    a_task_is_taken_over_only_from_an_owner_that_stopped,
     retry_after_success_is_replayed_on_every_transport,
     a_call_that_was_not_sent_is_sent_by_its_retry,
     racing_callers_send_once,
@@ -462,6 +575,7 @@ tests!(sqlite:
     a_locked_sqlite_file_refuses_the_call,
 );
 tests!(postgres:
+    a_task_is_taken_over_only_from_an_owner_that_stopped,
     retry_after_success_is_replayed_on_every_transport,
     a_call_that_was_not_sent_is_sent_by_its_retry,
     racing_callers_send_once,

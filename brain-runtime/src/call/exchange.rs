@@ -13,7 +13,7 @@ use tracing::Span;
 use super::rounds::{Round, call_message};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
-use crate::journal::Ticket;
+use crate::journal::{TaskRecord, Ticket};
 use crate::outcome::Failure;
 use crate::tool::{Scope, Tool};
 use crate::wire::Endpoint;
@@ -110,6 +110,21 @@ pub(crate) trait Transport: Send + Sync + 'static {
         std::future::ready(Err(Failure::broken(
             "this transport cannot carry MCP tasks; the tool may have run",
         )))
+    }
+
+    /// Reopens what a call whose MCP task `task` this process took over travels on (at
+    /// 2025-11-25, the recorded session, without a new initialize), and records the session
+    /// and revision in the call's state. The call was sent: a failure is `Failure::broken`. A
+    /// transport whose tasks end with their process cannot resume one.
+    fn resume(
+        &self,
+        _call: &Exchange<'_>,
+        task: &TaskRecord,
+    ) -> impl Future<Output = Result<Self::Opened, Failure>> + Send {
+        std::future::ready(Err(Failure::broken(format!(
+            "task {} cannot be resumed on this transport; the tool may have run",
+            task.task_id
+        ))))
     }
 
     /// Whether the call left anything for [`Transport::clean_up`] to do (when not, no cleanup

@@ -42,7 +42,7 @@ use tracing::Span;
 use crate::auth::Authorizing;
 use crate::event::ToolResult;
 use crate::http::HttpClient;
-use crate::journal::Ticket;
+use crate::journal::{Admitted, TaskRecord, Ticket};
 use crate::outcome::{Fact, Failure, Interruption, Kind};
 use crate::tool::{Scope, Tool};
 use crate::wire::Endpoint;
@@ -98,7 +98,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     });
     let timeout = Duration::from_secs(tool.binding.timeout_seconds);
     let deadline = tokio::time::Instant::now() + timeout;
-    let exchange = Exchange {
+    let mut exchange = Exchange {
         endpoint: Endpoint {
             http: &http,
             url: tool.binding.url.as_deref().unwrap_or_default(),
@@ -156,10 +156,21 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         )),
     };
     let outcome = match admitted {
-        Ok(Some(answer)) => Ok(answer),
+        Ok(Admitted::Answer(answer)) => Ok(answer),
         Err(failure) => Err(failure),
-        Ok(None) => {
-            let phases = phases(&transport, &exchange);
+        Ok(admitted) => {
+            let resume = match admitted {
+                Admitted::Resume(resume) => Some(resume),
+                _ => None,
+            };
+            // A resumed call keeps its original deadline.
+            let deadline = match &resume {
+                Some(resume) => tokio::time::Instant::now() + resume.remaining.min(timeout),
+                None => deadline,
+            };
+            exchange.deadline = deadline;
+            let exchange = &exchange;
+            let phases = phases(&transport, exchange, resume.as_ref().map(|r| &r.task));
             tokio::pin!(phases);
             let mut until = deadline;
             loop {
@@ -236,18 +247,34 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     result
 }
 
-/// The phases between the gate and the cleanup, in order.
-async fn phases<T: Transport>(transport: &T, call: &Exchange<'_>) -> Result<ToolResult, Failure> {
+/// The phases between the gate and the cleanup, in order; for a call whose task this process
+/// took over (`resume`), the reopened session and the task's polling.
+async fn phases<T: Transport>(
+    transport: &T,
+    call: &Exchange<'_>,
+    resume: Option<&TaskRecord>,
+) -> Result<ToolResult, Failure> {
+    if let Some(task) = resume {
+        send::resumed(call);
+        let opened = transport.resume(call, task).await?;
+        return task::follow(
+            transport,
+            call,
+            &opened,
+            task::Start::Recorded(&task.task_id),
+        )
+        .await;
+    }
     let opened = transport.open(call).await?;
     send::send(transport, call, &opened).await
 }
 
 /// The admit phase: whether the call is answered before anything is opened — by the journal,
-/// when the runtime keeps one and has seen the call id. `None`: the call goes on to open and
-/// send.
-async fn admit(ticket: Option<&Ticket>) -> Result<Option<ToolResult>, Failure> {
+/// when the runtime keeps one and has seen the call id. [`Admitted::Go`]: the call goes on to
+/// open and send.
+async fn admit(ticket: Option<&Ticket>) -> Result<Admitted, Failure> {
     match ticket {
         Some(ticket) => ticket.admit().await,
-        None => Ok(None),
+        None => Ok(Admitted::Go),
     }
 }

@@ -28,6 +28,16 @@ pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Fai
     Ok(None)
 }
 
+/// A call this process took over from an owner that stopped while the call's MCP task ran
+/// (`Ticket::admit`): it was sent by that owner, and is not sent again; a failure from here on
+/// may leave the tool's outcome unknown.
+pub(crate) fn resumed(call: &Exchange<'_>) {
+    let mut state = call.state();
+    state.call_sent = true;
+    // Answered with the task's creation: what is left to cancel is the task.
+    state.answered = true;
+}
+
 /// Claims the call, then writes each round and reads its answer until the tool's result (or
 /// the failure that ends the call).
 pub(crate) async fn send<T: Transport>(
@@ -45,7 +55,8 @@ pub(crate) async fn send<T: Transport>(
         let reply = match reply {
             // The task's creation was the send; what follows only reads it.
             Reply::Task(task) if rounds.current().number == 0 => {
-                return super::task::follow(transport, call, opened, task).await;
+                let start = super::task::Start::Created(task);
+                return super::task::follow(transport, call, opened, start).await;
             }
             reply => reply,
         };

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::exchange::{Exchange, Transport};
 use crate::event::ToolResult;
+use crate::journal::TaskRecord;
 use crate::outcome::Failure;
 
 /// The shortest wait between two polls, whatever the server's `pollInterval`.
@@ -63,29 +64,49 @@ impl Snapshot {
     }
 }
 
-/// Follows the task `task` (a `CreateTaskResult`'s) to the call's result or failure.
+/// Where following a task starts.
+pub(crate) enum Start<'a> {
+    /// The task a `CreateTaskResult` just created (its `task`).
+    Created(Value),
+    /// A task recorded in the journal by an owner that stopped, taken over: its id. Its state
+    /// is asked at once.
+    Recorded(&'a str),
+}
+
+/// Follows the task `start` names to the call's result or failure.
 pub(crate) async fn follow<T: Transport>(
     transport: &T,
     call: &Exchange<'_>,
     opened: &T::Opened,
-    task: Value,
+    start: Start<'_>,
 ) -> Result<ToolResult, Failure> {
-    let Some(task_id) = task
-        .get("taskId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    else {
-        return Err(Failure::broken(
-            "the server's task has no taskId; the tool may have run",
-        ));
+    let mut next_id = FIRST_TASK_REQUEST;
+    let (task_id, first) = match start {
+        Start::Created(task) => {
+            let Some(task_id) = task.get("taskId").and_then(Value::as_str) else {
+                return Err(Failure::broken(
+                    "the server's task has no taskId; the tool may have run",
+                ));
+            };
+            (task_id.to_owned(), Some(task))
+        }
+        Start::Recorded(task_id) => (task_id.to_owned(), None),
     };
     call.state().task = Some(task_id.clone());
-    tracing::debug!(call_id = call.call_id, task_id, "task created");
-    let mut snapshot = Snapshot::of(&task)?;
+    let mut snapshot = match first {
+        Some(task) => {
+            tracing::debug!(call_id = call.call_id, task_id, "task created");
+            record(call, &task_id).await;
+            Snapshot::of(&task)?
+        }
+        None => {
+            tracing::debug!(call_id = call.call_id, task_id, "task resumed");
+            get(transport, call, opened, &task_id, &mut next_id).await?
+        }
+    };
     let mut counter = 0u64;
     let mut last_progress = None;
     let mut said: Option<(String, Option<String>)> = None;
-    let mut next_id = FIRST_TASK_REQUEST;
     let mut polls = 0u64;
     loop {
         let now = (snapshot.status.clone(), snapshot.message.clone());
@@ -127,11 +148,19 @@ pub(crate) async fn follow<T: Transport>(
             )));
         }
         tokio::time::sleep(snapshot.poll).await;
-        let request = crate::mcp::task_request(next_id, "tasks/get", &task_id);
-        next_id += 1;
-        let response = transport.request(call, opened, &request).await?;
-        let polled = answer(&response, "tasks/get", &task_id)?;
-        snapshot = Snapshot::of(&polled)?;
+        if let Some(ticket) = call.ticket
+            && !ticket.still_owned().await
+        {
+            // Another process follows the task now: this one leaves it, and its session, alone.
+            let mut state = call.state();
+            state.task = None;
+            state.session_id = None;
+            return Err(Failure::broken(format!(
+                "another process took task {task_id} over while this one's journal lease had \
+                 expired; that process reports its result (retry with the same call id)"
+            )));
+        }
+        snapshot = get(transport, call, opened, &task_id, &mut next_id).await?;
     }
     // Ended: its result is there to read.
     call.state().task = None;
@@ -154,6 +183,38 @@ pub(crate) async fn follow<T: Transport>(
             }
         })
         .and_then(|result| call.converted(&result))
+}
+
+/// Records the task in the call's journal entry before its first poll, when the call is
+/// journaled: a retry after this process stops resumes it.
+async fn record(call: &Exchange<'_>, task_id: &str) {
+    let Some(ticket) = call.ticket else {
+        return;
+    };
+    let task = {
+        let state = call.state();
+        TaskRecord {
+            task_id: task_id.to_owned(),
+            session: state.session_id.clone(),
+            revision: state.revision.unwrap_or_default().to_owned(),
+            stdio: call.tool.binding.command.is_some(),
+        }
+    };
+    ticket.task_created(&task).await;
+}
+
+/// One `tasks/get` of the task: its state.
+async fn get<T: Transport>(
+    transport: &T,
+    call: &Exchange<'_>,
+    opened: &T::Opened,
+    task_id: &str,
+    next_id: &mut u64,
+) -> Result<Snapshot, Failure> {
+    let request = crate::mcp::task_request(*next_id, "tasks/get", task_id);
+    *next_id += 1;
+    let response = transport.request(call, opened, &request).await?;
+    Snapshot::of(&answer(&response, "tasks/get", task_id)?)
 }
 
 /// ": its message" when the task has a status message.

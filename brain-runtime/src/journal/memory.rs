@@ -169,6 +169,7 @@ impl JournalStore for Memory {
             result: None,
             result_bytes: None,
             trace_id: claim.trace_id.clone(),
+            task: None,
         };
         state.entries.insert(claim.key.clone(), entry);
         ready(Ok(true))
@@ -194,6 +195,33 @@ impl JournalStore for Memory {
     fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
         // Written at once: nothing waits.
         done(Ok(self.write_outcome(&key, &owner, &record, false)));
+    }
+
+    fn record_task<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        task: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        let mut state = self.state();
+        let entry = state
+            .entries
+            .get_mut(key)
+            .filter(|e| e.state == EntryState::Sent && e.owner == owner);
+        ready(Ok(entry.map(|e| e.task = Some(task.to_owned())).is_some()))
+    }
+
+    fn take_over<'a>(&'a self, key: &'a Key, from: &'a str, to: &'a str) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        if state.live(from, now) || !state.live(to, now) {
+            return ready(Ok(false));
+        }
+        let entry = state
+            .entries
+            .get_mut(key)
+            .filter(|e| e.state == EntryState::Sent && e.owner == from && e.task.is_some());
+        ready(Ok(entry.map(|e| e.owner = to.to_owned()).is_some()))
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

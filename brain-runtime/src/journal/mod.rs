@@ -28,4 +28,4 @@ pub use sqlite::{Durability, default_path};
 pub use store::{
     Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
-pub(crate) use ticket::{Ticket, identity};
+pub(crate) use ticket::{Admitted, TaskRecord, Ticket, identity};

@@ -441,6 +441,22 @@ impl Postgres {
         }
     }
 
+    /// Runs one rare statement (an MCP task's) on a connection, committed on its own: whether
+    /// it changed a row.
+    async fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<bool, StoreError> {
+        let c = self.connection().await?;
+        let changed = c
+            .client
+            .execute(sql, params)
+            .await
+            .map_err(|e| self.error(describe_error(&e)))?;
+        Ok(changed > 0)
+    }
+
     /// A connection, round robin; one that closed (the database restarted) is replaced.
     async fn connection(&self) -> Result<Arc<Connection>, StoreError> {
         let slot = &self.connections[self.next.fetch_add(1, Ordering::Relaxed) % CONNECTIONS];
@@ -515,11 +531,14 @@ async fn migrate(client: &Client) -> Result<(), String> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ (1 | 2)) => {
+            Some(older @ 1..=3) => {
                 if older == 1 {
                     client.batch_execute(MIGRATE_FROM_1).await?;
                 }
-                client.batch_execute(sql::GRANTS_SCHEMA).await?;
+                if older < 3 {
+                    client.batch_execute(sql::GRANTS_SCHEMA).await?;
+                }
+                client.batch_execute(sql::TASKS_COLUMN).await?;
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;
@@ -620,6 +639,7 @@ fn entry(row: &Row) -> Entry {
         result: row.get(14),
         result_bytes: row.get(15),
         trace_id: row.get(16),
+        task: row.get(17),
     }
 }
 
@@ -687,6 +707,27 @@ impl JournalStore for Postgres {
         if let Err(unsent) = self.writes.send(Queued { write, reply }) {
             (unsent.0.reply)(Err("the journal's writer has stopped".into()));
         }
+    }
+
+    fn record_task<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        task: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&key.tenant, &key.session, &key.call_id, &owner, &task];
+            self.execute(sql::RECORD_TASK, &params).await
+        })
+    }
+
+    fn take_over<'a>(&'a self, key: &'a Key, from: &'a str, to: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&key.tenant, &key.session, &key.call_id, &from, &to];
+            self.execute(sql::TAKE_OVER, &params).await
+        })
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

@@ -48,57 +48,6 @@ macro_rules! now {
     };
 }
 
-/// The schema version this brain writes (2 added `brain_grants`).
-const SCHEMA_VERSION: i64 = 2;
-
-/// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
-/// updates a recent, cached one), found by their key through a unique index.
-const SCHEMA: &str = "
-CREATE TABLE brain_calls (
-    id INTEGER PRIMARY KEY,
-    tenant TEXT NOT NULL,
-    session TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    binding TEXT NOT NULL,
-    state TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    created INTEGER NOT NULL,
-    deadline INTEGER NOT NULL,
-    finished INTEGER,
-    is_error INTEGER,
-    unknown_outcome INTEGER,
-    result TEXT,
-    result_bytes INTEGER,
-    trace_id TEXT,
-    UNIQUE (tenant, session, call_id)
-);
-CREATE TABLE brain_owners (
-    owner TEXT PRIMARY KEY,
-    expires INTEGER NOT NULL
-) WITHOUT ROWID;
-";
-
-/// OAuth grants' table (schema version 2; `sqlite/grants.rs`).
-const GRANTS_SCHEMA: &str = "
-CREATE TABLE brain_grants (
-    grant_id TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    generation INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    binding TEXT NOT NULL,
-    resource TEXT NOT NULL,
-    scopes TEXT NOT NULL,
-    expires_at INTEGER,
-    rotates INTEGER,
-    sealed TEXT,
-    refresher TEXT,
-    refresh_until INTEGER,
-    updated INTEGER NOT NULL,
-    PRIMARY KEY (grant_id, tenant)
-) WITHOUT ROWID;
-";
-
 /// An entry's columns, in [`entry`]'s order; `$result` is the result's column (or `NULL`).
 macro_rules! columns {
     ($result:literal) => {
@@ -110,17 +59,19 @@ macro_rules! columns {
             now!(),
             ", c.created, c.deadline, c.finished, c.is_error, c.unknown_outcome, ",
             $result,
-            ", c.result_bytes, c.trace_id FROM brain_calls c "
+            ", c.result_bytes, c.trace_id, c.task FROM brain_calls c "
         )
     };
 }
 
 mod file;
-// After the macros, which it uses.
+// After the macros, which they use.
 mod grants;
+mod schema;
 
 use file::create_private;
 pub use file::default_path;
+use schema::migrate;
 
 type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 /// A request: run against the open transaction (`None` when none could be begun).
@@ -469,39 +420,6 @@ fn configure(connection: &Connection, durability: Durability) -> rusqlite::Resul
     Ok(())
 }
 
-/// Creates the schema, or checks its version, inside one write transaction: several processes
-/// starting at once create it once.
-fn migrate(connection: &Connection) -> Result<(), String> {
-    let step = || -> rusqlite::Result<Result<(), String>> {
-        connection.execute_batch("BEGIN IMMEDIATE")?;
-        let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let checked = match version {
-            0 | 1 => {
-                if version == 0 {
-                    connection.execute_batch(SCHEMA)?;
-                }
-                connection.execute_batch(GRANTS_SCHEMA)?;
-                connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-                Ok(())
-            }
-            SCHEMA_VERSION => Ok(()),
-            newer => Err(format!(
-                "the journal's schema is version {newer}, newer than this brain's \
-                 ({SCHEMA_VERSION}): use a newer brain-harness, or another state file"
-            )),
-        };
-        connection.execute_batch("COMMIT")?;
-        Ok(checked)
-    };
-    match step() {
-        Ok(checked) => checked,
-        Err(error) => {
-            let _ = connection.execute_batch("ROLLBACK");
-            Err(format!("cannot create the journal's schema: {error}"))
-        }
-    }
-}
-
 /// The journal's thread: commits what callers left queued — at once what must not wait, an
 /// outcome once it has waited [`DEFER`] for a claim to share the commit with — and, between
 /// turns, checkpoints on a connection of its own.
@@ -652,6 +570,7 @@ fn entry(row: &Row<'_>) -> rusqlite::Result<Entry> {
         result: row.get(14)?,
         result_bytes: row.get(15)?,
         trace_id: row.get(16)?,
+        task: row.get(17)?,
     })
 }
 
@@ -727,6 +646,29 @@ impl JournalStore for Sqlite {
             true,
             move |outcome| done(outcome.map_err(|message| StoreError { store, message })),
         ));
+    }
+
+    fn record_task<'a>(
+        &'a self,
+        key: &'a Key,
+        owner: &'a str,
+        task: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        let (key, owner, task) = (key.clone(), owner.to_owned(), task.to_owned());
+        self.queue(
+            move |c| schema::record_task(c, &key, &owner, &task),
+            false,
+            false,
+        )
+    }
+
+    fn take_over<'a>(&'a self, key: &'a Key, from: &'a str, to: &'a str) -> StoreFuture<'a, bool> {
+        let (key, from, to) = (key.clone(), from.to_owned(), to.to_owned());
+        self.queue(
+            move |c| schema::take_over(c, &key, &from, &to),
+            false,
+            false,
+        )
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

@@ -120,6 +120,9 @@ pub struct Entry {
     pub result_bytes: Option<i64>,
     /// The call's trace id.
     pub trace_id: Option<String>,
+    /// The MCP task the server created for the call, while it runs: what resuming it needs,
+    /// as JSON (the task id and, at 2025-11-25, the session and revision it lives in).
+    pub task: Option<String>,
 }
 
 /// Which entries [`JournalStore::list`] returns, newest first.
@@ -181,6 +184,32 @@ pub trait JournalStore: Send + Sync + 'static {
     /// next batch instead (no task per call).
     fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
         tokio::spawn(async move { done(self.settle(&key, &owner, &record, false).await) });
+    }
+
+    /// Records `task` (the MCP task the server created for the call, as JSON) on the entry of
+    /// `key` while it is still [`EntryState::Sent`] by `owner`. Returns whether it did;
+    /// committed durably before returning `true`. The default records nothing: a retry of a
+    /// task call whose owner died is then `unknown_outcome: true`, as for any call.
+    fn record_task<'a>(
+        &'a self,
+        _key: &'a Key,
+        _owner: &'a str,
+        _task: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Hands the entry of `key` over from `from` to `to` (compare-and-swap): only while it is
+    /// [`EntryState::Sent`] by `from` with a task recorded, `from`'s lease has expired and
+    /// `to`'s is live. Returns whether it did; committed durably before returning `true`. The
+    /// default hands nothing over.
+    fn take_over<'a>(
+        &'a self,
+        _key: &'a Key,
+        _from: &'a str,
+        _to: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(std::future::ready(Ok(false)))
     }
 
     /// The entries `filter` selects, newest first.

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brain_config::ToolBinding;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
@@ -37,6 +38,9 @@ pub(crate) enum JournalState {
     UnknownAfterCrash,
     /// The call id was used for another call.
     Conflict,
+    /// Sent before by an owner that stopped while the call's MCP task ran: taken over here,
+    /// and the task followed to its result.
+    Resumed,
 }
 
 impl JournalState {
@@ -47,8 +51,47 @@ impl JournalState {
             JournalState::InProgressElsewhere => "in_progress_elsewhere",
             JournalState::UnknownAfterCrash => "unknown_after_crash",
             JournalState::Conflict => "conflict",
+            JournalState::Resumed => "resumed",
         }
     }
+}
+
+/// What resuming a call's MCP task needs, as the journal records it (JSON) once the server
+/// created the task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TaskRecord {
+    /// The server's task id.
+    pub(crate) task_id: String,
+    /// The session the task lives in (2025-11-25 over HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
+    /// The revision the call was made at.
+    pub(crate) revision: String,
+    /// The task lives in a stdio server's process, which ends with the process that started
+    /// it: nothing to resume.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) stdio: bool,
+}
+
+/// A call whose task this process took over.
+#[derive(Debug)]
+pub(crate) struct Resume {
+    /// The task.
+    pub(crate) task: TaskRecord,
+    /// What is left of the call's timeout, counted from its original claim.
+    pub(crate) remaining: Duration,
+}
+
+/// What the journal made of a call at *admit*.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// A new call (or one never sent): it goes on to open and send.
+    Go,
+    /// The journal's answer: nothing is opened or sent.
+    Answer(ToolResult),
+    /// The call's owner stopped while its MCP task ran: this process took the call over and
+    /// follows the recorded task (nothing is sent again).
+    Resume(Resume),
 }
 
 /// A call's entry in the journal.
@@ -114,14 +157,101 @@ impl Ticket {
         )
     }
 
-    /// The admit step: `None` when the call goes on (a new key, or one whose earlier call was
-    /// never sent); else the journal's answer. Waits while the call runs elsewhere.
-    pub(crate) async fn admit(&self) -> Result<Option<ToolResult>, Failure> {
+    /// The admit step: [`Admitted::Go`] when the call goes on (a new key, or one whose earlier
+    /// call was never sent); else the journal's answer, or the recorded task of a call whose
+    /// owner stopped, taken over. Waits while the call runs elsewhere.
+    pub(crate) async fn admit(&self) -> Result<Admitted, Failure> {
         let store = self.journaling.store();
         match store.lookup(&self.key).await.map_err(|e| self.failed(e))? {
-            None => Ok(None),
-            Some(entry) => self.resolve(entry).await,
+            None => Ok(Admitted::Go),
+            Some(entry) => self.resolve(entry, true).await,
         }
+    }
+
+    /// Records the MCP task the server created for the call claimed here, before its first
+    /// poll: a retry after this process stops resumes it. A task that cannot be recorded is
+    /// still followed (a retry would then report the outcome as unknown).
+    pub(crate) async fn task_created(&self, task: &TaskRecord) {
+        let Some(owner) = self.owner() else {
+            return;
+        };
+        let json = match serde_json::to_string(task) {
+            Ok(json) => json,
+            Err(_) => return,
+        };
+        let store = self.journaling.store();
+        match store.record_task(&self.key, &owner, &json).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                call_id = %self.key.call_id,
+                task_id = %task.task_id,
+                "the journal did not record the call's task ({}); a retry after this process \
+                 stops reports the outcome as unknown",
+                store.describe()
+            ),
+            Err(error) => tracing::warn!(
+                call_id = %self.key.call_id,
+                task_id = %task.task_id,
+                %error,
+                "cannot record the call's task; a retry after this process stops reports the \
+                 outcome as unknown"
+            ),
+        }
+    }
+
+    /// Whether this process still owns the call it claimed (or took over): `false` once a
+    /// retry took its task over after this process's lease had expired. An unanswered lookup
+    /// counts as owned.
+    pub(crate) async fn still_owned(&self) -> bool {
+        let Some(owner) = self.owner() else {
+            return true;
+        };
+        match self.journaling.store().lookup(&self.key).await {
+            Ok(Some(entry)) => entry.state != EntryState::Sent || *entry.owner == *owner,
+            _ => true,
+        }
+    }
+
+    fn owner(&self) -> Option<Arc<str>> {
+        self.claimed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Takes the call of `entry` (whose owner's lease expired while its task `task` ran) over
+    /// for this process: `None` when another retry took it first, or its owner came back.
+    async fn take_over(&self, entry: &Entry, task: TaskRecord) -> Result<Option<Resume>, Failure> {
+        let unknown = |error: StoreError| {
+            Failure::broken(format!(
+                "call id {:?} ran as MCP task {} under a process that stopped, and cannot be \
+                 taken over: {error}; the tool may have run",
+                self.key.call_id, task.task_id
+            ))
+        };
+        let owner = self.journaling.owner().await.map_err(unknown)?;
+        *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&owner));
+        let store = self.journaling.store();
+        if store
+            .take_over(&self.key, &entry.owner, &owner)
+            .await
+            .map_err(unknown)?
+        {
+            self.set(JournalState::Resumed);
+            let left = u64::try_from(entry.deadline_ms - entry.now_ms).unwrap_or(0);
+            tracing::debug!(
+                call_id = %self.key.call_id,
+                task_id = %task.task_id,
+                from = %entry.owner,
+                "the call's task was taken over"
+            );
+            return Ok(Some(Resume {
+                task,
+                remaining: Duration::from_millis(left),
+            }));
+        }
+        *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(None)
     }
 
     /// The claim, at the send point: `None` when the call is now claimed by this process (and
@@ -148,9 +278,9 @@ impl Ticket {
             }
             *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
             match store.lookup(&self.key).await.map_err(|e| self.failed(e))? {
-                Some(entry) => match self.resolve(entry).await? {
-                    None => continue,
-                    answer => return Ok(answer),
+                Some(entry) => match self.resolve(entry, false).await? {
+                    Admitted::Answer(answer) => return Ok(Some(answer)),
+                    _ => continue,
                 },
                 // Nothing there, yet no claim: this process's lease had expired.
                 None => self
@@ -166,9 +296,9 @@ impl Ticket {
         }))
     }
 
-    /// An entry exists for the key: answer from it, wait while its owner runs it, or go on
-    /// (`None`) when it was never sent.
-    async fn resolve(&self, mut entry: Entry) -> Result<Option<ToolResult>, Failure> {
+    /// An entry exists for the key: answer from it, wait while its owner runs it, go on when
+    /// it was never sent, or (`resume`) take over the task of a call whose owner stopped.
+    async fn resolve(&self, mut entry: Entry, resume: bool) -> Result<Admitted, Failure> {
         let store = self.journaling.store();
         let mut pause = Duration::from_millis(5);
         let mut waited = false;
@@ -188,7 +318,7 @@ impl Ticket {
             match entry.state {
                 EntryState::NotSent => {
                     self.waiting.store(false, Ordering::Relaxed);
-                    return Ok(None);
+                    return Ok(Admitted::Go);
                 }
                 EntryState::Completed | EntryState::Failed => {
                     self.set(if waited {
@@ -196,41 +326,42 @@ impl Ticket {
                     } else {
                         JournalState::Replayed
                     });
-                    return Ok(Some(self.replay(&entry)));
+                    return Ok(Admitted::Answer(self.replay(&entry)));
                 }
                 EntryState::Sent
                     if !entry.owner_live || entry.now_ms > entry.deadline_ms + GRACE_MS =>
                 {
                     let crashed = !entry.owner_live;
-                    let message = if crashed {
-                        format!(
-                            "call id {:?} was sent before by a process that stopped ({}) before \
-                             it recorded the outcome; the tool may have run. brain does not send \
-                             it again: check the resource before calling with a new call id",
-                            self.key.call_id, entry.owner
-                        )
+                    let task = entry
+                        .task
+                        .as_deref()
+                        .and_then(|task| serde_json::from_str::<TaskRecord>(task).ok());
+                    if let Some(task) = task.filter(|task| !task.stdio)
+                        && resume
+                        && crashed
+                        && entry.now_ms < entry.deadline_ms
+                    {
+                        if let Some(resume) = self.take_over(&entry, task).await? {
+                            return Ok(Admitted::Resume(resume));
+                        }
                     } else {
-                        format!(
-                            "call id {:?} was sent before by {}, which has not recorded an \
-                             outcome by its deadline; the tool may have run. brain does not send \
-                             it again: check the resource before calling with a new call id",
-                            self.key.call_id, entry.owner
-                        )
-                    };
-                    let (mut result, _) = Failure::broken(message).into_result(&self.key.call_id);
-                    let record = record(
-                        &result,
-                        EntryState::Failed,
-                        self.journaling.journal.result_cap,
-                    );
-                    let settled = store
-                        .settle(&self.key, &entry.owner, &record, crashed)
-                        .await
-                        .map_err(|e| self.failed(e))?;
-                    if settled {
-                        self.set(JournalState::UnknownAfterCrash);
-                        result.replayed = true;
-                        return Ok(Some(result));
+                        let message = self.unknown(&entry);
+                        let (mut result, _) =
+                            Failure::broken(message).into_result(&self.key.call_id);
+                        let record = record(
+                            &result,
+                            EntryState::Failed,
+                            self.journaling.journal.result_cap,
+                        );
+                        let settled = store
+                            .settle(&self.key, &entry.owner, &record, crashed)
+                            .await
+                            .map_err(|e| self.failed(e))?;
+                        if settled {
+                            self.set(JournalState::UnknownAfterCrash);
+                            result.replayed = true;
+                            return Ok(Admitted::Answer(result));
+                        }
                     }
                 }
                 EntryState::Sent => {
@@ -243,8 +374,47 @@ impl Ticket {
             entry = match store.lookup(&self.key).await.map_err(|e| self.failed(e))? {
                 Some(entry) => entry,
                 // Pruned meanwhile: a new call.
-                None => return Ok(None),
+                None => return Ok(Admitted::Go),
             };
+        }
+    }
+
+    /// Why the outcome of `entry`'s call (sent, by an owner that stopped or has not recorded
+    /// an outcome by its deadline) is unknown.
+    fn unknown(&self, entry: &Entry) -> String {
+        let crashed = !entry.owner_live;
+        let task = entry
+            .task
+            .as_deref()
+            .and_then(|task| serde_json::from_str::<TaskRecord>(task).ok());
+        if let Some(task) = task.filter(|_| crashed) {
+            let why = if task.stdio {
+                "lived in a stdio server's process, which ended with the process that started \
+                 it"
+            } else {
+                "passed its deadline while no process followed it"
+            };
+            return format!(
+                "call id {:?} ran as MCP task {} under a process that stopped ({}); the task {why}, \
+                 and the tool may have run. brain does not send it again: check the resource \
+                 before calling with a new call id",
+                self.key.call_id, task.task_id, entry.owner
+            );
+        }
+        if crashed {
+            format!(
+                "call id {:?} was sent before by a process that stopped ({}) before it recorded \
+                 the outcome; the tool may have run. brain does not send it again: check the \
+                 resource before calling with a new call id",
+                self.key.call_id, entry.owner
+            )
+        } else {
+            format!(
+                "call id {:?} was sent before by {}, which has not recorded an outcome by its \
+                 deadline; the tool may have run. brain does not send it again: check the \
+                 resource before calling with a new call id",
+                self.key.call_id, entry.owner
+            )
         }
     }
 

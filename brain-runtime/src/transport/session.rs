@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::auth::Authorizing;
 use crate::call::{CALL_ID, CONTROL_TIMEOUT, CallState, Exchange, Round, Transport};
 use crate::http::{HttpClient, HttpError};
+use crate::journal::TaskRecord;
 use crate::mcp::{INIT_ID, rpc_error_text, stateless_supported};
 use crate::outcome::{Fact, Failure};
 use crate::revision;
@@ -144,6 +145,35 @@ impl Transport for Session {
                 "a 2026-07-28 call cannot carry a 2025-11-25 task; the tool may have run",
             )),
         }
+    }
+
+    /// The recorded session, as it was: its id and revision header on every request, no
+    /// initialize (a new session would not know the task), no GET stream.
+    async fn resume(&self, call: &Exchange<'_>, task: &TaskRecord) -> Result<Opened, Failure> {
+        let revision = revision::SESSIONS
+            .iter()
+            .find(|revision| **revision == task.revision);
+        let session = task
+            .session
+            .as_deref()
+            .and_then(|session| Some((session, HeaderValue::from_str(session).ok()?)));
+        let (Some(revision), Some((session, value))) = (revision, session) else {
+            return Err(Failure::broken(format!(
+                "task {} was recorded without a session (revision {:?}) it can be followed in; \
+                 the tool may have run",
+                task.task_id, task.revision
+            )));
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(HeaderName::from_static(SESSION_HEADER), value);
+        revision::set_protocol_header(&mut headers, revision);
+        let mut state = call.state();
+        state.session_id = Some(session.to_owned());
+        state.revision = Some(revision);
+        Ok(Opened::Session {
+            headers,
+            side: Mutex::new(None),
+        })
     }
 
     /// Cancels an unanswered `tools/call` (or a task that has not ended) and closes the session,

@@ -293,8 +293,13 @@ pub(crate) async fn task_request(
         .map_err(|error| lost(format!("{method} failed: {}", error_chain(&error))))?;
     let status = response.status();
     if !status.is_success() {
+        let gone = if status == StatusCode::NOT_FOUND {
+            " (the server no longer knows the session the task lives in)"
+        } else {
+            ""
+        };
         return Err(lost(format!(
-            "{method} got HTTP {status}{}",
+            "{method} got HTTP {status}{gone}{}",
             error_detail(response).await
         )));
     }

@@ -28,13 +28,13 @@ macro_rules! columns {
             now!(),
             ", c.created, c.deadline, c.finished, c.is_error, c.unknown_outcome, ",
             $result,
-            ", c.result_bytes, c.trace_id FROM brain_calls c "
+            ", c.result_bytes, c.trace_id, c.task FROM brain_calls c "
         )
     };
 }
 
-/// 2: bytewise keys, no index on `created`; 3: `brain_grants`.
-pub(super) const SCHEMA_VERSION: i32 = 3;
+/// 2: bytewise keys, no index on `created`; 3: `brain_grants`; 4: `brain_calls.task`.
+pub(super) const SCHEMA_VERSION: i32 = 4;
 
 /// The schema, as a new database gets it. Keys compare bytewise (`COLLATE "C"`: no locale's
 /// rules on every index lookup). The table leaves a fifth of each page free, so that recording
@@ -56,6 +56,7 @@ CREATE TABLE brain_calls (
     result TEXT,
     result_bytes INT8,
     trace_id TEXT,
+    task TEXT,
     PRIMARY KEY (tenant, session, call_id)
 ) WITH (fillfactor = 80);
 CREATE TABLE brain_owners (
@@ -75,6 +76,23 @@ ALTER TABLE brain_calls SET (fillfactor = 80),
     ALTER COLUMN call_id TYPE TEXT COLLATE "C";
 ALTER TABLE brain_owners ALTER COLUMN owner TYPE TEXT COLLATE "C";
 "#;
+
+/// From version 3: the task a call's server created, while it runs.
+pub(super) const TASKS_COLUMN: &str = "ALTER TABLE brain_calls ADD COLUMN task TEXT;";
+
+/// Records a task on its call, while the call is `sent` by its owner.
+pub(super) const RECORD_TASK: &str = "UPDATE brain_calls SET task = $5 WHERE tenant = $1 \
+     AND session = $2 AND call_id = $3 AND state = 'sent' AND owner = $4";
+/// Hands a call with a task over from an owner whose lease expired to a live one.
+pub(super) const TAKE_OVER: &str = concat!(
+    "UPDATE brain_calls AS c SET owner = $5 WHERE c.tenant = $1 AND c.session = $2 ",
+    "AND c.call_id = $3 AND c.state = 'sent' AND c.owner = $4 AND c.task IS NOT NULL ",
+    "AND NOT EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = $4 AND o.expires > ",
+    now!(),
+    ") AND EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = $5 AND o.expires > ",
+    now!(),
+    ")"
+);
 
 pub(super) const RENEW_CREATE: &str = concat!(
     "INSERT INTO brain_owners (owner, expires) VALUES ($1, ",

@@ -214,7 +214,11 @@ mod tests {
         let path = dir.join("state.db");
         {
             let first = Connection::open(&path).unwrap();
-            first.execute_batch(super::super::SCHEMA).unwrap();
+            // The first schema: today's calls without their task column.
+            first.execute_batch(super::super::schema::SCHEMA).unwrap();
+            first
+                .execute_batch("ALTER TABLE brain_calls DROP COLUMN task")
+                .unwrap();
             first.pragma_update(None, "user_version", 1).unwrap();
         }
         use std::os::unix::fs::PermissionsExt;
@@ -239,7 +243,12 @@ mod tests {
             .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(version, super::super::SCHEMA_VERSION);
+        assert_eq!(version, super::super::schema::SCHEMA_VERSION);
+        // And the calls' task column.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("SELECT task FROM brain_calls")
+            .unwrap();
         drop(store);
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -1,0 +1,135 @@
+//! The journal's schema in the SQLite file, its migrations, and the statements of MCP tasks
+//! (a task's record on its call, and a call's take-over by a retry that resumes its task).
+
+use rusqlite::{Connection, params};
+
+use crate::journal::store::Key;
+
+/// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`).
+pub(super) const SCHEMA_VERSION: i64 = 3;
+
+/// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
+/// updates a recent, cached one), found by their key through a unique index.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE brain_calls (
+    id INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    session TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    deadline INTEGER NOT NULL,
+    finished INTEGER,
+    is_error INTEGER,
+    unknown_outcome INTEGER,
+    result TEXT,
+    result_bytes INTEGER,
+    trace_id TEXT,
+    task TEXT,
+    UNIQUE (tenant, session, call_id)
+);
+CREATE TABLE brain_owners (
+    owner TEXT PRIMARY KEY,
+    expires INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// OAuth grants' table (schema version 2; `sqlite/grants.rs`).
+const GRANTS_SCHEMA: &str = "
+CREATE TABLE brain_grants (
+    grant_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    binding TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    expires_at INTEGER,
+    rotates INTEGER,
+    sealed TEXT,
+    refresher TEXT,
+    refresh_until INTEGER,
+    updated INTEGER NOT NULL,
+    PRIMARY KEY (grant_id, tenant)
+) WITHOUT ROWID;
+";
+
+/// From version 2: the task a call's server created, while it runs.
+const TASKS_COLUMN: &str = "ALTER TABLE brain_calls ADD COLUMN task TEXT;";
+
+/// Creates the schema, or checks its version, inside one write transaction: several processes
+/// starting at once create it once.
+pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
+    let step = || -> rusqlite::Result<Result<(), String>> {
+        connection.execute_batch("BEGIN IMMEDIATE")?;
+        let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let checked = match version {
+            0..=2 => {
+                if version == 0 {
+                    connection.execute_batch(SCHEMA)?;
+                } else {
+                    connection.execute_batch(TASKS_COLUMN)?;
+                }
+                if version < 2 {
+                    connection.execute_batch(GRANTS_SCHEMA)?;
+                }
+                connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                Ok(())
+            }
+            SCHEMA_VERSION => Ok(()),
+            newer => Err(format!(
+                "the journal's schema is version {newer}, newer than this brain's \
+                 ({SCHEMA_VERSION}): use a newer brain-harness, or another state file"
+            )),
+        };
+        connection.execute_batch("COMMIT")?;
+        Ok(checked)
+    };
+    match step() {
+        Ok(checked) => checked,
+        Err(error) => {
+            let _ = connection.execute_batch("ROLLBACK");
+            Err(format!("cannot create the journal's schema: {error}"))
+        }
+    }
+}
+
+/// Records `task` on the call of `key`, while it is `sent` by `owner`.
+pub(super) fn record_task(
+    c: &Connection,
+    key: &Key,
+    owner: &str,
+    task: &str,
+) -> rusqlite::Result<bool> {
+    let sql = "UPDATE brain_calls SET task = ?5 WHERE tenant = ?1 AND session = ?2 \
+               AND call_id = ?3 AND state = 'sent' AND owner = ?4";
+    let changed = c.prepare_cached(sql)?.execute(params![
+        key.tenant,
+        key.session,
+        key.call_id,
+        owner,
+        task
+    ])?;
+    Ok(changed > 0)
+}
+
+/// Hands the call of `key` over from `from` to `to`: while it is `sent` by `from` with a task,
+/// `from`'s lease has expired, and `to`'s is live.
+pub(super) fn take_over(c: &Connection, key: &Key, from: &str, to: &str) -> rusqlite::Result<bool> {
+    let sql = concat!(
+        "UPDATE brain_calls AS c SET owner = ?5 WHERE c.tenant = ?1 AND c.session = ?2 ",
+        "AND c.call_id = ?3 AND c.state = 'sent' AND c.owner = ?4 AND c.task IS NOT NULL ",
+        "AND NOT EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = ?4 AND o.expires > ",
+        now!(),
+        ") AND EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = ?5 AND o.expires > ",
+        now!(),
+        ")"
+    );
+    let changed =
+        c.prepare_cached(sql)?
+            .execute(params![key.tenant, key.session, key.call_id, from, to])?;
+    Ok(changed > 0)
+}
