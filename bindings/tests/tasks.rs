@@ -276,3 +276,44 @@ fn a_task_call_killed_mid_task_is_resumed_by_another_process_on_postgres() {
     let state = State::Postgres(tests::postgres::Cluster::start());
     a_task_call_killed_mid_task_is_resumed_by_its_retry(&state);
 }
+
+/// Killed in the window right after `CreateTaskResult` arrived: the task server holds the
+/// task's first `tasks/get` (the task's id is recorded before it), the harness is SIGKILLed
+/// while it waits, and the retry resumes the task in its session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_its_first_poll_is_held_the_task_is_resumed_not_created_again() {
+    let server = tests::tasks::TaskServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let tools = json!({"tools": [server.binding("research", 30)]});
+    std::fs::write(&config, tools.to_string()).unwrap();
+    let state = State::Default(tempfile::tempdir().unwrap());
+    let arguments = json!({"topic": "held", "mode": "hold", "hold_ms": 20_000});
+    let mut child = state
+        .command(&config, "held-1", &arguments)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("brain-harness starts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.count("tasks/get") == 0 {
+        assert!(Instant::now() < deadline, "no poll: {:?}", server.counts());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let (code, events) = state.call(&config, "held-1", &arguments);
+    assert_eq!(code, Some(0), "{events:?}");
+    let result = events.last().unwrap();
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(false), &json!(false)),
+        "{result}"
+    );
+    assert_eq!(result["content"][0]["text"], "report: held", "{result}");
+    let counts = server.counts();
+    assert_eq!(counts.get("tools/call"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("initialize"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("tasks/result"), Some(&1), "{counts:?}");
+    assert!(counts.get("tasks/get") >= Some(&2), "{counts:?}");
+}

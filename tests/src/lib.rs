@@ -27,3 +27,4 @@ pub mod postgres;
 pub mod process;
 pub mod server;
 pub mod stdio;
+pub mod tasks;

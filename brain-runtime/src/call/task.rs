@@ -214,6 +214,10 @@ async fn get<T: Transport>(
     let request = crate::mcp::task_request(*next_id, "tasks/get", task_id);
     *next_id += 1;
     let response = transport.request(call, opened, &request).await?;
+    if response["error"]["code"] == -32602 {
+        // The server no longer knows the task: nothing to cancel.
+        call.state().task = None;
+    }
     Snapshot::of(&answer(&response, "tasks/get", task_id)?)
 }
 

@@ -1,0 +1,377 @@
+//! A 2025-11-25 MCP server whose tool `research` runs only as a task (`taskSupport:
+//! "required"`), with the faults a task can meet, chosen per call by the argument `mode`:
+//!
+//! | `mode` | what the task does |
+//! |---|---|
+//! | `complete` | three `working` steps (each its own status message), then `completed` |
+//! | `fail_result` | `failed` after a step; `tasks/result` is the tool's `isError` result |
+//! | `fail_no_result` | `failed` after a step; `tasks/result` is a JSON-RPC error |
+//! | `server_cancel` | `cancelled` by the server after a step |
+//! | `input_required` | `input_required` after a step |
+//! | `expire` | a `ttl` of 300 ms: the server forgets the task, `tasks/get` says -32602 |
+//! | `unknown_id` | `tasks/get` never knew the task's id: -32602 |
+//! | `lose_create` | the task is created, the connection dropped before `CreateTaskResult` |
+//! | `slow_poller` | a `pollInterval` of an hour; `completed` after 500 ms |
+//! | `hold` | as `complete` (2 s), but the task's first `tasks/get` is held `hold_ms` |
+//!
+//! Steps last `step_ms` (200 by default); the server asks for polls every 100 ms. Tasks live in
+//! their session (a DELETE ends both; another session does not know them). Every request is
+//! counted by method, at the server's door.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+const SESSION: &str = "mcp-session-id";
+
+/// The task server, serving on a loopback port until dropped.
+pub struct TaskServer {
+    /// Its MCP endpoint.
+    pub url: String,
+    shared: Arc<Shared>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TaskServer {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    counts: Mutex<BTreeMap<String, u64>>,
+    sessions: Mutex<HashMap<String, HashMap<String, Task>>>,
+    next: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Task {
+    mode: String,
+    topic: String,
+    created: Instant,
+    step: Duration,
+    hold: Duration,
+    polls: u64,
+    cancelled: bool,
+}
+
+impl Task {
+    /// Its status and status message now.
+    fn status(&self) -> (&'static str, Option<String>) {
+        if self.cancelled {
+            return (
+                "cancelled",
+                Some("cancelled at the client's request".into()),
+            );
+        }
+        let elapsed = self.created.elapsed();
+        let steps = (elapsed.as_millis() / self.step.as_millis().max(1)) as u64;
+        let working = |n: u64| ("working", Some(format!("step {} of 3", n + 1)));
+        match self.mode.as_str() {
+            "complete" | "hold" if steps < 3 => working(steps),
+            "complete" | "hold" => ("completed", None),
+            "slow_poller" if elapsed < Duration::from_millis(500) => ("working", None),
+            "slow_poller" => ("completed", None),
+            _ if steps < 1 => working(0),
+            "fail_result" | "fail_no_result" => ("failed", Some("the tool failed".into())),
+            "server_cancel" => ("cancelled", Some("the operator cancelled it".into())),
+            "input_required" => ("input_required", Some("which region?".into())),
+            _ => ("working", None),
+        }
+    }
+
+    fn json(&self, id: &str) -> Value {
+        let (status, message) = self.status();
+        let poll = if self.mode == "slow_poller" {
+            3_600_000
+        } else {
+            100
+        };
+        let ttl = if self.mode == "expire" { 300 } else { 60_000 };
+        let mut task = json!({
+            "taskId": id, "status": status, "createdAt": "2026-12-02T00:00:00Z",
+            "lastUpdatedAt": "2026-12-02T00:00:00Z", "ttl": ttl, "pollInterval": poll,
+        });
+        if let Some(message) = message {
+            task["statusMessage"] = json!(message);
+        }
+        task
+    }
+
+    fn terminal(&self) -> bool {
+        matches!(self.status().0, "completed" | "failed" | "cancelled")
+    }
+
+    /// The server forgot it (`expire` past its ttl).
+    fn forgotten(&self) -> bool {
+        self.mode == "expire" && self.created.elapsed() > Duration::from_millis(300)
+    }
+}
+
+impl TaskServer {
+    /// Starts the server on a free loopback port.
+    pub async fn start() -> std::io::Result<TaskServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/mcp", listener.local_addr()?);
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/mcp", post(handle).delete(close).get(no_stream))
+            .with_state(Arc::clone(&shared));
+        let serving = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(TaskServer {
+            url,
+            shared,
+            serving,
+        })
+    }
+
+    /// How many requests of `method` the server received.
+    pub fn count(&self, method: &str) -> u64 {
+        lock(&self.shared.counts).get(method).copied().unwrap_or(0)
+    }
+
+    /// Every method's count.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        lock(&self.shared.counts).clone()
+    }
+
+    /// The binding of `research` at this server, as `cargo xtask discover` writes it.
+    pub fn binding(&self, name: &str, timeout_seconds: u64) -> Value {
+        json!({
+            "name": name, "description": "A report, run as an MCP task.",
+            "url": self.url, "mcp_tool": "research", "tenants": ["local"],
+            "input_schema": input_schema(), "timeout_seconds": timeout_seconds,
+            "max_output_bytes": 65536, "protocol_version": "2025-11-25",
+            "execution": {"taskSupport": "required"}, "task": true, "server_tasks": true,
+        })
+    }
+}
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "topic": {"type": "string"},
+            "mode": {"type": "string"},
+            "step_ms": {"type": "integer"},
+            "hold_ms": {"type": "integer"},
+        },
+        "required": ["topic", "mode"],
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn no_stream() -> StatusCode {
+    StatusCode::METHOD_NOT_ALLOWED
+}
+
+async fn close(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> StatusCode {
+    *lock(&shared.counts).entry("DELETE".into()).or_default() += 1;
+    let session = headers.get(SESSION).and_then(|v| v.to_str().ok());
+    match session.and_then(|s| lock(&shared.sessions).remove(s)) {
+        Some(_) => StatusCode::OK,
+        None => StatusCode::NOT_FOUND,
+    }
+}
+
+fn answer(id: &Value, result: Value) -> Response {
+    json_response(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Response {
+    json_response(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+fn json_response(message: Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        message.to_string(),
+    )
+        .into_response()
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let method = message["method"]
+        .as_str()
+        .unwrap_or("(response)")
+        .to_owned();
+    *lock(&shared.counts).entry(method.clone()).or_default() += 1;
+    let id = message["id"].clone();
+    if method == "initialize" {
+        let session = format!("session-{}", shared.next.fetch_add(1, Ordering::Relaxed));
+        lock(&shared.sessions).insert(session.clone(), HashMap::new());
+        let result = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {
+                "tools": {},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+            },
+            "serverInfo": {"name": "brain-task-server", "version": "1"},
+        });
+        let mut response = answer(&id, result);
+        response
+            .headers_mut()
+            .insert(SESSION, session.parse().expect("a header value"));
+        return response;
+    }
+    let Some(session) = headers
+        .get(SESSION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| lock(&shared.sessions).contains_key(*s))
+        .map(str::to_owned)
+    else {
+        return (StatusCode::NOT_FOUND, "no such session").into_response();
+    };
+    if id.is_null() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let params = &message["params"];
+    let task_id = params["taskId"].as_str().unwrap_or_default().to_owned();
+    match method.as_str() {
+        "tools/list" => answer(
+            &id,
+            json!({"tools": [{
+                "name": "research", "description": "A report, run as an MCP task.",
+                "inputSchema": input_schema(), "execution": {"taskSupport": "required"},
+            }]}),
+        ),
+        "tools/call" => call(&shared, &session, &id, params),
+        "tasks/get" => {
+            let held = {
+                let mut sessions = lock(&shared.sessions);
+                let task = sessions.get_mut(&session).and_then(|t| t.get_mut(&task_id));
+                match task {
+                    Some(task) if task.mode != "unknown_id" && !task.forgotten() => {
+                        task.polls += 1;
+                        (task.polls == 1).then_some(task.hold)
+                    }
+                    _ => return error(&id, -32602, &format!("unknown task {task_id:?}")),
+                }
+            };
+            if let Some(hold) = held {
+                tokio::time::sleep(hold).await;
+            }
+            match lock(&shared.sessions)
+                .get(&session)
+                .and_then(|t| t.get(&task_id))
+            {
+                Some(task) => answer(&id, task.json(&task_id)),
+                None => error(&id, -32602, &format!("unknown task {task_id:?}")),
+            }
+        }
+        "tasks/result" => result(&shared, &session, &id, &task_id).await,
+        "tasks/cancel" => {
+            let mut sessions = lock(&shared.sessions);
+            match sessions.get_mut(&session).and_then(|t| t.get_mut(&task_id)) {
+                Some(task) if task.forgotten() || task.mode == "unknown_id" => {
+                    error(&id, -32602, &format!("unknown task {task_id:?}"))
+                }
+                Some(task) if task.terminal() => {
+                    error(&id, -32602, "the task has ended: it cannot be cancelled")
+                }
+                Some(task) => {
+                    task.cancelled = true;
+                    answer(&id, task.json(&task_id))
+                }
+                None => error(&id, -32602, &format!("unknown task {task_id:?}")),
+            }
+        }
+        other => error(&id, -32601, &format!("method not found: {other}")),
+    }
+}
+
+/// `tools/call`: the task created (or refused without `task`).
+fn call(shared: &Shared, session: &str, id: &Value, params: &Value) -> Response {
+    if !params["task"].is_object() {
+        return error(
+            id,
+            -32601,
+            "research runs only as a task: augment the call with `task`",
+        );
+    }
+    let arguments = &params["arguments"];
+    let millis = |name: &str, default: u64| {
+        Duration::from_millis(arguments[name].as_u64().unwrap_or(default))
+    };
+    let task = Task {
+        mode: arguments["mode"].as_str().unwrap_or("complete").to_owned(),
+        topic: arguments["topic"].as_str().unwrap_or_default().to_owned(),
+        created: Instant::now(),
+        step: millis(
+            "step_ms",
+            if arguments["mode"] == "hold" {
+                700
+            } else {
+                200
+            },
+        ),
+        hold: millis("hold_ms", 0),
+        polls: 0,
+        cancelled: false,
+    };
+    let task_id = format!("task-{}", shared.next.fetch_add(1, Ordering::Relaxed));
+    let created = task.json(&task_id);
+    let lose = task.mode == "lose_create";
+    if let Some(tasks) = lock(&shared.sessions).get_mut(session) {
+        tasks.insert(task_id, task);
+    }
+    if lose {
+        let body = futures_util::stream::once(async {
+            Err::<Bytes, std::io::Error>(std::io::Error::other("fault: connection dropped"))
+        });
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from_stream(body))
+            .expect("a valid response");
+    }
+    answer(id, json!({"task": created}))
+}
+
+/// `tasks/result`: waits until the task ends (bounded), then its result.
+async fn result(shared: &Shared, session: &str, id: &Value, task_id: &str) -> Response {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let task = lock(&shared.sessions)
+            .get(session)
+            .and_then(|t| t.get(task_id))
+            .cloned();
+        let Some(task) = task.filter(|t| !t.forgotten() && t.mode != "unknown_id") else {
+            return error(id, -32602, &format!("unknown task {task_id:?}"));
+        };
+        if task.terminal() || Instant::now() > deadline {
+            let related = json!({"io.modelcontextprotocol/related-task": {"taskId": task_id}});
+            return match (task.status().0, task.mode.as_str()) {
+                ("completed", _) => answer(
+                    id,
+                    json!({"content": [{"type": "text", "text": format!("report: {}", task.topic)}],
+                           "isError": false, "_meta": related}),
+                ),
+                ("failed", "fail_result") => answer(
+                    id,
+                    json!({"content": [{"type": "text", "text": "no sources found"}],
+                           "isError": true, "_meta": related}),
+                ),
+                _ => error(id, -32603, "the task kept no result"),
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,264 @@
+//! MCP tasks (2025-11-25) against the task server (`tests::tasks`), one row per fault: every
+//! row asserts `(is_error, unknown_outcome)` and the requests the server counted by method.
+
+use std::collections::BTreeMap;
+
+use brain_runtime::journal::Journal;
+use brain_runtime::{CallRequest, Event, Runtime, Scope, ToolResult};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tests::client::text;
+use tests::tasks::TaskServer;
+
+/// What one row expects: the result's flags, a text the result holds, and the counts of
+/// `tools/call`, `tasks/get`, `tasks/result`, `tasks/cancel` (`tasks/get` at least, since
+/// polls follow the clock).
+struct Row {
+    mode: &'static str,
+    timeout_seconds: u64,
+    step_ms: u64,
+    is_error: bool,
+    unknown_outcome: bool,
+    says: &'static str,
+    tools_call: u64,
+    tasks_get_at_least: u64,
+    tasks_result: u64,
+    tasks_cancel: u64,
+}
+
+const DEFAULT: Row = Row {
+    mode: "complete",
+    timeout_seconds: 30,
+    step_ms: 200,
+    is_error: false,
+    unknown_outcome: false,
+    says: "report: rows",
+    tools_call: 1,
+    tasks_get_at_least: 1,
+    tasks_result: 1,
+    tasks_cancel: 0,
+};
+
+/// Calls `research` in `row`'s mode: the result, its progress messages, the server's counts.
+async fn run(row: &Row) -> (ToolResult, Vec<String>, BTreeMap<String, u64>) {
+    let server = TaskServer::start().await.unwrap();
+    let text = json!({"tools": [server.binding("research", row.timeout_seconds)]}).to_string();
+    let config =
+        brain_config::parse(text.as_bytes(), "tasks.json").unwrap_or_else(|e| panic!("{e}"));
+    let runtime = Runtime::builder(&config)
+        .journal(Journal::memory())
+        .build()
+        .unwrap();
+    let request = CallRequest {
+        tool: "research".into(),
+        scope: Scope {
+            tenant_id: "local".into(),
+            session_id: "session-1".into(),
+        },
+        call_id: Some(format!("row-{}", row.mode)),
+        arguments: json!({"topic": "rows", "mode": row.mode, "step_ms": row.step_ms}),
+        parent: None,
+    };
+    let mut call = runtime.call(request);
+    let mut messages = Vec::new();
+    let mut result = None;
+    while let Some(event) = call.next().await {
+        match event {
+            Event::Progress(progress) => messages.push(progress.message.unwrap_or_default()),
+            Event::Result(ended) => result = Some(ended),
+        }
+    }
+    runtime.wait_for_cleanup().await;
+    (result.expect("a result"), messages, server.counts())
+}
+
+async fn check(row: Row) -> Vec<String> {
+    let (result, messages, counts) = run(&row).await;
+    let count = |method: &str| counts.get(method).copied().unwrap_or(0);
+    let said = text(&result);
+    assert_eq!(
+        (result.is_error, result.unknown_outcome),
+        (row.is_error, row.unknown_outcome),
+        "{}: {said}",
+        row.mode
+    );
+    assert!(said.contains(row.says), "{}: {said}", row.mode);
+    assert_eq!(
+        count("tools/call"),
+        row.tools_call,
+        "{}: {counts:?}",
+        row.mode
+    );
+    assert!(
+        count("tasks/get") >= row.tasks_get_at_least,
+        "{}: {counts:?}",
+        row.mode
+    );
+    assert_eq!(
+        count("tasks/result"),
+        row.tasks_result,
+        "{}: {counts:?}",
+        row.mode
+    );
+    assert_eq!(
+        count("tasks/cancel"),
+        row.tasks_cancel,
+        "{}: {counts:?}",
+        row.mode
+    );
+    // Every session brain opened is closed, a task's after it ended.
+    assert_eq!(
+        count("DELETE"),
+        count("initialize"),
+        "{}: {counts:?}",
+        row.mode
+    );
+    messages
+}
+
+#[tokio::test]
+async fn a_completed_task_is_the_result_and_its_steps_are_progress() {
+    let messages = check(Row {
+        tasks_get_at_least: 2,
+        ..DEFAULT
+    })
+    .await;
+    let steps: Vec<&str> = messages
+        .iter()
+        .map(String::as_str)
+        .filter(|m| m.starts_with("step"))
+        .collect();
+    let mut expected: Vec<&str> = vec!["step 1 of 3", "step 2 of 3", "step 3 of 3"];
+    // Polls at 250 ms over steps of 200 ms may pass over one; never out of order.
+    expected.retain(|step| steps.contains(step));
+    assert_eq!(steps, expected, "{messages:?}");
+    assert!(steps.len() >= 2, "{messages:?}");
+}
+
+#[tokio::test]
+async fn a_failed_task_with_the_tools_error_is_a_tool_error() {
+    check(Row {
+        mode: "fail_result",
+        is_error: true,
+        says: "no sources found",
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_task_without_a_result_is_unknown() {
+    check(Row {
+        mode: "fail_no_result",
+        is_error: true,
+        unknown_outcome: true,
+        says: "gave no result",
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_the_server_cancelled_is_unknown() {
+    check(Row {
+        mode: "server_cancel",
+        is_error: true,
+        unknown_outcome: true,
+        says: "the server cancelled task",
+        tasks_result: 0,
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_asking_for_input_is_cancelled_and_unknown() {
+    check(Row {
+        mode: "input_required",
+        is_error: true,
+        unknown_outcome: true,
+        says: "input_required",
+        tasks_result: 0,
+        tasks_cancel: 1,
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_expired_task_is_unknown_and_not_cancelled() {
+    check(Row {
+        mode: "expire",
+        step_ms: 10_000,
+        is_error: true,
+        unknown_outcome: true,
+        says: "no longer knows task",
+        tasks_result: 0,
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_id_the_server_never_knew_is_unknown() {
+    check(Row {
+        mode: "unknown_id",
+        is_error: true,
+        unknown_outcome: true,
+        says: "no longer knows task",
+        tasks_result: 0,
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_lost_create_task_result_is_unknown_and_nothing_is_polled() {
+    check(Row {
+        mode: "lose_create",
+        is_error: true,
+        unknown_outcome: true,
+        says: "may have run",
+        tasks_get_at_least: 0,
+        tasks_result: 0,
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_asking_for_hourly_polls_is_polled_within_brains_bound() {
+    // The task ends after 500 ms; the server asks for a poll an hour later; brain waits 5 s.
+    check(Row {
+        mode: "slow_poller",
+        ..DEFAULT
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_task_longer_than_its_timeout_is_cancelled_and_unknown() {
+    check(Row {
+        step_ms: 5_000,
+        timeout_seconds: 1,
+        is_error: true,
+        unknown_outcome: true,
+        says: "timed out",
+        tasks_result: 0,
+        tasks_cancel: 1,
+        ..DEFAULT
+    })
+    .await;
+}
+
+/// A binding of a task-only tool that does not run it as a task is refused before any call.
+#[tokio::test]
+async fn a_task_only_binding_without_task_is_refused_at_check() {
+    let server = TaskServer::start().await.unwrap();
+    let mut binding: Value = server.binding("research", 30);
+    binding.as_object_mut().unwrap().remove("task");
+    binding.as_object_mut().unwrap().remove("server_tasks");
+    let text = json!({"tools": [binding]}).to_string();
+    let refused = brain_config::parse(text.as_bytes(), "tasks.json").unwrap_err();
+    assert!(refused.to_string().contains("task-required"), "{refused}");
+}
