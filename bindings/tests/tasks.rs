@@ -317,3 +317,40 @@ async fn killed_while_its_first_poll_is_held_the_task_is_resumed_not_created_aga
     assert_eq!(counts.get("tasks/result"), Some(&1), "{counts:?}");
     assert!(counts.get("tasks/get") >= Some(&2), "{counts:?}");
 }
+
+/// A stdio task lives in the server's process, which ends with the harness that started it:
+/// a retry after a SIGKILL gets `unknown_outcome: true`, saying so, and starts nothing.
+#[test]
+fn a_stdio_task_whose_harness_was_killed_is_unknown_on_retry() {
+    let script = tests::workspace_root()
+        .join("tests/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(script.exists(), "run tests/interop/setup.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let tools = json!({"tools": [{
+        "name": "research", "description": "A research report, run as an MCP task.",
+        "command": ["node", script, "stdio"], "mcp_tool": "simulate-research-query",
+        "tenants": ["local"], "timeout_seconds": 30, "protocol_version": "2025-11-25",
+        "input_schema": {"type": "object", "properties": {"topic": {"type": "string"}},
+                         "required": ["topic"]},
+        "execution": {"taskSupport": "required"}, "task": true, "server_tasks": true,
+    }]});
+    std::fs::write(&config, tools.to_string()).unwrap();
+    let state = State::Default(tempfile::tempdir().unwrap());
+    let arguments = json!({"topic": "pipes"});
+    killed_mid_task(&state, &config, "stdio-1", &arguments);
+    let (code, events) = state.call(&config, "stdio-1", &arguments);
+    assert_eq!(code, Some(1), "{events:?}");
+    let result = events.last().unwrap();
+    assert_eq!(
+        (
+            &result["is_error"],
+            &result["unknown_outcome"],
+            &result["replayed"]
+        ),
+        (&json!(true), &json!(true), &json!(true)),
+        "{result}"
+    );
+    let said = result["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("stdio server's process"), "{said}");
+}

@@ -238,12 +238,11 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
                 options.timeout.as_secs()
             ))
         })?;
-    let (revision, tools) = listed.map_err(DiscoverError::Process)?;
+    let (revision, server_tasks, tools) = listed.map_err(DiscoverError::Process)?;
     Ok(Discovery {
         protocol_version: revision.to_owned(),
         tools,
-        // brain runs tasks over HTTP only.
-        server_tasks: false,
+        server_tasks,
     })
 }
 

@@ -228,3 +228,101 @@ async fn mcp_server_time_from_pypi() {
     assert!(!unknown.unknown_outcome, "{unknown:?}");
     runtime.wait_for_cleanup().await;
 }
+
+/// `simulate-research-query` over stdio (`taskSupport: "required"`): bound with `task: true`,
+/// called as a task (its stages as progress, the report as the result), and a timeout shorter
+/// than the task: `tasks/cancel` reaches the server, the outcome is unknown. Requests are
+/// counted at the server's stdin (`tests/interop/counting_stdio.py`).
+#[tokio::test]
+async fn server_everything_stdio_research_runs_as_a_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let mut command = vec![
+        "python3".to_owned(),
+        interop("counting_stdio.py"),
+        stats.display().to_string(),
+    ];
+    command.extend(node(
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        &["stdio"],
+    ));
+    let (runtime, revision) = discovered(command, &["simulate-research-query"], |binding| {
+        assert_eq!(
+            (&binding["task"], &binding["server_tasks"]),
+            (&json!(true), &json!(true)),
+            "{binding}"
+        );
+    })
+    .await;
+    assert_eq!(revision, "2025-11-25");
+    let count = |method: &str| tests::stdio::count(&stats, method);
+    let listed = count("tools/list");
+
+    let mut events = runtime.call(request(
+        "simulate-research-query",
+        json!({"topic": "pipes"}),
+    ));
+    let mut messages = Vec::new();
+    let mut result = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Event::Progress(progress) => messages.extend(progress.message),
+            Event::Result(ended) => result = Some(ended),
+        }
+    }
+    let result = result.expect("a result");
+    assert_eq!(
+        (result.is_error, result.unknown_outcome),
+        (false, false),
+        "{result:?}"
+    );
+    assert!(
+        text(&result).contains("Research Report: pipes"),
+        "{result:?}"
+    );
+    for stage in ["Gathering sources...", "Generating report..."] {
+        assert!(messages.iter().any(|m| m == stage), "{stage}: {messages:?}");
+    }
+    runtime.wait_for_cleanup().await;
+    assert_eq!(count("tools/call"), 1);
+    assert_eq!(count("tasks/result"), 1);
+    assert!(count("tasks/get") >= 3, "{}", count("tasks/get"));
+    assert_eq!(count("tasks/cancel"), 0);
+    assert_eq!(listed, 1);
+}
+
+#[tokio::test]
+async fn server_everything_stdio_task_past_its_timeout_is_cancelled_and_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let mut command = vec![
+        "python3".to_owned(),
+        interop("counting_stdio.py"),
+        stats.display().to_string(),
+    ];
+    command.extend(node(
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        &["stdio"],
+    ));
+    let (runtime, _) = discovered(command, &["simulate-research-query"], |binding| {
+        binding["timeout_seconds"] = json!(2);
+    })
+    .await;
+    let result = call(
+        &runtime,
+        "simulate-research-query",
+        json!({"topic": "short"}),
+    )
+    .await;
+    assert_eq!(
+        (result.is_error, result.unknown_outcome),
+        (true, true),
+        "{result:?}"
+    );
+    assert!(text(&result).contains("timed out"), "{result:?}");
+    runtime.wait_for_cleanup().await;
+    let count = |method: &str| tests::stdio::count(&stats, method);
+    assert_eq!(count("tools/call"), 1);
+    assert_eq!(count("tasks/cancel"), 1);
+    assert_eq!(count("tasks/result"), 0);
+}

@@ -213,9 +213,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .filter(|binding| binding.runs_as_task())
         .map(|binding| format!("{:?}", binding.mcp_tool.as_deref().unwrap_or_default()))
         .collect();
-    let why = if matches!(settings.server, Server::Command { .. }) {
-        Some("brain runs MCP tasks over HTTP only".to_owned())
-    } else if discovery.protocol_version != TASK_REVISION {
+    let why = if discovery.protocol_version != TASK_REVISION {
         Some(format!(
             "brain runs MCP tasks at {TASK_REVISION}, and the server speaks {}",
             discovery.protocol_version

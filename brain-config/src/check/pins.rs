@@ -70,8 +70,8 @@ pub(super) fn task_required(draft: &Draft, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// `task` and `server_tasks` only where a task can be run: an MCP binding over HTTP pinned to
-/// the revision that has tasks, a tool that allows them, a server that declared them.
+/// `task` and `server_tasks` only where a task can be run: an MCP binding (HTTP or stdio) pinned
+/// to the revision that has tasks, a tool that allows them, a server that declared them.
 pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
     let binding = &draft.binding;
     let mut refuse = |field: &str, message: String, help: &str| {
@@ -94,13 +94,6 @@ pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
     }
     if !binding.runs_as_task() {
         return;
-    }
-    if binding.is_stdio() {
-        refuse(
-            "task",
-            "`task: true` on a stdio binding: brain runs MCP tasks over HTTP only".to_owned(),
-            "remove `task`, or bind the server over HTTP (`url`)",
-        );
     }
     match binding.pinned_revision() {
         Some(TASK_REVISION) => {}

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tracing::Span;
 
-use crate::call::{CallState, Exchange, Incoming, Reading, Round, Transport};
+use crate::call::{CONTROL_TIMEOUT, CallState, Exchange, Incoming, Reading, Round, Transport};
 use crate::http::HttpClient;
 use crate::outcome::{Fact, Failure};
 use crate::revision;
@@ -81,6 +81,14 @@ impl Transport for Stdio {
             }
         };
         call.state().revision = Some(process.revision().unwrap_or(revision::STATELESS));
+        if call.tool.binding.runs_as_task() && !process.tasks() {
+            return Err(Failure::new(
+                Fact::SetupFailed,
+                "the server no longer declares that it runs tool calls as tasks \
+                 (`tasks.requests.tools.call`), and the binding calls its tool as one; \
+                 tools/call was not sent: re-run `cargo xtask discover`",
+            ));
+        }
         Ok(process)
     }
 
@@ -118,6 +126,41 @@ impl Transport for Stdio {
         })
     }
 
+    /// Writes a request of the call's task as one line and reads stdout to its answer (other
+    /// messages passed over), within the binding's byte bound.
+    async fn request(
+        &self,
+        call: &Exchange<'_>,
+        process: &Arc<Process>,
+        message: &Value,
+    ) -> Result<Value, Failure> {
+        let method = message["method"].as_str().unwrap_or("a task request");
+        if let Err(error) = process.send(message).await {
+            return Err(Failure::broken(format!(
+                "could not write {method} to the MCP server: {error}{}; the task was created, \
+                 and the tool may have run",
+                process.report().await
+            )));
+        }
+        loop {
+            match process.receive(call.tool.raw_limit()).await {
+                Ok(answer)
+                    if answer.get("method").is_none() && answer.get("id") == message.get("id") =>
+                {
+                    return Ok(answer);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    return Err(Failure::broken(format!(
+                        "{error} before {method} was answered{}; the task was created, and \
+                         the tool may have run",
+                        process.report().await
+                    )));
+                }
+            }
+        }
+    }
+
     /// Ends the call's process (cancelling an unanswered call first), then — for a binding with
     /// `prewarm` — starts the spares that are missing: off the call's path, so that starting a
     /// process never competes with a call for the CPU.
@@ -128,6 +171,11 @@ impl Transport for Stdio {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(process) = process {
+            if let Some(task) = &state.task {
+                // The task ends with the process anyway; the server hears why first.
+                let cancel = crate::mcp::task_request(99, "tasks/cancel", task);
+                let _ = tokio::time::timeout(CONTROL_TIMEOUT, process.send(&cancel)).await;
+            }
             let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
             process.shut_down(unanswered).await;
         }
@@ -167,8 +215,9 @@ impl Reading for StdioReading {
 
 /// Discovery on a stdio server: a process started as a call's would be, a session opened (any
 /// revision brain speaks; 2026-07-28 when the server refuses sessions), every page of
-/// `tools/list`, then the process shut down. Returns the revision and the tools.
-pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Value>), String> {
+/// `tools/list`, then the process shut down. Returns the revision, whether the server runs tool
+/// calls as tasks, and the tools.
+pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, bool, Vec<Value>), String> {
     let launch = Arc::new(launch);
     let process = Process::spawn(&launch).map_err(|failure| failure.message)?;
     let listed = async {
@@ -208,7 +257,10 @@ pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, Vec<Valu
                 _ => return Err("the server's tools/list result has no `tools` array".into()),
             }
             match crate::mcp::next_cursor(&answer["result"], cursor.as_deref()) {
-                None => return Ok((revision.unwrap_or(revision::STATELESS), tools)),
+                None => {
+                    let revision = revision.unwrap_or(revision::STATELESS);
+                    return Ok((revision, process.tasks(), tools));
+                }
                 next => cursor = next,
             }
         }

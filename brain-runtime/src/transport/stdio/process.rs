@@ -75,12 +75,19 @@ pub(crate) struct Process {
     launch: Arc<Launch>,
     /// The revision initialize settled on; `None` on 2026-07-28 (no initialize).
     revision: Mutex<Option<&'static str>>,
+    /// The server declared that it runs tool calls as tasks (`tasks.requests.tools.call`).
+    tasks: std::sync::atomic::AtomicBool,
 }
 
 impl Process {
     /// The revision `initialize` settled on; `None` on 2026-07-28 (no initialize).
     pub(crate) fn revision(&self) -> Option<&'static str> {
         *lock(&self.revision)
+    }
+
+    /// Whether initialize's answer declared that the server runs tool calls as tasks.
+    pub(crate) fn tasks(&self) -> bool {
+        self.tasks.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -140,6 +147,7 @@ impl Process {
             stderr,
             launch: Arc::clone(launch),
             revision: Mutex::new(None),
+            tasks: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -426,6 +434,10 @@ pub(crate) async fn open(
         )
     })?;
     *lock(&process.revision) = Some(revision);
+    let tasks = result["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object();
+    process
+        .tasks
+        .store(tasks, std::sync::atomic::Ordering::Relaxed);
     if let Err(error) = process.send(&crate::mcp::initialized()).await {
         return Err(
             setup_failed(format!("writing notifications/initialized failed: {error}")).await,
