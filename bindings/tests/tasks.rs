@@ -279,15 +279,18 @@ fn a_task_call_killed_mid_task_is_resumed_by_another_process_on_postgres() {
 
 /// Killed in the window right after `CreateTaskResult` arrived: the task server holds the
 /// task's first `tasks/get` (the task's id is recorded before it), the harness is SIGKILLed
-/// while it waits, and the retry resumes the task in its session.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_while_its_first_poll_is_held_the_task_is_resumed_not_created_again() {
+/// while it waits, and the retry resumes the task — at 2025-11-25 in its session, without a new
+/// initialize; at 2026-07-28 (the tasks extension) by its id alone.
+async fn killed_while_its_first_poll_is_held(extension: bool, state: State) {
     let server = tests::tasks::TaskServer::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("host.json");
-    let tools = json!({"tools": [server.binding("research", 30)]});
-    std::fs::write(&config, tools.to_string()).unwrap();
-    let state = State::Default(tempfile::tempdir().unwrap());
+    let binding = if extension {
+        server.stateless_binding("research", 30)
+    } else {
+        server.binding("research", 30)
+    };
+    std::fs::write(&config, json!({"tools": [binding]}).to_string()).unwrap();
     let arguments = json!({"topic": "held", "mode": "hold", "hold_ms": 20_000});
     let mut child = state
         .command(&config, "held-1", &arguments)
@@ -312,10 +315,31 @@ async fn killed_while_its_first_poll_is_held_the_task_is_resumed_not_created_aga
     );
     assert_eq!(result["content"][0]["text"], "report: held", "{result}");
     let counts = server.counts();
-    assert_eq!(counts.get("tools/call"), Some(&1), "{counts:?}");
-    assert_eq!(counts.get("initialize"), Some(&1), "{counts:?}");
-    assert_eq!(counts.get("tasks/result"), Some(&1), "{counts:?}");
-    assert!(counts.get("tasks/get") >= Some(&2), "{counts:?}");
+    let count = |method: &str| counts.get(method).copied().unwrap_or(0);
+    assert_eq!(count("tools/call"), 1, "{counts:?}");
+    assert_eq!(count("initialize"), u64::from(!extension), "{counts:?}");
+    assert_eq!(count("tasks/result"), u64::from(!extension), "{counts:?}");
+    assert_eq!(count("tasks/cancel"), 0, "{counts:?}");
+    assert_eq!(count("bad routing"), 0, "{counts:?}");
+    assert!(count("tasks/get") >= 2, "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_its_first_poll_is_held_the_task_is_resumed_not_created_again() {
+    let state = State::Default(tempfile::tempdir().unwrap());
+    killed_while_its_first_poll_is_held(false, state).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_killed_while_its_first_poll_is_held_the_task_is_resumed_by_its_id() {
+    let state = State::Default(tempfile::tempdir().unwrap());
+    killed_while_its_first_poll_is_held(true, state).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extension_killed_while_its_first_poll_is_held_is_resumed_by_another_process_on_postgres() {
+    let state = State::Postgres(tests::postgres::Cluster::start());
+    killed_while_its_first_poll_is_held(true, state).await;
 }
 
 /// A stdio task lives in the server's process, which ends with the harness that started it:

@@ -40,7 +40,7 @@ pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
     Grant, HostConfig, MAX_CONFIG_BYTES, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
     OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, TASK_REVISION,
-    ToolBinding, ToolPin, Transport,
+    TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use source::Location;

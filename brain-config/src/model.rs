@@ -36,9 +36,13 @@ pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
 /// The first revision that defines the `MCP-Protocol-Version` header, `structuredContent` and
 /// `outputSchema`.
 pub const STRUCTURED_REVISION: &str = "2025-06-18";
-/// The MCP revision whose tasks brain runs (`tools/call` with `task`, then `tasks/get`,
-/// `tasks/result`, `tasks/cancel`).
+/// The MCP session revision whose tasks brain runs (`tools/call` with `task`, then
+/// `tasks/get`, `tasks/result`, `tasks/cancel`).
 pub const TASK_REVISION: &str = "2025-11-25";
+/// The revision of the tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): the client
+/// declares it, the server decides call by call whether to answer with a task (`tasks/get`,
+/// `tasks/update`, `tasks/cancel`).
+pub const TASKS_EXTENSION_REVISION: &str = "2026-07-28";
 
 /// A host config: the tools that agent sessions may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -139,15 +143,19 @@ pub struct ToolBinding {
     /// (rule `task-required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Map<String, Value>>,
-    /// MCP bindings only: call the tool as an MCP task (MCP 2025-11-25: `tools/call` with
-    /// `task`, then `tasks/get` until it ends and `tasks/result`). Discovery sets it for a tool
-    /// whose `taskSupport` is `"required"`; set it on one whose `taskSupport` is `"optional"` to
-    /// run that tool as a task too. Needs `server_tasks` and a revision that has tasks.
+    /// MCP bindings only: call the tool as an MCP task. At 2025-11-25: `tools/call` with
+    /// `task`, then `tasks/get` until it ends and `tasks/result`; discovery sets it for a tool
+    /// whose `taskSupport` is `"required"`, and setting it on one whose `taskSupport` is
+    /// `"optional"` runs that tool as a task too. At 2026-07-28 (the tasks extension, where the
+    /// server decides): the binding's requests declare the extension, so that the server may
+    /// answer with a task, followed with `tasks/get`; discovery leaves it unset. Needs
+    /// `server_tasks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<bool>,
     /// MCP bindings only, pinned by discovery: the server declared that it runs tool calls as
-    /// tasks (its `tasks.requests.tools.call` capability at 2025-11-25). A task binding whose
-    /// server no longer declares it is refused before `tools/call` is sent.
+    /// tasks (its `tasks.requests.tools.call` capability at 2025-11-25, the tasks extension
+    /// `io.modelcontextprotocol/tasks` at 2026-07-28). At 2025-11-25 a task binding whose server
+    /// no longer declares it is refused before `tools/call` is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_tasks: Option<bool>,
     /// The whole tool object as the server sent it, pinned by discovery: what

@@ -41,8 +41,8 @@ pub struct Discovery {
     pub protocol_version: String,
     /// Its tools, as `tools/list` describes them (every page), in the server's order.
     pub tools: Vec<Value>,
-    /// The server declared that it runs tool calls as MCP tasks (`tasks.requests.tools.call`,
-    /// at 2025-11-25: the revision whose tasks brain runs).
+    /// The server declared that it runs tool calls as MCP tasks: `tasks.requests.tools.call` at
+    /// 2025-11-25, the tasks extension (`io.modelcontextprotocol/tasks`) at 2026-07-28.
     pub server_tasks: bool,
 }
 
@@ -303,8 +303,7 @@ impl Client<'_> {
         Ok(Some(Discovery {
             protocol_version: STATELESS.to_owned(),
             tools,
-            // The 2026-07-28 tasks extension is not supported yet.
-            server_tasks: false,
+            server_tasks: crate::mcp::declares_tasks(&result["capabilities"]),
         }))
     }
 

@@ -62,22 +62,19 @@ pub(crate) fn tools_list(id: u64, cursor: Option<&str>, meta: Option<Map<String,
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
 }
 
+/// The `_meta` key of a 2026-07-28 request's revision.
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// The `_meta` entries that replace initialize on 2026-07-28.
 pub(crate) fn stateless_meta() -> Map<String, Value> {
     let mut meta = Map::new();
-    meta.insert(
-        "io.modelcontextprotocol/protocolVersion".into(),
-        json!(STATELESS),
-    );
+    meta.insert(PROTOCOL_VERSION_META.into(), json!(STATELESS));
     meta.insert(
         "io.modelcontextprotocol/clientInfo".into(),
         json!({"name": "brain", "version": env!("CARGO_PKG_VERSION")}),
     );
     // No capabilities: no elicitation, sampling or roots.
-    meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".into(),
-        json!({}),
-    );
+    meta.insert(CLIENT_CAPABILITIES.into(), json!({}));
     meta
 }
 
@@ -112,8 +109,49 @@ pub(crate) fn next_cursor(result: &Value, cursor: Option<&str>) -> Option<String
         .map(str::to_owned)
 }
 
-/// A request about the task `task_id` (`tasks/get`, `tasks/result`, `tasks/cancel`; MCP
-/// 2025-11-25), JSON-RPC id `id`.
-pub(crate) fn task_request(id: u64, method: &str, task_id: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task_id}})
+/// A request about the task `task_id`, JSON-RPC id `id`: at 2025-11-25 `tasks/get`,
+/// `tasks/result` or `tasks/cancel`; at 2026-07-28 (`revision`, the tasks extension) `tasks/get`,
+/// `tasks/update` or `tasks/cancel`, with the revision's `_meta` declaring the extension.
+pub(crate) fn task_request(id: u64, method: &str, task_id: &str, revision: Option<&str>) -> Value {
+    let mut request =
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task_id}});
+    if revision == Some(STATELESS) {
+        let mut meta = stateless_meta();
+        declare_tasks(&mut meta);
+        request["params"]["_meta"] = Value::Object(meta);
+    }
+    request
+}
+
+/// The tasks extension's identifier (2026-07-28, SEP-2663).
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The `_meta` key of a 2026-07-28 request's client capabilities.
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// JSON-RPC error code of a request that needs a client capability brain did not declare
+/// (2026-07-28): the server refused it without running it.
+pub(crate) const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+
+/// Declares the tasks extension in a 2026-07-28 request's `_meta` (brain's only client
+/// capability): the server may answer with a task.
+pub(crate) fn declare_tasks(meta: &mut Map<String, Value>) {
+    meta.insert(
+        CLIENT_CAPABILITIES.into(),
+        json!({"extensions": {TASKS_EXTENSION: {}}}),
+    );
+}
+
+/// Whether `meta` is a 2026-07-28 request's (it names the revision).
+pub(crate) fn is_stateless_meta(meta: &Map<String, Value>) -> bool {
+    meta.contains_key(PROTOCOL_VERSION_META)
+}
+
+/// Whether a server's capabilities (`server/discover`) declare the tasks extension.
+pub(crate) fn declares_tasks(capabilities: &Value) -> bool {
+    capabilities["extensions"][TASKS_EXTENSION].is_object()
+}
+
+/// Whether a JSON-RPC error says the request needs the tasks extension declared.
+pub(crate) fn needs_tasks(error: &Value) -> bool {
+    error.get("code").and_then(Value::as_i64) == Some(MISSING_CLIENT_CAPABILITY)
+        && error["data"]["requiredCapabilities"]["extensions"][TASKS_EXTENSION].is_object()
 }

@@ -133,7 +133,10 @@ pub(crate) fn classify(fact: Fact) -> Outcome {
             (false, Kind::NotSent)
         }
         Fact::NotWritten { .. } | Fact::CallStatus { .. } => (true, Kind::UnknownOutcome),
-        Fact::RpcError { code: Some(-32601) } => (false, Kind::NotSent),
+        // Method not found; a client capability missing (2026-07-28): refused, not run.
+        Fact::RpcError {
+            code: Some(-32601 | -32021),
+        } => (false, Kind::NotSent),
         Fact::RpcError { .. } => (true, Kind::UnknownOutcome),
         Fact::ToolStatus(status) => match status {
             408 | 409 | 429 => (true, Kind::UnknownOutcome),
@@ -309,6 +312,7 @@ mod tests {
                 UnknownOutcome,
             ),
             (Fact::RpcError { code: Some(-32601) }, false, NotSent),
+            (Fact::RpcError { code: Some(-32021) }, false, NotSent),
             (Fact::RpcError { code: Some(-32602) }, true, UnknownOutcome),
             (Fact::RpcError { code: Some(-32603) }, true, UnknownOutcome),
             (Fact::RpcError { code: None }, true, UnknownOutcome),

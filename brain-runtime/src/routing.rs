@@ -42,6 +42,23 @@ pub(crate) fn param_headers(schema: &Value) -> Vec<ParamHeader> {
     out
 }
 
+/// The headers of a request about a task (`tasks/get`, `tasks/update`, `tasks/cancel`; the
+/// tasks extension): `Mcp-Method` its method, `Mcp-Name` the task's id, so that a load balancer
+/// routes it to the instance that holds the task.
+pub(crate) fn task_headers(method: &str, task_id: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static(PROTOCOL_HEADER),
+        HeaderValue::from_static(STATELESS),
+    );
+    for (name, value) in [("mcp-method", method), ("mcp-name", task_id)] {
+        if let Ok(value) = HeaderValue::from_str(&encode(value)) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    headers
+}
+
 /// The headers of a `tools/call` POST.
 pub(crate) fn headers(tool: &str, arguments: &Value, params: &[ParamHeader]) -> HeaderMap {
     let mut headers = HeaderMap::new();

@@ -700,6 +700,7 @@ pub mod __bench {
             &request.arguments,
             meta,
             &Round::first(),
+            false,
         );
         std::hint::black_box(serde_json::to_vec(&message).ok()?);
         crate::convert::convert(

@@ -15,7 +15,8 @@ use brain_config::discovery::{
     lint, merge,
 };
 use brain_config::{
-    BindingKind, ConfigError, HostConfig, OnInputRequest, TASK_REVISION, ToolBinding,
+    BindingKind, ConfigError, HostConfig, OnInputRequest, TASK_REVISION, TASKS_EXTENSION_REVISION,
+    ToolBinding,
 };
 use brain_runtime::discover::{
     CommandOptions, DiscoverOptions, Discovery, discover, discover_command,
@@ -202,6 +203,13 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         where_(&settings.server),
         discovery.protocol_version
     );
+    if discovery.server_tasks && discovery.protocol_version == TASKS_EXTENSION_REVISION {
+        eprintln!(
+            "the server declares the tasks extension (io.modelcontextprotocol/tasks): add \
+             `\"task\": true` to a binding to let the server answer its calls with a task, which \
+             brain follows (and resumes after a crash, with a journal)"
+        );
+    }
     let mut bindings: Vec<ToolBinding> = names
         .iter()
         .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
@@ -213,15 +221,16 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .filter(|binding| binding.runs_as_task())
         .map(|binding| format!("{:?}", binding.mcp_tool.as_deref().unwrap_or_default()))
         .collect();
-    let why = if discovery.protocol_version != TASK_REVISION {
+    let revision = discovery.protocol_version.as_str();
+    let why = if ![TASK_REVISION, TASKS_EXTENSION_REVISION].contains(&revision) {
         Some(format!(
-            "brain runs MCP tasks at {TASK_REVISION}, and the server speaks {}",
-            discovery.protocol_version
+            "brain runs MCP tasks at {TASK_REVISION} and {TASKS_EXTENSION_REVISION}, and the \
+             server speaks {revision}"
         ))
     } else if !discovery.server_tasks {
         Some(
             "the server does not declare that it runs tool calls as tasks \
-             (`tasks.requests.tools.call`)"
+             (`tasks.requests.tools.call` at 2025-11-25, the tasks extension at 2026-07-28)"
                 .to_owned(),
         )
     } else {

@@ -35,7 +35,7 @@ fn valid_config_prints_a_summary_and_exits_0() {
     let out = stdout(&output);
     assert!(out.starts_with("ok: "), "{out}");
     assert!(
-        out.ends_with(": 5 bindings (3 MCP, 1 HTTP, 1 SSE), no errors\n"),
+        out.ends_with(": 6 bindings (4 MCP, 1 HTTP, 1 SSE), no errors\n"),
         "{out}"
     );
     assert_eq!(stderr(&output), "");

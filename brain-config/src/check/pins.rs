@@ -3,7 +3,9 @@
 
 use super::context::Draft;
 use crate::diagnostic::{Diagnostic, Rule};
-use crate::model::{BindingKind, PROTOCOL_VERSIONS, STRUCTURED_REVISION, TASK_REVISION};
+use crate::model::{
+    BindingKind, PROTOCOL_VERSIONS, STRUCTURED_REVISION, TASK_REVISION, TASKS_EXTENSION_REVISION,
+};
 
 /// `protocol_version` is set only on MCP bindings, and names a revision brain speaks.
 pub(super) fn protocol_version(draft: &Draft, out: &mut Vec<Diagnostic>) {
@@ -71,7 +73,8 @@ pub(super) fn task_required(draft: &Draft, out: &mut Vec<Diagnostic>) {
 }
 
 /// `task` and `server_tasks` only where a task can be run: an MCP binding (HTTP or stdio) pinned
-/// to the revision that has tasks, a tool that allows them, a server that declared them.
+/// to a revision that has tasks (2025-11-25, or 2026-07-28's tasks extension), a tool that allows
+/// them (at 2025-11-25, where the tool says), a server that declared them.
 pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
     let binding = &draft.binding;
     let mut refuse = |field: &str, message: String, help: &str| {
@@ -95,21 +98,24 @@ pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
     if !binding.runs_as_task() {
         return;
     }
-    match binding.pinned_revision() {
-        Some(TASK_REVISION) => {}
-        pinned => refuse(
+    let pinned = binding.pinned_revision();
+    if !matches!(pinned, Some(TASK_REVISION | TASKS_EXTENSION_REVISION)) {
+        refuse(
             "task",
             format!(
                 "`task: true`, but the binding pins {}: brain runs MCP tasks at {TASK_REVISION} \
-                 only (earlier revisions have none; the 2026-07-28 tasks extension is not \
-                 supported yet)",
+                 and, as the tasks extension, at {TASKS_EXTENSION_REVISION} (earlier revisions \
+                 have none)",
                 pinned.map_or_else(|| "no revision".to_owned(), |p| format!("revision {p}"))
             ),
-            "pin `protocol_version` to 2025-11-25 (re-run `cargo xtask discover` against a \
-             server that speaks it), or remove `task`",
-        ),
+            "pin `protocol_version` to the revision the server speaks (re-run `cargo xtask \
+             discover` against a server that speaks 2025-11-25 or 2026-07-28), or remove `task`",
+        );
     }
-    if !matches!(binding.task_support(), Some("optional" | "required")) {
+    // The tool's own word, where there is one: the tasks extension lets the server decide.
+    if pinned != Some(TASKS_EXTENSION_REVISION)
+        && !matches!(binding.task_support(), Some("optional" | "required"))
+    {
         refuse(
             "task",
             format!(
@@ -126,7 +132,8 @@ pub(super) fn task_invalid(draft: &Draft, out: &mut Vec<Diagnostic>) {
         refuse(
             "task",
             "`task: true`, but `server_tasks` is not: the server did not declare at discovery \
-             that it runs tool calls as tasks (`tasks.requests.tools.call`)"
+             that it runs tool calls as tasks (`tasks.requests.tools.call` at 2025-11-25, the \
+             tasks extension `io.modelcontextprotocol/tasks` at 2026-07-28)"
                 .to_owned(),
             "re-run `cargo xtask discover`, which pins what the server declares; remove `task` \
              if it declares no tasks",

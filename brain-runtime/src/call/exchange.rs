@@ -22,6 +22,10 @@ use crate::wire::Endpoint;
 /// requests.
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// At most this many notifications are kept from the stream of one task request (the rest are
+/// passed over).
+pub(crate) const MAX_HEARD: usize = 256;
+
 /// What the cleanup after a call needs to know.
 #[derive(Debug, Default)]
 pub(crate) struct CallState {
@@ -42,6 +46,8 @@ pub(crate) struct CallState {
     pub(crate) server_requests: usize,
     /// The call's MCP task while it has not ended: the cleanup cancels it (`tasks/cancel`).
     pub(crate) task: Option<String>,
+    /// The server declared no way to cancel a task (2025-11-25 without `tasks.cancel`).
+    pub(crate) task_uncancellable: bool,
 }
 
 /// Where a call's events go: boxed, so that the channel's first block of 32 slots holds
@@ -98,14 +104,17 @@ pub(crate) trait Transport: Send + Sync + 'static {
         round: &Round,
     ) -> impl Future<Output = Result<Self::Reading, Failure>> + Send;
 
-    /// Sends one request of the call's MCP task (`tasks/get`, `tasks/result`) on what
-    /// [`Transport::open`] opened, and returns the JSON-RPC response to it. A transport that
-    /// cannot carry tasks says so (a binding's check refuses tasks there first).
+    /// Sends one request of the call's MCP task (`tasks/get`, `tasks/result`, `tasks/update`)
+    /// on what [`Transport::open`] opened, and returns the JSON-RPC response to it; the
+    /// notifications that came before it on its stream go into `heard` (at most [`MAX_HEARD`]).
+    /// A transport that cannot carry tasks says so (a binding's check refuses tasks there
+    /// first).
     fn request(
         &self,
         _call: &Exchange<'_>,
         _opened: &Self::Opened,
         _message: &Value,
+        _heard: &mut Vec<Value>,
     ) -> impl Future<Output = Result<Value, Failure>> + Send {
         std::future::ready(Err(Failure::broken(
             "this transport cannot carry MCP tasks; the tool may have run",
@@ -213,6 +222,13 @@ impl Exchange<'_> {
         span: &Span,
     ) -> Value {
         crate::telemetry::inject(&mut meta, span);
+        // A task binding asks for a task: at 2026-07-28 by declaring the tasks extension (the
+        // server decides), on a session revision with the `task` parameter.
+        let stateless = crate::mcp::is_stateless_meta(&meta);
+        let task = self.tool.binding.runs_as_task();
+        if task && stateless {
+            crate::mcp::declare_tasks(&mut meta);
+        }
         call_message(
             &self.tool.binding,
             self.call_id,
@@ -220,6 +236,7 @@ impl Exchange<'_> {
             self.arguments,
             meta,
             round,
+            task && !stateless,
         )
     }
 

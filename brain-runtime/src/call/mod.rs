@@ -6,9 +6,10 @@
 //! 2. *admit* ([`admit`]) — before anything is opened, and before the call's own timeout runs:
 //!    the call journal answers a call id it has seen (a recorded result, a call running
 //!    elsewhere, a call whose process died, a conflicting reuse) without contacting the server.
-//!    A transport that opens nothing ([`Transport::OPENS`]) skips it: its claim, next, meets a
-//!    call id seen before and answers the same way, and a wait there for a call running
-//!    elsewhere is bounded as admit's is;
+//!    A transport that opens nothing ([`Transport::OPENS`]) skips it, unless the binding runs
+//!    its tool as a task (a retry may resume the task): its claim, next, meets a call id seen
+//!    before and answers the same way, and a wait there for a call running elsewhere is bounded
+//!    as admit's is;
 //! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
 //! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]:
 //!    the journal's claim, committed durably), before the first byte of `tools/call` (or an
@@ -16,8 +17,9 @@
 //!    write ([`Transport::write`]) — later rounds, and OAuth's re-POSTs of a refused request
 //!    inside `wire::Endpoint`, happen within the send, never as new sends;
 //! 5. *read* (`read.rs`) — what the write is answered with, in wire order: progress, server
-//!    requests, the response; when the response is an MCP task (`task.rs`, 2025-11-25), its
-//!    polling: `tasks/get` until it ends, its status as progress, then `tasks/result`;
+//!    requests, the response; when the response is an MCP task (`task.rs`: 2025-11-25, and
+//!    2026-07-28's tasks extension), its polling: `tasks/get` until it ends, its status as
+//!    progress, then its result;
 //! 6. *convert* (`convert.rs`) — the response into a `tool.result`;
 //! 7. *classify* (`outcome.rs`) — a failure's facts into `unknown_outcome` and its kind;
 //! 8. *clean up* ([`Transport::clean_up`]) — off the caller's path, tracked; so is the
@@ -48,7 +50,7 @@ use crate::tool::{Scope, Tool};
 use crate::wire::Endpoint;
 
 pub(crate) use exchange::{
-    CONTROL_TIMEOUT, CallState, Events, Exchange, Incoming, Reading, Transport,
+    CONTROL_TIMEOUT, CallState, Events, Exchange, Incoming, MAX_HEARD, Reading, Transport,
 };
 pub(crate) use rounds::{CALL_ID, Round, call_message};
 
@@ -141,9 +143,11 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     // Before the call's own timeout: a call running elsewhere is waited for until its owner's
     // deadline (plus a grace), which the store bounds; this bounds a store that stops answering.
     let admit_bound = timeout + ADMIT_GRACE;
+    // A task binding is admitted on every transport: a retry may take its task over.
+    let admits = T::OPENS || tool.binding.runs_as_task();
     let admitted = tokio::select! {
         biased;
-        admitted = tokio::time::timeout(admit_bound, admit(ticket.filter(|_| T::OPENS)))
+        admitted = tokio::time::timeout(admit_bound, admit(ticket.filter(|_| admits)))
             => admitted.unwrap_or_else(|_| {
             Err(interrupted(
                 Interruption::Timeout,

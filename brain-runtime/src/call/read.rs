@@ -11,6 +11,7 @@ use super::rounds::{Reply, Round, input_answer};
 use crate::convert::convert;
 use crate::event::{Event, Progress, ToolResult};
 use crate::outcome::{Fact, Failure};
+use crate::revision::STATELESS;
 
 /// The most server requests (`ping`, or requests brain refuses) a call answers: past them the
 /// call fails and nothing more is answered, so a server cannot make one call send unbounded
@@ -129,7 +130,7 @@ impl Exchange<'_> {
     }
 
     /// A progress notification for this call, if it moves forward, becomes a `tool.progress`.
-    async fn progress(&self, params: &Value, last: &mut Option<f64>) {
+    pub(crate) async fn progress(&self, params: &Value, last: &mut Option<f64>) {
         if let Some(event) = self.progress_event(params, last) {
             let _ = self.events.send(Box::new(event)).await;
         }
@@ -223,6 +224,17 @@ impl Exchange<'_> {
             let code = error.get("code").and_then(Value::as_i64);
             let what = if code == Some(-32601) {
                 format!("the server does not offer tools/call: {text}")
+            } else if crate::mcp::needs_tasks(error) {
+                format!(
+                    "the server runs this tool only as a task, and refused it without: {text}. \
+                     Add `\"task\": true` to the binding (its server declared the tasks \
+                     extension at discovery: `server_tasks`)"
+                )
+            } else if code == Some(crate::mcp::MISSING_CLIENT_CAPABILITY) {
+                format!(
+                    "the server refused tools/call for a client capability brain does not have: \
+                     {text}"
+                )
             } else {
                 format!(
                     "the server answered tools/call with an error: {text}; the tool may have run"
@@ -247,6 +259,16 @@ impl Exchange<'_> {
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => {}
             Some("input_required") => return Ok(Reply::InputRequired(result.clone())),
+            // 2026-07-28's tasks extension: the result is the task.
+            Some("task") => {
+                if self.tool.binding.runs_as_task() && self.state().revision == Some(STATELESS) {
+                    return Ok(Reply::Task(result.clone()));
+                }
+                return Err(Failure::broken(
+                    "the server answered tools/call with a task though brain did not declare \
+                     the tasks extension; the tool may have run",
+                ));
+            }
             Some(other) => {
                 return Err(Failure::broken(format!(
                     "the server answered with a `{other}` result, which brain does not support; \

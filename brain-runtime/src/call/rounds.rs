@@ -24,7 +24,8 @@ pub(crate) enum Reply {
     Complete(ToolResult),
     /// An `input_required` result (2026-07-28): the tool has not completed.
     InputRequired(Value),
-    /// A `CreateTaskResult`'s task (2025-11-25): the server runs the tool as this task.
+    /// A `CreateTaskResult`'s task (its `task` at 2025-11-25, the result itself at 2026-07-28):
+    /// the server runs the tool as this task.
     Task(Value),
 }
 
@@ -159,7 +160,8 @@ pub(crate) fn input_answer(
 }
 
 /// The `tools/call` message of one round. `meta` holds the revision's own `_meta` entries;
-/// brain's scope and progress token are added last, so that they win.
+/// brain's scope and progress token are added last, so that they win. `task`: augmented with
+/// the `task` parameter (2025-11-25).
 pub(crate) fn call_message(
     binding: &ToolBinding,
     call_id: &str,
@@ -167,6 +169,7 @@ pub(crate) fn call_message(
     arguments: &Value,
     mut meta: Map<String, Value>,
     round: &Round,
+    task: bool,
 ) -> Value {
     meta.insert("progressToken".into(), json!(call_id));
     meta.insert(
@@ -183,7 +186,7 @@ pub(crate) fn call_message(
         json!(binding.mcp_tool.as_deref().unwrap_or_default()),
     );
     params.insert("arguments".into(), arguments.clone());
-    if binding.runs_as_task() {
+    if task {
         // Kept by the server past the call's own deadline, so that its result can be read.
         let ttl = (binding.timeout_seconds + TASK_TTL_GRACE_SECONDS) * 1000;
         params.insert("task".into(), json!({"ttl": ttl}));

@@ -78,7 +78,11 @@ impl Transport for Session {
             }
             Err(error) => return Err(error.failure(call)),
         };
-        call.state().revision = Some(session.revision);
+        {
+            let mut state = call.state();
+            state.revision = Some(session.revision);
+            state.task_uncancellable = !session.cancels_tasks;
+        }
         if call.tool.binding.runs_as_task() && !session.tasks {
             return Err(Failure::new(
                 Fact::SetupFailed,
@@ -136,10 +140,11 @@ impl Transport for Session {
         call: &Exchange<'_>,
         opened: &Opened,
         message: &Value,
+        heard: &mut Vec<Value>,
     ) -> Result<Value, Failure> {
         match opened {
             Opened::Session { headers, .. } => {
-                streamable::task_request(call, headers.clone(), message).await
+                streamable::task_request(call, headers.clone(), message, heard).await
             }
             Opened::Stateless => Err(Failure::broken(
                 "a 2026-07-28 call cannot carry a 2025-11-25 task; the tool may have run",
@@ -198,8 +203,9 @@ impl Transport for Session {
         if let Some(revision) = state.revision {
             revision::set_protocol_header(&mut headers, revision);
         }
-        if let Some(task) = &state.task {
-            let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task);
+        // A server that declared no `tasks.cancel` is not asked: the task runs on.
+        if let Some(task) = state.task.as_ref().filter(|_| !state.task_uncancellable) {
+            let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task, state.revision);
             let _ = tokio::time::timeout(CONTROL_TIMEOUT, endpoint.post(&cancel, headers.clone()))
                 .await;
         }
@@ -231,6 +237,8 @@ pub(crate) struct Initialized {
     pub(crate) revision: &'static str,
     /// The server declared that it runs tool calls as tasks (`tasks.requests.tools.call`).
     pub(crate) tasks: bool,
+    /// The server declared that it accepts `tasks/cancel` (`tasks.cancel`).
+    pub(crate) cancels_tasks: bool,
 }
 
 /// Why a session could not be opened, as facts each caller words (a call, discovery).
@@ -375,10 +383,12 @@ async fn read_initialized(
     }
     revision::set_protocol_header(&mut headers, revision);
     let tasks = result["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object();
+    let cancels_tasks = result["capabilities"]["tasks"]["cancel"].is_object();
     Ok(Initialized {
         headers,
         revision,
         tasks,
+        cancels_tasks,
     })
 }
 

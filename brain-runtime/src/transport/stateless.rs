@@ -2,16 +2,27 @@
 //! protocol revision and client capabilities in `_meta`, and the `Mcp-Method`, `Mcp-Name` and
 //! `Mcp-Param-*` headers (SEP-2243, `routing.rs`) computed from the pinned schema's
 //! `x-mcp-header` annotations (`streamable.rs` writes it). There is no way back to the server:
-//! server requests cannot be answered, and a cancelled call is a closed response stream.
+//! server requests cannot be answered, and a cancelled call is a closed response stream. A task
+//! binding declares the tasks extension (SEP-2663); a task the server creates is followed with
+//! `tasks/get` POSTs routed by its id (`Mcp-Name`), and one left running is cancelled
+//! (`tasks/cancel`) in the cleanup.
 
 use std::sync::Arc;
 
-use crate::call::{CallState, Exchange, Round, Transport};
+use serde_json::Value;
+
+use crate::auth::Authorizing;
+use crate::call::{CONTROL_TIMEOUT, CallState, Exchange, Round, Transport};
 use crate::http::HttpClient;
+use crate::journal::TaskRecord;
 use crate::outcome::Failure;
 use crate::revision::STATELESS;
 use crate::tool::Tool;
 use crate::transport::streamable::{self, HttpReading, McpHttp};
+use crate::wire::Endpoint;
+
+/// The JSON-RPC id of the cleanup's `tasks/cancel`.
+const CANCEL_ID: u64 = 99;
 
 /// The stateless transport, for one call.
 pub(crate) struct Stateless {
@@ -39,11 +50,59 @@ impl Transport for Stateless {
         streamable::write_stateless(call, &self.route, round).await
     }
 
-    /// Nothing to close: dropping the response closed its stream, which is how 2026-07-28
-    /// cancels.
-    fn leaves_work(&self, _: &CallState) -> bool {
-        false
+    /// A request of the call's task: one POST, routed by the task's id.
+    async fn request(
+        &self,
+        call: &Exchange<'_>,
+        _: &(),
+        message: &Value,
+        heard: &mut Vec<Value>,
+    ) -> Result<Value, Failure> {
+        let headers = task_headers(message);
+        streamable::task_request(call, headers, message, heard).await
     }
 
-    async fn clean_up(self, _: HttpClient, _: Arc<Tool>, _: CallState) {}
+    /// Nothing to reopen: a task of the tasks extension is known by its id alone.
+    async fn resume(&self, call: &Exchange<'_>, task: &TaskRecord) -> Result<(), Failure> {
+        if task.revision != STATELESS {
+            return Err(Failure::broken(format!(
+                "task {} was created at revision {:?}, and the binding now calls at {STATELESS}; \
+                 the tool may have run",
+                task.task_id, task.revision
+            )));
+        }
+        call.state().revision = Some(STATELESS);
+        Ok(())
+    }
+
+    /// Nothing to close: dropping the response closed its stream, which is how 2026-07-28
+    /// cancels; a task that has not ended is cancelled.
+    fn leaves_work(&self, state: &CallState) -> bool {
+        state.task.is_some()
+    }
+
+    async fn clean_up(self, http: HttpClient, tool: Arc<Tool>, state: CallState) {
+        let Some(task) = &state.task else {
+            return;
+        };
+        let endpoint = Endpoint {
+            http: &http,
+            url: tool.binding.url.as_deref().unwrap_or_default(),
+            auth: Authorizing {
+                credentials: &tool.credentials,
+                tenant: &state.tenant,
+            },
+        };
+        let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task, Some(STATELESS));
+        let headers = task_headers(&cancel);
+        let _ = tokio::time::timeout(CONTROL_TIMEOUT, endpoint.post(&cancel, headers)).await;
+    }
+}
+
+/// The routing headers of a task request.
+fn task_headers(message: &Value) -> http::HeaderMap {
+    crate::routing::task_headers(
+        message["method"].as_str().unwrap_or_default(),
+        message["params"]["taskId"].as_str().unwrap_or_default(),
+    )
 }

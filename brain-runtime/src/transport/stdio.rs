@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 use tracing::Span;
 
-use crate::call::{CONTROL_TIMEOUT, CallState, Exchange, Incoming, Reading, Round, Transport};
+use crate::call::{
+    CONTROL_TIMEOUT, CallState, Exchange, Incoming, MAX_HEARD, Reading, Round, Transport,
+};
 use crate::http::HttpClient;
 use crate::outcome::{Fact, Failure};
 use crate::revision;
@@ -81,7 +83,8 @@ impl Transport for Stdio {
             }
         };
         call.state().revision = Some(process.revision().unwrap_or(revision::STATELESS));
-        if call.tool.binding.runs_as_task() && !process.tasks() {
+        // At 2026-07-28 the server decides, call by call, whether to run one as a task.
+        if call.tool.binding.runs_as_task() && process.revision().is_some() && !process.tasks() {
             return Err(Failure::new(
                 Fact::SetupFailed,
                 "the server no longer declares that it runs tool calls as tasks \
@@ -133,6 +136,7 @@ impl Transport for Stdio {
         call: &Exchange<'_>,
         process: &Arc<Process>,
         message: &Value,
+        heard: &mut Vec<Value>,
     ) -> Result<Value, Failure> {
         let method = message["method"].as_str().unwrap_or("a task request");
         if let Err(error) = process.send(message).await {
@@ -148,6 +152,9 @@ impl Transport for Stdio {
                     if answer.get("method").is_none() && answer.get("id") == message.get("id") =>
                 {
                     return Ok(answer);
+                }
+                Ok(note) if note.get("id").is_none() && heard.len() < MAX_HEARD => {
+                    heard.push(note);
                 }
                 Ok(_) => {}
                 Err(error) => {
@@ -173,7 +180,7 @@ impl Transport for Stdio {
         if let Some(process) = process {
             if let Some(task) = &state.task {
                 // The task ends with the process anyway; the server hears why first.
-                let cancel = crate::mcp::task_request(99, "tasks/cancel", task);
+                let cancel = crate::mcp::task_request(99, "tasks/cancel", task, state.revision);
                 let _ = tokio::time::timeout(CONTROL_TIMEOUT, process.send(&cancel)).await;
             }
             let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);

@@ -12,7 +12,7 @@ use http::header::HeaderMap;
 use serde_json::{Map, Value};
 use tracing::Span;
 
-use crate::call::{Exchange, Incoming, Reading, Round};
+use crate::call::{Exchange, Incoming, MAX_HEARD, Reading, Round};
 use crate::http::HttpError;
 use crate::outcome::{Fact, Failure};
 use crate::routing::ParamHeader;
@@ -271,16 +271,19 @@ async fn resume(
     Ok(resumed)
 }
 
-/// One request of the call's MCP task (`tasks/get`, `tasks/result`, `tasks/cancel`) on the session
-/// `headers` name: POSTed once, its response read within the binding's byte bound (anything
+/// One request of the call's MCP task (`tasks/get`, `tasks/result`, `tasks/update`) with
+/// `headers` (a session's, or 2026-07-28's routing headers): POSTed once, its response read within the binding's byte bound (anything
 /// else on its stream passed over). A request that does not reach the server, or whose answer
-/// is lost, is the task's failure: the task was created, so the tool may have run.
+/// is lost, is the task's failure: the task was created, so the tool may have run. Notifications
+/// before the answer go into `heard`.
 pub(crate) async fn task_request(
     call: &Exchange<'_>,
     headers: HeaderMap,
     message: &Value,
+    heard: &mut Vec<Value>,
 ) -> Result<Value, Failure> {
     let method = message["method"].as_str().unwrap_or("a task request");
+    let headers_had_session = headers.contains_key(crate::wire::SESSION_HEADER);
     let lost = |what: String| {
         Failure::broken(format!(
             "{what}; the task was created, and the tool may have run"
@@ -293,7 +296,7 @@ pub(crate) async fn task_request(
         .map_err(|error| lost(format!("{method} failed: {}", error_chain(&error))))?;
     let status = response.status();
     if !status.is_success() {
-        let gone = if status == StatusCode::NOT_FOUND {
+        let gone = if status == StatusCode::NOT_FOUND && headers_had_session {
             " (the server no longer knows the session the task lives in)"
         } else {
             ""
@@ -319,6 +322,9 @@ pub(crate) async fn task_request(
             {
                 messages.release();
                 return Ok(answer);
+            }
+            Some(Ok(note)) if note.get("id").is_none() && heard.len() < MAX_HEARD => {
+                heard.push(note);
             }
             Some(Ok(_)) => {}
         }
