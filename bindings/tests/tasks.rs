@@ -277,6 +277,23 @@ fn a_task_call_killed_mid_task_is_resumed_by_another_process_on_postgres() {
     a_task_call_killed_mid_task_is_resumed_by_its_retry(&state);
 }
 
+/// Runs the harness `command` and `SIGKILL`s it while the task server holds its task's first
+/// `tasks/get` (the task is recorded by then).
+async fn killed_at_first_poll(server: &tests::tasks::TaskServer, mut command: Command) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("brain-harness starts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.count("tasks/get") == 0 {
+        assert!(Instant::now() < deadline, "no poll: {:?}", server.counts());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
 /// Killed in the window right after `CreateTaskResult` arrived: the task server holds the
 /// task's first `tasks/get` (the task's id is recorded before it), the harness is SIGKILLed
 /// while it waits, and the retry resumes the task — at 2025-11-25 in its session, without a new
@@ -292,19 +309,7 @@ async fn killed_while_its_first_poll_is_held(extension: bool, state: State) {
     };
     std::fs::write(&config, json!({"tools": [binding]}).to_string()).unwrap();
     let arguments = json!({"topic": "held", "mode": "hold", "hold_ms": 20_000});
-    let mut child = state
-        .command(&config, "held-1", &arguments)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("brain-harness starts");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.count("tasks/get") == 0 {
-        assert!(Instant::now() < deadline, "no poll: {:?}", server.counts());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    child.kill().unwrap();
-    let _ = child.wait();
+    killed_at_first_poll(&server, state.command(&config, "held-1", &arguments)).await;
     let (code, events) = state.call(&config, "held-1", &arguments);
     assert_eq!(code, Some(0), "{events:?}");
     let result = events.last().unwrap();
@@ -340,6 +345,46 @@ async fn extension_killed_while_its_first_poll_is_held_the_task_is_resumed_by_it
 async fn extension_killed_while_its_first_poll_is_held_is_resumed_by_another_process_on_postgres() {
     let state = State::Postgres(tests::postgres::Cluster::start());
     killed_while_its_first_poll_is_held(true, state).await;
+}
+
+/// A task is bound to the authorization context that created it: a retry whose token is not
+/// that one takes the call over, is refused by the server, and gets `unknown_outcome: true`,
+/// saying why — never a second task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_resumed_with_another_token_is_unknown_saying_why() {
+    let server = tests::tasks::TaskServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    let mut binding = server.binding("research", 30);
+    binding["token_env"] = json!("RESEARCH_TOKEN");
+    std::fs::write(&config, json!({"tools": [binding]}).to_string()).unwrap();
+    let state = State::Default(tempfile::tempdir().unwrap());
+    let arguments = json!({"topic": "held", "mode": "hold", "hold_ms": 20_000});
+    let mut first = state.command(&config, "token-1", &arguments);
+    first.env("RESEARCH_TOKEN", "alpha");
+    killed_at_first_poll(&server, first).await;
+    let output = state
+        .command(&config, "token-1", &arguments)
+        .env("RESEARCH_TOKEN", "beta")
+        .output()
+        .expect("brain-harness runs");
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let result = events.last().unwrap();
+    assert_eq!(
+        (&result["is_error"], &result["unknown_outcome"]),
+        (&json!(true), &json!(true)),
+        "{result}"
+    );
+    let said = result["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("authorization context"), "{said}");
+    assert!(!said.contains("alpha") && !said.contains("beta"), "{said}");
+    let counts = server.counts();
+    assert_eq!(counts.get("tools/call"), Some(&1), "{counts:?}");
+    // Its poll refused (and the cleanup's tasks/cancel, with the same token).
+    assert!(counts.get("forbidden") >= Some(&1), "{counts:?}");
 }
 
 /// A stdio task lives in the server's process, which ends with the harness that started it:

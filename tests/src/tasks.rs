@@ -22,8 +22,9 @@
 //! Steps last `step_ms` (200 by default); the server asks for polls every 100 ms. At 2025-11-25
 //! tasks live in their session (a DELETE ends both; another session does not know them); at
 //! 2026-07-28 they are known by id alone, and a task request whose `Mcp-Name` header is not its
-//! task's id is refused (HTTP 400, counted as `bad routing`). Every request is counted by method,
-//! at the server's door.
+//! task's id is refused (HTTP 400, counted as `bad routing`). A task answers only requests with
+//! the `Authorization` header of the call that created it (else HTTP 403, counted as
+//! `forbidden`). Every request is counted by method, at the server's door.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +82,8 @@ struct Task {
     input: Option<Value>,
     /// The `progressToken` of the call that created it.
     token: Value,
+    /// The `Authorization` header of the call that created it: its authorization context.
+    auth: Option<String>,
 }
 
 impl Task {
@@ -304,6 +307,9 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let params = &message["params"];
     let task_id = params["taskId"].as_str().unwrap_or_default().to_owned();
     let extension = params["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28";
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     let key = if extension {
         if method.starts_with("tasks/") && !routed(&headers, &method, &task_id) {
             *lock(&shared.counts)
@@ -335,7 +341,6 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                     }]}),
                 );
             }
-            "tasks/update" => return update(&shared, &id, &task_id, params),
             _ => STATELESS.to_owned(),
         }
     } else {
@@ -355,6 +360,22 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     if id.is_null() {
         return StatusCode::ACCEPTED.into_response();
     }
+    // A task answers only the authorization context that created it.
+    let owner = lock(&shared.sessions)
+        .get(&key)
+        .and_then(|t| t.get(&task_id))
+        .map(|task| task.auth.clone());
+    if method.starts_with("tasks/")
+        && let Some(owner) = owner
+        && owner.as_deref() != auth
+    {
+        *lock(&shared.counts).entry("forbidden".into()).or_default() += 1;
+        return (
+            StatusCode::FORBIDDEN,
+            "the task belongs to another authorization context",
+        )
+            .into_response();
+    }
     match method.as_str() {
         "tools/list" => answer(
             &id,
@@ -363,7 +384,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 "inputSchema": input_schema(), "execution": {"taskSupport": "required"},
             }]}),
         ),
-        "tools/call" => call(&shared, &key, &id, params),
+        "tools/call" => call(&shared, &key, &id, params, auth),
         "tasks/get" => {
             let held = {
                 let mut sessions = lock(&shared.sessions);
@@ -392,6 +413,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             }
             answer(&id, state)
         }
+        "tasks/update" if extension => update(&shared, &id, &task_id, params),
         "tasks/result" if !extension => result(&shared, &key, &id, &task_id).await,
         "tasks/cancel" if shared.no_cancel && !extension => {
             error(&id, -32601, "method not found: tasks/cancel")
@@ -482,7 +504,13 @@ fn update(shared: &Shared, id: &Value, task_id: &str, params: &Value) -> Respons
 }
 
 /// `tools/call`: the task created (or refused without `task`).
-fn call(shared: &Shared, session: &str, id: &Value, params: &Value) -> Response {
+fn call(
+    shared: &Shared,
+    session: &str,
+    id: &Value,
+    params: &Value,
+    auth: Option<&str>,
+) -> Response {
     let arguments = &params["arguments"];
     let extension = session == STATELESS;
     if extension {
@@ -531,6 +559,7 @@ fn call(shared: &Shared, session: &str, id: &Value, params: &Value) -> Response 
         extension,
         input: None,
         token: params["_meta"]["progressToken"].clone(),
+        auth: auth.map(str::to_owned),
     };
     let task_id = format!("task-{}", shared.next.fetch_add(1, Ordering::Relaxed));
     let created = task.json(&task_id);

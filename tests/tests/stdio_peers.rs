@@ -229,14 +229,9 @@ async fn mcp_server_time_from_pypi() {
     runtime.wait_for_cleanup().await;
 }
 
-/// `simulate-research-query` over stdio (`taskSupport: "required"`): bound with `task: true`,
-/// called as a task (its stages as progress, the report as the result), and a timeout shorter
-/// than the task: `tasks/cancel` reaches the server, the outcome is unknown. Requests are
-/// counted at the server's stdin (`tests/interop/counting_stdio.py`).
-#[tokio::test]
-async fn server_everything_stdio_research_runs_as_a_task() {
-    let dir = tempfile::tempdir().unwrap();
-    let stats = dir.path().join("stats");
+/// server-everything over stdio behind `tests/interop/counting_stdio.py`, which appends each
+/// request's method to `stats`.
+fn counted_everything(stats: &std::path::Path) -> Vec<String> {
     let mut command = vec![
         "python3".to_owned(),
         interop("counting_stdio.py"),
@@ -246,6 +241,18 @@ async fn server_everything_stdio_research_runs_as_a_task() {
         "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
         &["stdio"],
     ));
+    command
+}
+
+/// `simulate-research-query` over stdio (`taskSupport: "required"`): bound with `task: true`,
+/// called as a task (its stages as progress, the report as the result), and a timeout shorter
+/// than the task: `tasks/cancel` reaches the server, the outcome is unknown. Requests are
+/// counted at the server's stdin (`tests/interop/counting_stdio.py`).
+#[tokio::test]
+async fn server_everything_stdio_research_runs_as_a_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let command = counted_everything(&stats);
     let (runtime, revision) = discovered(command, &["simulate-research-query"], |binding| {
         assert_eq!(
             (&binding["task"], &binding["server_tasks"]),
@@ -295,15 +302,7 @@ async fn server_everything_stdio_research_runs_as_a_task() {
 async fn server_everything_stdio_task_past_its_timeout_is_cancelled_and_unknown() {
     let dir = tempfile::tempdir().unwrap();
     let stats = dir.path().join("stats");
-    let mut command = vec![
-        "python3".to_owned(),
-        interop("counting_stdio.py"),
-        stats.display().to_string(),
-    ];
-    command.extend(node(
-        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        &["stdio"],
-    ));
+    let command = counted_everything(&stats);
     let (runtime, _) = discovered(command, &["simulate-research-query"], |binding| {
         binding["timeout_seconds"] = json!(2);
     })

@@ -15,7 +15,6 @@ use http::StatusCode;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use crate::auth::Authorizing;
 use crate::call::{CALL_ID, CONTROL_TIMEOUT, CallState, Exchange, Round, Transport};
 use crate::http::{HttpClient, HttpError};
 use crate::journal::TaskRecord;
@@ -190,14 +189,7 @@ impl Transport for Session {
         else {
             return;
         };
-        let endpoint = Endpoint {
-            http: &http,
-            url: tool.binding.url.as_deref().unwrap_or_default(),
-            auth: Authorizing {
-                credentials: &tool.credentials,
-                tenant: &state.tenant,
-            },
-        };
+        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state.tenant);
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static(SESSION_HEADER), session);
         if let Some(revision) = state.revision {

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::auth::Authorizing;
 use crate::call::{CONTROL_TIMEOUT, CallState, Exchange, Round, Transport};
 use crate::http::HttpClient;
 use crate::journal::TaskRecord;
@@ -19,7 +18,6 @@ use crate::outcome::Failure;
 use crate::revision::STATELESS;
 use crate::tool::Tool;
 use crate::transport::streamable::{self, HttpReading, McpHttp};
-use crate::wire::Endpoint;
 
 /// The JSON-RPC id of the cleanup's `tasks/cancel`.
 const CANCEL_ID: u64 = 99;
@@ -85,14 +83,7 @@ impl Transport for Stateless {
         let Some(task) = &state.task else {
             return;
         };
-        let endpoint = Endpoint {
-            http: &http,
-            url: tool.binding.url.as_deref().unwrap_or_default(),
-            auth: Authorizing {
-                credentials: &tool.credentials,
-                tenant: &state.tenant,
-            },
-        };
+        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state.tenant);
         let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task, Some(STATELESS));
         let headers = task_headers(&cancel);
         let _ = tokio::time::timeout(CONTROL_TIMEOUT, endpoint.post(&cancel, headers)).await;

@@ -12,11 +12,14 @@ use http::header::HeaderMap;
 use serde_json::{Map, Value};
 use tracing::Span;
 
+use crate::auth::Authorizing;
 use crate::call::{Exchange, Incoming, MAX_HEARD, Reading, Round};
+use crate::http::HttpClient;
 use crate::http::HttpError;
 use crate::outcome::{Fact, Failure};
 use crate::routing::ParamHeader;
-use crate::wire::{Messages, ReadError, error_chain, error_detail};
+use crate::tool::Tool;
+use crate::wire::{Endpoint, Messages, ReadError, error_chain, error_detail};
 
 /// At most this many resumptions in a row that bring no message.
 const MAX_IDLE_RESUMES: u32 = 16;
@@ -30,6 +33,23 @@ pub(crate) struct McpHttp {
     /// A binding that pins no revision learned that its server speaks only 2026-07-28 (it
     /// refused a session): later calls go there at once.
     pub(crate) stateless_only: AtomicBool,
+}
+
+/// The endpoint a call's cleanup sends on (cancellation, DELETE): the binding's URL, authorized
+/// for the calling tenant.
+pub(crate) fn cleanup_endpoint<'a>(
+    http: &'a HttpClient,
+    tool: &'a Tool,
+    tenant: &'a str,
+) -> Endpoint<'a> {
+    Endpoint {
+        http,
+        url: tool.binding.url.as_deref().unwrap_or_default(),
+        auth: Authorizing {
+            credentials: &tool.credentials,
+            tenant,
+        },
+    }
 }
 
 /// A session's way back to the server while a round is read.
@@ -296,10 +316,15 @@ pub(crate) async fn task_request(
         .map_err(|error| lost(format!("{method} failed: {}", error_chain(&error))))?;
     let status = response.status();
     if !status.is_success() {
-        let gone = if status == StatusCode::NOT_FOUND && headers_had_session {
-            " (the server no longer knows the session the task lives in)"
-        } else {
-            ""
+        let gone = match status {
+            StatusCode::NOT_FOUND if headers_had_session => {
+                " (the server no longer knows the session the task lives in)"
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                " (the server refused this process's authorization for the task: a task is bound \
+                 to the authorization context that created it, and this token is not it)"
+            }
+            _ => "",
         };
         return Err(lost(format!(
             "{method} got HTTP {status}{gone}{}",
