@@ -155,6 +155,10 @@ pub fn main() -> ExitCode {
         std::env::var_os("RUST_LOG").is_some(),
         std::io::stderr().is_terminal(),
     );
+    // Calls in flight over HTTP/1.1 hold a socket each: use all the descriptors the host allows.
+    if let Err(error) = brain_runtime::raise_open_file_limit() {
+        tracing::debug!(%error, "the open-file limit stays as it was");
+    }
     let code = run(cli);
     telemetry.shut_down(if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
         crate::telemetry::INTERRUPTED_FLUSH_BOUND

@@ -383,6 +383,7 @@ fn older_python(release: &str, revision: &str) {
         on_input_request: None,
         auth: None,
         server_tasks: discovery.server_tasks,
+        ca_file: None,
     };
     let bindings: Vec<Value> = discovery
         .tools

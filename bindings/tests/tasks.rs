@@ -35,6 +35,7 @@ fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
             on_input_request: None,
             auth: None,
             server_tasks: discovery.server_tasks,
+            ca_file: None,
         };
         let mut binding = brain_config::discovery::binding_from_tool(tool, &settings);
         binding.name = name.to_owned();

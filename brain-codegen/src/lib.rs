@@ -253,6 +253,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let env = pairs(&binding.env);
     let env_from = pairs(&binding.env_from);
     let cwd = option_str(binding.cwd.as_deref());
+    let ca_file = option_str(binding.ca_file.as_deref());
     let prewarm = match binding.prewarm {
         Some(value) => quote!(::std::option::Option::Some(#value)),
         None => quote!(::std::option::Option::None),
@@ -309,6 +310,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             env: #env,
             env_from: #env_from,
             cwd: #cwd,
+            ca_file: #ca_file,
             prewarm: #prewarm,
             mcp_tool: #mcp_tool,
             token_env: #token_env,

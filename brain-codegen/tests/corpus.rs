@@ -83,6 +83,7 @@ fn bind_corpus() -> (HostConfig, String) {
             auth: None,
             // The fixtures do not record the servers' capabilities.
             server_tasks: false,
+            ca_file: None,
         };
         let tools = fixture["tools"].as_array().unwrap();
         writeln!(

@@ -62,6 +62,8 @@ rules! {
     UrlFragment = "url-fragment",
     /// A bearer token would be sent over plain http to a host that is not loopback.
     TokenOverPlainHttp = "token-over-plain-http",
+    /// `ca_file` on a binding without an `https` url.
+    CaFileNotHttps = "ca-file-not-https",
     /// `mcp_tool` is empty.
     EmptyMcpTool = "empty-mcp-tool",
     /// `token_env` is not a valid environment variable name.

@@ -58,6 +58,8 @@ pub struct BindingSettings {
     pub auth: Option<Auth>,
     /// The server declared that it runs tool calls as MCP tasks (pinned as `server_tasks`).
     pub server_tasks: bool,
+    /// `ca_file` of each binding: the CA trusted for the server beside the platform's roots.
+    pub ca_file: Option<String>,
 }
 
 impl Server {
@@ -102,6 +104,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
             Server::Command { env_from, .. } if !env_from.is_empty() => Some(env_from.clone()),
             _ => None,
         },
+        ca_file: settings.ca_file.clone(),
         cwd: None,
         prewarm: None,
         mcp_tool: Some(name),
@@ -497,6 +500,7 @@ mod tests {
             on_input_request: None,
             auth: None,
             server_tasks: false,
+            ca_file: None,
         }
     }
 

@@ -83,6 +83,14 @@ pub struct ToolBinding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(url)]
     pub url: Option<String>,
+    /// `https` urls only: a PEM file of CA certificates trusted for this binding's server beside
+    /// the platform's roots (a server whose certificate a private CA issued). A relative path is
+    /// resolved against brain's working directory; the file is read when the runtime starts.
+    /// `SSL_CERT_FILE`/`SSL_CERT_DIR`, by contrast, replace the platform's roots for every
+    /// binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub ca_file: Option<String>,
     /// stdio MCP bindings: the server's command, program then arguments, never run through a
     /// shell. brain starts a fresh process for every call. A binding has exactly one of `url` and
     /// `command`.

@@ -57,6 +57,8 @@ pub struct DiscoverOptions {
     pub auth: Option<DiscoverAuth>,
     /// Bound on the whole discovery.
     pub timeout: Duration,
+    /// A PEM file of CA certificates trusted for the server beside the platform's roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// How discovery obtains OAuth tokens: a binding's `auth`, the values of the variables it
@@ -145,7 +147,11 @@ pub enum DiscoverError {
 
 /// Lists every tool of the server at `options.url`.
 pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverError> {
-    let http = crate::http::client(true).map_err(|error| {
+    let roots = match &options.ca_file {
+        Some(path) => crate::http::read_roots(path).map_err(DiscoverError::Protocol)?,
+        None => Vec::new(),
+    };
+    let http = crate::http::client(true, &roots).map_err(|error| {
         DiscoverError::Protocol(format!("cannot build the HTTP client: {error}"))
     })?;
     let credentials = match (&options.token, &options.auth) {
@@ -181,6 +187,7 @@ pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverEr
                     .as_ref()
                     .map_or("", |auth| auth.tenant.as_str()),
             },
+            departure: Default::default(),
         },
         token_var: options.token.as_ref().map(|(var, _)| var.as_str()),
         oauth: options.auth.is_some(),

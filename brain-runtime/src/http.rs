@@ -21,7 +21,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::dns::Name;
@@ -30,7 +29,108 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 /// The client every call and discovery uses; cheap to clone, one pool.
 pub(crate) type HttpClient =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Connector>, Full<Bytes>>;
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Connector>, Body>;
+
+/// A request's body: one buffer, and the call's [`Departure`], marked when a connection first
+/// reads it.
+pub(crate) struct Body {
+    data: Option<Bytes>,
+    departure: Option<Departure>,
+}
+
+impl Body {
+    /// A body of `data`; `departure` is marked handed now and left when a connection reads it
+    /// (an empty body is never read: it is marked left now).
+    pub(crate) fn new(data: Bytes, departure: Option<&Departure>) -> Body {
+        let data = (!data.is_empty()).then_some(data);
+        if let Some(departure) = departure {
+            departure.handed();
+            if data.is_none() {
+                departure.left();
+            }
+        }
+        Body {
+            data,
+            departure: departure.cloned(),
+        }
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(data: Bytes) -> Body {
+        Body::new(data, None)
+    }
+}
+
+impl From<String> for Body {
+    fn from(data: String) -> Body {
+        Body::new(Bytes::from(data), None)
+    }
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Some(departure) = this.departure.take() {
+            departure.left();
+        }
+        Poll::Ready(
+            this.data
+                .take()
+                .map(|data| Ok(hyper::body::Frame::data(data))),
+        )
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.data.as_ref().map_or(0, |data| data.len() as u64))
+    }
+}
+
+/// Whether a call's request left: handed to the client, then read by a connection. hyper reads a
+/// request's body only once the request has a connection — and on HTTP/2 an open stream, which
+/// the server's `SETTINGS_MAX_CONCURRENT_STREAMS` bounds (h2 gives a stream over the limit no
+/// send capacity, so its body is not read) — so a request handed but never read did not reach
+/// the server whole: it waited for a socket, a connection or a stream, and cannot have run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Departure(Arc<std::sync::atomic::AtomicU8>);
+
+impl Departure {
+    const IDLE: u8 = 0;
+    const HANDED: u8 = 1;
+    const LEFT: u8 = 2;
+
+    /// Forgets the requests before (those that opened the call's session).
+    pub(crate) fn reset(&self) {
+        self.0
+            .store(Self::IDLE, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn handed(&self) {
+        self.0
+            .fetch_max(Self::HANDED, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn left(&self) {
+        self.0
+            .store(Self::LEFT, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Since the last reset, a request was handed to the client and none was read by a
+    /// connection: nothing the server could act on has left.
+    pub(crate) fn only_waited(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst) == Self::HANDED
+    }
+}
 
 /// A response, its body not read yet.
 pub(crate) type Response = http::Response<hyper::body::Incoming>;
@@ -64,14 +164,23 @@ impl HttpError {
 }
 
 /// Builds a client; `quick_ack`: its connections ask for a quick ACK whenever a read waits (for
-/// streamed responses; see the module's doc).
-pub(crate) fn client(quick_ack: bool) -> Result<HttpClient, String> {
-    use rustls_platform_verifier::BuilderVerifierExt;
+/// streamed responses; see the module's doc). `extra_roots`: CA certificates trusted beside the
+/// platform's roots (a binding's `ca_file`).
+pub(crate) fn client(
+    quick_ack: bool,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<HttpClient, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
+        extra_roots.iter().cloned(),
+        provider.clone(),
+    )
+    .map_err(|error| error.to_string())?;
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
         .map_err(|error| error.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     let mut tcp = HttpConnector::new_with_resolver(Resolver);
     tcp.enforce_http(false);
@@ -81,13 +190,37 @@ pub(crate) fn client(quick_ack: bool) -> Result<HttpClient, String> {
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
+        .enable_http2()
         .wrap_connector(Connector { tcp, quick_ack });
     Ok(
         hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
             .build(https),
     )
+}
+
+/// Reads the CA certificates of a PEM file (a binding's `ca_file`).
+pub(crate) fn read_roots(
+    path: &std::path::Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let roots = rustls::pki_types::CertificateDer::pem_file_iter(path)
+        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| {
+            format!(
+                "cannot read CA certificates from {}: {error}",
+                path.display()
+            )
+        })?;
+    if roots.is_empty() {
+        return Err(format!(
+            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            path.display()
+        ));
+    }
+    Ok(roots)
 }
 
 /// TCP connections that ask for quick ACKs (see the module's doc), or not.
@@ -216,16 +349,48 @@ impl tower_service::Service<Name> for Resolver {
     }
 }
 
-/// An error and its sources, on one line.
+/// An error and its sources, on one line; when a socket could not be made for want of file
+/// descriptors, what to do about it.
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
+    let mut out_of_descriptors = false;
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {
             text += &format!(": {cause_text}");
         }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            // EMFILE (the process's limit) or ENFILE (the system's).
+            out_of_descriptors |= matches!(io.raw_os_error(), Some(24 | 23));
+        }
         source = cause.source();
     }
+    if out_of_descriptors {
+        text += "; the process has no file descriptor left for a socket: raise its open-file \
+                 limit (`ulimit -n`, LimitNOFILE= for a systemd service) or make fewer calls at \
+                 once";
+    }
     text
+}
+
+/// Raises this process's open-file limit (soft) to its hard limit, for a front end that makes
+/// many calls at once (each HTTP/1.1 call in flight holds a socket); returns the limit now in
+/// force. For programs, not libraries: the runtime itself never changes a host's limits — a call
+/// that finds no file descriptor for its socket fails before anything is sent, with an error
+/// naming `ulimit -n`.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return Ok(limit.current.unwrap_or(u64::MAX));
+    }
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        },
+    )?;
+    Ok(limit.maximum.unwrap_or(u64::MAX))
 }

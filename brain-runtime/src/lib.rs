@@ -82,6 +82,7 @@ mod typed;
 mod wire;
 
 pub use event::{ContentBlock, Event, Progress, ToolResult};
+pub use http::raise_open_file_limit;
 pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{
     MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,

@@ -77,6 +77,16 @@ pub enum RuntimeError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
+    /// A binding's `ca_file` cannot be read or holds no certificate.
+    #[error(
+        "ca_file of {tool:?}: {message}; name a PEM file of the CA that issued the server's certificate"
+    )]
+    CaFile {
+        /// The binding.
+        tool: String,
+        /// Why.
+        message: String,
+    },
 }
 
 fn missing_tokens_message(missing: &BTreeMap<String, Vec<String>>) -> String {
@@ -158,6 +168,8 @@ impl<'a> RuntimeBuilder<'a> {
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let session_key = self.session_key(&mut missing)?;
         let http = http_client()?;
+        // One client (one pool) per CA file and kind of answer, shared by its bindings.
+        let mut own_clients: HashMap<(String, bool), HttpClient> = HashMap::new();
         let instruments = Arc::new(Instruments::new());
         let token_store: Arc<dyn TokenStore> = match (&self.token_store, &self.journal) {
             (Some(store), _) => Arc::clone(store),
@@ -253,9 +265,14 @@ impl<'a> RuntimeBuilder<'a> {
                 instruments: instruments.clone(),
                 identity: crate::journal::identity(binding),
             };
+            let http = match &binding.ca_file {
+                Some(path) => Some(own_client(binding, path, &mut own_clients)?),
+                None => None,
+            };
             let tool = Bound {
                 tool: Arc::new(tool),
                 route,
+                http,
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -273,7 +290,7 @@ impl<'a> RuntimeBuilder<'a> {
                 tools,
                 instruments,
                 http,
-                http_plain: crate::http::client(false).map_err(RuntimeError::Http)?,
+                http_plain: crate::http::client(false, &[]).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
                 journal: self.journal.map(Journal::start),
             }),
@@ -324,7 +341,29 @@ fn inspects(binding: &ToolBinding) -> bool {
 /// token only goes to the configured origin), no proxies, TCP_NODELAY and quick ACKs,
 /// `localhost` always loopback.
 pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
-    crate::http::client(true).map_err(RuntimeError::Http)
+    crate::http::client(true, &[]).map_err(RuntimeError::Http)
+}
+
+/// The client of a binding with a `ca_file`: the platform's roots and the file's CAs, quick ACKs
+/// unless it is a plain HTTP tool (see `http.rs`). Bindings naming the same file share one.
+fn own_client(
+    binding: &ToolBinding,
+    path: &str,
+    clients: &mut HashMap<(String, bool), HttpClient>,
+) -> Result<HttpClient, RuntimeError> {
+    let quick_ack = binding.kind() != BindingKind::Http;
+    let key = (path.to_owned(), quick_ack);
+    if let Some(client) = clients.get(&key) {
+        return Ok(client.clone());
+    }
+    let failed = |message: String| RuntimeError::CaFile {
+        tool: binding.name.clone(),
+        message,
+    };
+    let roots = crate::http::read_roots(std::path::Path::new(path)).map_err(failed)?;
+    let client = crate::http::client(quick_ack, &roots).map_err(failed)?;
+    clients.insert(key, client.clone());
+    Ok(client)
 }
 
 /// Why calls to a binding are refused before any I/O, if they are: the first variable it needs
@@ -375,6 +414,8 @@ fn unavailable(
 struct Bound {
     tool: Arc<Tool>,
     route: Route,
+    /// Its own client, when it trusts a CA of its own (`ca_file`).
+    http: Option<HttpClient>,
 }
 
 struct Inner {
@@ -479,6 +520,7 @@ impl Runtime {
             }
         };
         let tool = Arc::clone(&bound.tool);
+        let own_http = bound.http.clone();
         let span = crate::telemetry::call_span(
             &parent,
             &tool.binding,
@@ -490,9 +532,10 @@ impl Runtime {
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
         self.inner.cleanups.spawn(async move {
-            let http = match tool.binding.kind() {
-                BindingKind::Http => inner.http_plain.clone(),
-                _ => inner.http.clone(),
+            let http = match (own_http, tool.binding.kind()) {
+                (Some(own), _) => own,
+                (None, BindingKind::Http) => inner.http_plain.clone(),
+                (None, _) => inner.http.clone(),
             };
             let ticket = inner.journal.as_ref().map(|journaling| {
                 let key = Key {

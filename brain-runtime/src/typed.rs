@@ -72,6 +72,8 @@ pub struct StaticBinding {
     pub env_from: Option<&'static [(&'static str, &'static str)]>,
     /// `cwd`.
     pub cwd: Option<&'static str>,
+    /// `ca_file`.
+    pub ca_file: Option<&'static str>,
     /// `prewarm`.
     pub prewarm: Option<u64>,
     /// `mcp_tool`.
@@ -136,6 +138,7 @@ impl StaticBinding {
             env: self.env.map(pairs),
             env_from: self.env_from.map(pairs),
             cwd: self.cwd.map(str::to_owned),
+            ca_file: self.ca_file.map(str::to_owned),
             prewarm: self.prewarm,
             mcp_tool: self.mcp_tool.map(str::to_owned),
             token_env: self.token_env.map(str::to_owned),

@@ -13,11 +13,10 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
-use http_body_util::Full;
 
 use crate::auth::{Authorizing, Credentials, Retry};
 pub(crate) use crate::http::error_chain;
-use crate::http::{HttpClient, HttpError, Response};
+use crate::http::{Body, Departure, HttpClient, HttpError, Response};
 use crate::outcome::Failure;
 use serde_json::Value;
 use sse_stream::SseStream;
@@ -30,6 +29,8 @@ pub(crate) struct Endpoint<'a> {
     pub(crate) http: &'a HttpClient,
     pub(crate) url: &'a str,
     pub(crate) auth: Authorizing<'a>,
+    /// Whether the call's request left (`http::Departure`).
+    pub(crate) departure: Departure,
 }
 
 impl Endpoint<'_> {
@@ -139,7 +140,7 @@ impl Endpoint<'_> {
             *map = headers;
         }
         let request = request
-            .body(Full::new(body))
+            .body(Body::new(body, Some(&self.departure)))
             .map_err(|error| HttpError::Url(error.to_string()))?;
         let response = self.http.request(request).await;
         match &response {

@@ -1,6 +1,8 @@
 """An ASGI wrapper for brain's interop servers: counts the JSON-RPC `tools/call` requests that
-arrive (the at-most-once counter the tests read) and serves them at `GET /stats` as
-`{"calls": N}`. Everything else passes through unchanged (the body is replayed as received)."""
+arrive (the at-most-once counter the tests read), every request by HTTP version, and the client
+connections they came on (distinct client addresses), and serves them at `GET /stats` as
+`{"calls": N, "requests": {"1.1": N, "2": N}, "connections": N}`. Everything else passes
+through unchanged (the body is replayed as received)."""
 
 import json
 
@@ -9,16 +11,23 @@ class CountToolCalls:
     def __init__(self, app):
         self.app = app
         self.calls = 0
+        self.requests = {}
+        self.clients = set()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if scope["method"] == "GET" and scope["path"] == "/stats":
-            body = json.dumps({"calls": self.calls}).encode()
+            body = json.dumps({"calls": self.calls, "requests": self.requests,
+                               "connections": len(self.clients)}).encode()
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": body})
             return
+        version = scope.get("http_version", "1.1")
+        self.requests[version] = self.requests.get(version, 0) + 1
+        if scope.get("client"):
+            self.clients.add(tuple(scope["client"]))
         if scope["method"] != "POST":
             return await self.app(scope, receive, send)
         chunks = []

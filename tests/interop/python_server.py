@@ -1,8 +1,10 @@
 """An MCP server on the official Python SDK (mcp==2.3.0), for brain's interop tests.
 
-Usage: python python_server.py PORT
+Usage: python python_server.py PORT [--tls CERT KEY]
 Serves Streamable HTTP on http://127.0.0.1:PORT/mcp (sessions for 2025-11-25; 2026-07-28 too),
-and the number of `tools/call` requests that arrived at http://127.0.0.1:PORT/stats.
+and the number of `tools/call` requests that arrived at http://127.0.0.1:PORT/stats. With
+`--tls`, Hypercorn serves the same app on https://127.0.0.1:PORT/mcp with that certificate and
+key, HTTP/2 or HTTP/1.1 as ALPN chooses (as a CDN's front would).
 """
 
 import asyncio
@@ -90,4 +92,15 @@ async def echo_meta(ctx: Context) -> dict:
 if __name__ == "__main__":
     port = int(sys.argv[1])
     app = CountToolCalls(server.streamable_http_app())
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    if len(sys.argv) > 2 and sys.argv[2] == "--tls":
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.certfile, config.keyfile = sys.argv[3], sys.argv[4]
+        config.alpn_protocols = ["h2", "http/1.1"]
+        config.loglevel = "WARNING"
+        asyncio.run(serve(app, config))
+    else:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the third-party MCP peers the interop tests start: the official Python SDK server
-# (mcp==2.3.0, in .venv), two older Python SDK releases for the older protocol revisions
+# (mcp==2.3.0, in .venv, served by uvicorn, or over TLS with HTTP/2 by hypercorn==0.18.0), two older Python SDK releases for the older protocol revisions
 # (mcp==1.9.4 negotiates 2025-03-26, in .venv-mcp1.9; mcp==1.12.4 negotiates 2025-06-18, in
 # .venv-mcp1.12; with the libraries of their time pinned beside them: with today's anyio, 1.9.4's
 # session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
@@ -11,9 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+if ! .venv/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0" or m.version("hypercorn") != "0.18.0")' 2>/dev/null; then
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check "mcp==2.3.0" "uvicorn==0.54.0"
+  .venv/bin/pip install --quiet --disable-pip-version-check "mcp==2.3.0" "uvicorn==0.54.0" "hypercorn==0.18.0"
 fi
 
 # The libraries of mid-2025, pinned beside the old SDK releases.

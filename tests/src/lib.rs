@@ -28,3 +28,4 @@ pub mod process;
 pub mod server;
 pub mod stdio;
 pub mod tasks;
+pub mod tls;

@@ -60,6 +60,29 @@ impl Peer {
         Peer::start(command, port)
     }
 
+    /// The Python SDK server behind Hypercorn over TLS (HTTP/2 and HTTP/1.1 by ALPN), with the
+    /// certificate and key of `ca` (written to `dir`): `https://127.0.0.1:PORT/mcp`.
+    pub fn python_tls(ca: &crate::tls::TestCa, dir: &Path) -> Peer {
+        let interop = interop_dir();
+        let python = require(interop.join(".venv/bin/python"));
+        let (cert, key) = (dir.join("peer-cert.pem"), dir.join("peer-key.pem"));
+        std::fs::write(&cert, &ca.cert_pem).expect("write the certificate");
+        std::fs::write(&key, &ca.key_pem).expect("write the key");
+        let port = free_port();
+        let mut command = Command::new(python);
+        command
+            .arg(interop.join("python_server.py"))
+            .arg(port.to_string())
+            .arg("--tls")
+            .arg(cert)
+            .arg(key)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let mut peer = Peer::start(command, port);
+        peer.url = format!("https://127.0.0.1:{port}/mcp");
+        peer
+    }
+
     /// An older Python SDK release serving `interop/python_server_v1.py`: `"1.9"` (mcp 1.9.4,
     /// MCP 2025-03-26; it serves `/mcp/`, and answers `/mcp` with a redirect brain does not
     /// follow) or `"1.12"` (mcp 1.12.4, MCP 2025-06-18; `/mcp`).
@@ -157,6 +180,7 @@ pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
                 token: None,
                 auth: None,
                 timeout: Duration::from_secs(20),
+                ca_file: None,
             },
         ))
         .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))

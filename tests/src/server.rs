@@ -82,6 +82,8 @@ pub struct Faults {
     /// Protect `/mcp` with OAuth: tokens of a real authorization server, checked by
     /// introspection on every request, before anything else happens to it.
     pub oauth: Option<OAuthGuard>,
+    /// Serve over TLS (`https://127.0.0.1:PORT/mcp`), HTTP/2 or HTTP/1.1 as ALPN chooses.
+    pub tls: Option<crate::tls::TlsOptions>,
 }
 
 /// How the test server checks OAuth access tokens (the MCP authorization spec, resource side).
@@ -158,6 +160,8 @@ pub struct Stats {
     pub resumes: std::sync::Mutex<Vec<(Option<String>, std::time::Instant)>>,
     /// When the server closed a `tools/call` stream to be resumed.
     pub closed_streams: std::sync::Mutex<Vec<std::time::Instant>>,
+    /// Over TLS: handshakes, versions, HTTP/2 connections.
+    pub tls: Arc<crate::tls::TlsStats>,
 }
 
 impl Stats {
@@ -168,7 +172,7 @@ impl Stats {
 
     /// The counters as JSON (also served at `GET /stats`, for processes that drive the server).
     pub fn snapshot(&self) -> Value {
-        json!({
+        let mut snapshot = json!({
             "calls": Self::get(&self.calls),
             "initializes": Self::get(&self.initializes),
             "cancellations": Self::get(&self.cancellations),
@@ -178,7 +182,11 @@ impl Stats {
             "refused_calls": Self::get(&self.refused_calls),
             "running": Self::get(&self.running),
             "accepted": Self::get(&self.accepted),
-        })
+        });
+        if let (Some(all), Value::Object(tls)) = (snapshot.as_object_mut(), self.tls.snapshot()) {
+            all.extend(tls);
+        }
+        snapshot
     }
 
     /// [`Stats::calls_by_id`] as a JSON object (served at `GET /stats?by_id=1`).
@@ -225,6 +233,15 @@ impl axum::serve::Listener for Counting {
 
     fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
         self.listener.local_addr()
+    }
+}
+
+/// A TLS connection, counted open until dropped.
+struct Open(Arc<Stats>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -334,7 +351,13 @@ impl TestServer {
             .with_cancellation_token(stop.child_token());
         let service: StreamableHttpService<TestTools, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(tools.clone()), Default::default(), config);
-        let resource_metadata = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+        let scheme = if faults.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let resource_metadata =
+            format!("{scheme}://{addr}/.well-known/oauth-protected-resource/mcp");
         let layer = Arc::new(FaultLayer {
             faults: faults.clone(),
             stats: Arc::clone(&stats),
@@ -387,7 +410,7 @@ impl TestServer {
         let router = match &faults.oauth {
             Some(guard) => {
                 let metadata = json!({
-                    "resource": format!("http://{addr}/mcp"),
+                    "resource": format!("{scheme}://{addr}/mcp"),
                     "authorization_servers": [guard.issuer],
                     "scopes_supported": ["mcp:basic", "mcp:admin"],
                 })
@@ -401,6 +424,22 @@ impl TestServer {
             }
             None => router,
         };
+        if let Some(tls) = &faults.tls {
+            let open = Arc::clone(&stats);
+            let on_accept = move |_: &tokio::net::TcpStream| {
+                open.connections.fetch_add(1, Ordering::SeqCst);
+                open.accepted.fetch_add(1, Ordering::SeqCst);
+                Open(Arc::clone(&open))
+            };
+            let tls_stats = Arc::clone(&stats.tls);
+            crate::tls::serve(listener, router, tls, tls_stats, on_accept, stop.clone());
+            return Ok(TestServer {
+                url: format!("https://{addr}/mcp"),
+                stats,
+                tools,
+                stop,
+            });
+        }
         let listener = Counting {
             listener,
             nodelay: !faults.nagle,

@@ -702,6 +702,7 @@ async fn discover_rejected_once(
         token: None,
         auth: None,
         timeout: Duration::from_secs(10),
+        ca_file: None,
     };
     let discovery = brain_runtime::discover::discover(&options)
         .await

@@ -56,6 +56,7 @@ async fn discovered(
         on_input_request: None,
         auth: None,
         server_tasks: discovery.server_tasks,
+        ca_file: None,
     };
     let bindings: Vec<Value> = tools
         .iter()

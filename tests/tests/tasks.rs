@@ -549,6 +549,7 @@ async fn extension_discovery_pins_the_servers_tasks_extension() {
         token: None,
         auth: None,
         timeout: std::time::Duration::from_secs(10),
+        ca_file: None,
     })
     .await
     .unwrap();

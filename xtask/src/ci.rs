@@ -7,7 +7,9 @@ use anyhow::{Context, bail};
 use crate::workspace::workspace_root;
 
 /// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed,
-/// PostgreSQL's server binaries installed when missing, the conformance suite, a short soak, the doc tests and the tests (nextest when installed), all `--locked`;
+/// PostgreSQL's server binaries and valgrind installed when missing, the conformance suite, the
+/// performance gate, a short soak, the doc tests and the tests (nextest when installed), all
+/// `--locked`;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -38,6 +40,15 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let conformance = crate::conformance::ConformanceArgs::default();
     if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
         bail!("the conformance suite found unexpected results");
+    }
+    step("valgrind (the performance gate counts instructions with callgrind)");
+    valgrind()?;
+    step("cargo xtask gate (instructions and counts per call against tests/perf-gate.json)");
+    if crate::gate::run(false)? != ExitCode::SUCCESS {
+        bail!(
+            "the performance gate found a regression (an intended one: `cargo xtask gate \
+             --rebaseline`, and commit tests/perf-gate.json)"
+        );
     }
     step("cargo xtask soak --calls 5000 (random faults through one runtime)");
     let soak = crate::soak::SoakArgs {
@@ -88,7 +99,35 @@ fn postgres() -> anyhow::Result<()> {
         println!("present");
         return Ok(());
     }
-    println!("missing: installing the `postgresql` package (apt-get)");
+    apt_install("postgresql")?;
+    if !has_postgres() {
+        bail!("the postgresql package installed no /usr/lib/postgresql/*/bin/initdb");
+    }
+    Ok(())
+}
+
+/// Installs Debian's `valgrind` package when `valgrind` is missing, and says so.
+fn valgrind() -> anyhow::Result<()> {
+    let present = || {
+        Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
+    };
+    if present() {
+        println!("present");
+        return Ok(());
+    }
+    apt_install("valgrind")?;
+    if !present() {
+        bail!("the valgrind package installed no working `valgrind`");
+    }
+    Ok(())
+}
+
+/// Installs one of Debian's packages (apt-get, through sudo when not root), and says so.
+fn apt_install(package: &str) -> anyhow::Result<()> {
+    println!("missing: installing the `{package}` package (apt-get)");
     let root = std::fs::read_to_string("/proc/self/status")
         .map(|status| status.lines().any(|l| l.starts_with("Uid:\t0\t")))
         .unwrap_or(false);
@@ -111,16 +150,7 @@ fn postgres() -> anyhow::Result<()> {
         Ok(())
     };
     apt(&["update", "-qq"])?;
-    apt(&[
-        "install",
-        "-y",
-        "-qq",
-        "--no-install-recommends",
-        "postgresql",
-    ])?;
-    if !has_postgres() {
-        bail!("the postgresql package installed no /usr/lib/postgresql/*/bin/initdb");
-    }
+    apt(&["install", "-y", "-qq", "--no-install-recommends", package])?;
     Ok(())
 }
 

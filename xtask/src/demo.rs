@@ -64,6 +64,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
                 token: None,
                 auth: None,
                 timeout: std::time::Duration::from_secs(30),
+                ca_file: None,
             },
         ))?;
     let settings = brain_config::discovery::BindingSettings {
@@ -76,6 +77,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         on_input_request: None,
         auth: None,
         server_tasks: discovery.server_tasks,
+        ca_file: None,
     };
     let discovered: Vec<_> = ["echo", "weather"]
         .iter()

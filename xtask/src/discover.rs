@@ -48,6 +48,10 @@ pub(crate) struct DiscoverArgs {
     /// the bindings so that brain sends it as a bearer token.
     #[arg(long, value_name = "VAR", conflicts_with = "auth")]
     token_env: Option<String>,
+    /// A PEM file of the CA that issued an `https` server's certificate (a private CA): trusted
+    /// for this server beside the platform's roots, now and as the bindings' `ca_file`.
+    #[arg(long, value_name = "PEM", requires = "url")]
+    ca_file: Option<String>,
     /// For a server that requires OAuth: the bindings' `auth` object as JSON, e.g.
     /// '{"type": "client_credentials", "client_id": "brain", "client_secret_env": "CRM_SECRET"}';
     /// its variables are read now to connect. With `authorization_code`, the authorization URL
@@ -158,6 +162,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         args.token_env.as_deref(),
         args.auth.as_deref(),
         &args.tenant[0],
+        args.ca_file.as_deref(),
     ))?;
     let missing: Vec<&String> = names
         .iter()
@@ -197,6 +202,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             .filter(|choice| *choice != OnInputRequest::Fail),
         auth: args.auth.as_deref().cloned(),
         server_tasks: discovery.server_tasks,
+        ca_file: args.ca_file.clone(),
     };
     eprintln!(
         "the server {} speaks MCP {}; the bindings pin it in `protocol_version`",
@@ -437,6 +443,7 @@ async fn list(
     token_env: Option<&str>,
     auth: Option<&brain_config::Auth>,
     tenant: &str,
+    ca_file: Option<&str>,
 ) -> anyhow::Result<Discovery> {
     match server {
         Server::Url(url) => Ok(discover(&DiscoverOptions {
@@ -447,6 +454,7 @@ async fn list(
                 None => None,
             },
             timeout: timeout(),
+            ca_file: ca_file.map(PathBuf::from),
         })
         .await?),
         Server::Command {
@@ -598,9 +606,15 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
             .first()
             .map(String::as_str)
             .unwrap_or_default();
-        let discovery: Discovery = list(&server, token_env, first.auth.as_ref(), tenant)
-            .await
-            .with_context(|| format!("cannot check the bindings served by {server}"))?;
+        let discovery: Discovery = list(
+            &server,
+            token_env,
+            first.auth.as_ref(),
+            tenant,
+            first.ca_file.as_deref(),
+        )
+        .await
+        .with_context(|| format!("cannot check the bindings served by {server}"))?;
         for binding in &bindings {
             checked += 1;
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();

@@ -9,6 +9,7 @@
 //!   conformance suite against `brain-conformance-client`
 //! - `cargo xtask bench [--quick]` — the performance targets, measured side by side
 //! - `cargo xtask soak [--calls N] [--concurrency C] [--fault-rate F]` — calls with random faults
+//! - `cargo xtask gate [--rebaseline]` — the performance gate: instructions and counts per call
 //! - `cargo xtask ci` — everything CI runs
 //! - `cargo xtask dist` — the statically linked release `brain-harness`
 
@@ -27,6 +28,7 @@ mod conformance;
 mod demo;
 mod discover;
 mod dist;
+mod gate;
 mod soak;
 #[cfg(test)]
 mod tidy;
@@ -45,7 +47,7 @@ enum Command {
     ///
     /// MCP only: HTTP and SSE tools have no listing protocol, so their bindings are written by
     /// hand (README, "HTTP and SSE tools"); `--check` passes over them.
-    Discover(discover::DiscoverArgs),
+    Discover(Box<discover::DiscoverArgs>),
     /// Validate a host config and print every diagnostic, rustc-style.
     Check {
         /// The host config to check.
@@ -76,6 +78,15 @@ enum Command {
     },
     /// Soak the runtime: many calls with random faults; exit 1 on any violation.
     Soak(soak::SoakArgs),
+    /// The performance gate: the client's instructions per call (callgrind) and the server's
+    /// connections, TLS handshakes and requests per call, against tests/perf-gate.json; exit 1
+    /// on a regression.
+    Gate {
+        /// Write tests/perf-gate.json from this run (after a new rustc or Cargo.lock, or an
+        /// intended change; review its diff).
+        #[arg(long)]
+        rebaseline: bool,
+    },
     /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
     Ci,
     /// Build the statically linked release brain-harness.
@@ -85,7 +96,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse_from(discover::go_style_flags(std::env::args()));
     let result = match cli.command {
-        Command::Discover(args) => discover::run(args),
+        Command::Discover(args) => discover::run(*args),
         Command::Check { config } => check::run(&config),
         Command::Codegen { check } => codegen::run(check),
         Command::Demo => demo::run(),
@@ -95,6 +106,7 @@ fn main() -> ExitCode {
             require_sdks,
         } => bench::run(quick, require_sdks),
         Command::Soak(args) => soak::run(&args),
+        Command::Gate { rebaseline } => gate::run(rebaseline),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
     };

@@ -79,3 +79,41 @@ pub(super) fn url(draft: &Draft, out: &mut Vec<Diagnostic>) {
         ));
     }
 }
+
+/// `ca_file` trusts a CA for a TLS connection: it needs an `https` url, and names a file.
+pub(super) fn ca_file(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(path) = &draft.binding.ca_file else {
+        return;
+    };
+    if !draft.usable("ca_file") || !draft.usable("url") {
+        return;
+    }
+    if path.trim().is_empty() {
+        out.push(draft.error(
+            Rule::CaFileNotHttps,
+            "ca_file",
+            "`ca_file` is empty",
+            "name the PEM file of the CA that issued the server's certificate, or remove \
+             `ca_file`",
+        ));
+        return;
+    }
+    let https = draft
+        .binding
+        .url
+        .as_deref()
+        .and_then(|raw| Url::parse(raw).ok())
+        .is_some_and(|url| url.scheme() == "https");
+    if !https {
+        out.push(draft.error(
+            Rule::CaFileNotHttps,
+            "ca_file",
+            match &draft.binding.url {
+                Some(url) => format!("`ca_file` is set but the url {url:?} is not `https`"),
+                None => "`ca_file` is set on a stdio binding (`command`)".to_owned(),
+            },
+            "use an `https://` url for a server whose certificate the CA issued, or remove \
+             `ca_file`",
+        ));
+    }
+}

@@ -51,6 +51,7 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         schemas::x_mcp_headers(draft, &mut out);
         endpoint::endpoint(draft, &mut out);
         endpoint::url(draft, &mut out);
+        endpoint::ca_file(draft, &mut out);
         auth::token_over_plain_http(draft, &mut out);
         stdio::command(draft, &mut out);
         stdio::stdio_fields(draft, &mut out);

@@ -2,10 +2,10 @@
 //! authentication (`client_secret_basic`, `client_secret_post`, `private_key_jwt`, none), DPoP
 //! proofs with the server's nonce, and dynamic client registration (RFC 7591).
 
+use crate::http::Body;
 use base64::Engine;
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
-use http_body_util::Full;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
@@ -217,7 +217,7 @@ pub(crate) async fn token_request(
             }
         }
         let request = request
-            .body(Full::new(Bytes::from(body.clone())))
+            .body(Body::from(Bytes::from(body.clone())))
             .map_err(|error| refused(format!("{endpoint:?} cannot be requested: {error}")))?;
         let answer = send(http, request).await.map_err(refused)?;
         if let Some((_, nonces)) = dpop {
@@ -330,7 +330,7 @@ pub(crate) async fn register(
     let request = http::Request::post(endpoint)
         .header(ACCEPT, "application/json")
         .header(CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(Body::from(Bytes::from(body.to_string())))
         .map_err(|error| format!("{endpoint:?} cannot be requested: {error}"))?;
     let answer = send(http, request).await?;
     if !answer.status.is_success() {

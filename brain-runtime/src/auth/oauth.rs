@@ -391,7 +391,7 @@ impl OAuth {
         let request = http::Request::post(&self.server_url)
             .header(http::header::ACCEPT, "application/json, text/event-stream")
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(http_body_util::Full::new(bytes::Bytes::from(
+            .body(crate::http::Body::from(bytes::Bytes::from(
                 probe.to_string(),
             )))
             .map_err(|error| error.to_string())?;

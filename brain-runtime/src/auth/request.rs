@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
+use crate::http::Body;
 use bytes::Bytes;
 use http::StatusCode;
 use http::header::{ACCEPT, HeaderMap};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use crate::http::HttpClient;
@@ -26,7 +27,7 @@ pub(super) struct Answer {
 
 pub(super) async fn send(
     http: &HttpClient,
-    request: http::Request<Full<Bytes>>,
+    request: http::Request<Body>,
 ) -> Result<Answer, String> {
     let url = request.uri().to_string();
     let exchange = async {
@@ -56,7 +57,7 @@ pub(super) async fn send(
 pub(crate) async fn get_json(http: &HttpClient, url: &str) -> Result<Option<Value>, String> {
     let request = http::Request::get(url)
         .header(ACCEPT, "application/json")
-        .body(Full::new(Bytes::new()))
+        .body(Body::from(Bytes::new()))
         .map_err(|error| format!("{url:?} cannot be requested: {error}"))?;
     let answer = send(http, request).await?;
     if !answer.status.is_success() {

@@ -18,7 +18,7 @@ fn client(
     agent: Option<Arc<dyn UserAgent>>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<OAuth, String> {
-    let http = crate::http::client(true)?;
+    let http = crate::http::client(true, &[])?;
     let auth = binding
         .auth
         .clone()

@@ -108,6 +108,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
                 credentials: &tool.credentials,
                 tenant: &scope.tenant_id,
             },
+            departure: Default::default(),
         },
         tool: &tool,
         call_id,
@@ -128,12 +129,19 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         "call started"
     );
     let elsewhere = || ticket.is_some_and(Ticket::waiting);
+    let departure = exchange.endpoint.departure.clone();
     let interrupted = |by: Interruption, what: String| {
-        let written = state.lock().map(|s| s.call_sent).unwrap_or(true);
+        let claimed = state.lock().map(|s| s.call_sent).unwrap_or(true);
+        let written = send::settle_interrupted(&state, &departure);
         let message = if elsewhere() {
             format!("{what} while another caller ran this call id; the tool may have run")
         } else if written {
             format!("{what}; the request was cancelled and the tool may have run")
+        } else if claimed {
+            format!(
+                "{what} before the request left: it waited for a connection (or a stream of \
+                 the server's HTTP/2 connection) and was never sent"
+            )
         } else {
             format!("{what} before tools/call was sent")
         };

@@ -25,7 +25,27 @@ pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Fai
         return Ok(Some(answer));
     }
     call.state().call_sent = true;
+    // From here the call's own requests count: did one leave?
+    call.endpoint.departure.reset();
     Ok(None)
+}
+
+/// After an interruption (the timeout, a cancellation): a call claimed as sent whose request was
+/// handed to the HTTP client but never read by a connection — it waited for a socket, a
+/// connection, or a stream of an HTTP/2 connection at the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` — did not leave, and is not sent (`http::Departure`).
+/// Returns whether the call is sent.
+pub(crate) fn settle_interrupted(
+    state: &std::sync::Mutex<super::exchange::CallState>,
+    departure: &crate::http::Departure,
+) -> bool {
+    let Ok(mut state) = state.lock() else {
+        return true;
+    };
+    if state.call_sent && departure.only_waited() {
+        state.call_sent = false;
+    }
+    state.call_sent
 }
 
 /// A call this process took over from an owner that stopped while the call's MCP task ran

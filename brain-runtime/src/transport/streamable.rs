@@ -49,6 +49,7 @@ pub(crate) fn cleanup_endpoint<'a>(
             credentials: &tool.credentials,
             tenant,
         },
+        departure: Default::default(),
     }
 }
 
@@ -85,11 +86,17 @@ pub(crate) async fn write(
     let round_number = round.number;
     let response = match call.endpoint.post(&request, headers).await {
         Ok(response) => response,
-        Err(error) if error.is_connect() => {
+        // Nothing reached the server: no connection, or the request's body was never read.
+        Err(error) if error.is_connect() || call.endpoint.departure.only_waited() => {
             let message = match &error {
                 HttpError::Auth(why) => {
                     format!("tools/call was not sent: no usable token: {why}")
                 }
+                _ if !error.is_connect() => format!(
+                    "the connection to {} failed before tools/call left: {}",
+                    call.url(),
+                    error_chain(&error)
+                ),
                 _ => format!(
                     "could not connect to {} to send tools/call: {}",
                     call.url(),

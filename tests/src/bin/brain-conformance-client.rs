@@ -56,6 +56,7 @@ async fn main() -> ExitCode {
             agent: Some(agent.clone()),
         }),
         timeout: Duration::from_secs(20),
+        ca_file: None,
     };
     let discovery = match discover(&options).await {
         Ok(discovery) => discovery,
@@ -82,6 +83,7 @@ async fn main() -> ExitCode {
             .then_some(brain_config::OnInputRequest::Decline),
         auth: auth.as_ref().map(|(config, _)| config.clone()),
         server_tasks: discovery.server_tasks,
+        ca_file: None,
     };
     let mut bindings = Vec::new();
     for tool in &discovery.tools {

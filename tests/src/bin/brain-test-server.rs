@@ -72,6 +72,16 @@ struct Args {
     /// Serve over stdio (stdin and stdout) instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    /// Serve over TLS (HTTP/2 and HTTP/1.1 by ALPN) with a certificate of a CA made now, whose
+    /// certificate is written to DIR/ca.pem; the server's to DIR/cert.pem and DIR/key.pem.
+    #[arg(long, value_name = "DIR")]
+    tls: Option<std::path::PathBuf>,
+    /// With `--tls`: offer HTTP/1.1 only.
+    #[arg(long, requires = "tls")]
+    tls_http1_only: bool,
+    /// With `--tls`: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS.
+    #[arg(long, requires = "tls")]
+    max_concurrent_streams: Option<u32>,
     #[command(flatten)]
     stdio_faults: StdioFaults,
 }
@@ -114,6 +124,23 @@ async fn main() -> std::io::Result<()> {
             scope: "mcp:basic".into(),
             admin_tools: args.oauth_admin_tool,
         }),
+        tls: match &args.tls {
+            Some(dir) => {
+                let ca = tests::tls::TestCa::new();
+                ca.write_ca(dir);
+                std::fs::write(dir.join("cert.pem"), &ca.cert_pem)?;
+                std::fs::write(dir.join("key.pem"), &ca.key_pem)?;
+                let mut options = if args.tls_http1_only {
+                    tests::tls::TlsOptions::h1()
+                } else {
+                    tests::tls::TlsOptions::h2()
+                };
+                options.ca = std::sync::Arc::new(ca);
+                options.max_concurrent_streams = args.max_concurrent_streams;
+                Some(options)
+            }
+            None => None,
+        },
         ..Faults::default()
     };
     if stdio {

@@ -1,0 +1,344 @@
+//! brain-gate: the performance gate `cargo xtask ci` runs — only counts, which a shared machine
+//! cannot disturb. For each row (a revision over plain HTTP/1.1, and over TLS with HTTP/2), this
+//! binary starts the test server as a process of its own, then runs itself under valgrind's
+//! callgrind (`--measure`): a current-thread tokio runtime, warm-up calls, then N sequential
+//! `echo` calls inside [`measured_calls`], the only function whose instructions callgrind
+//! collects. Per call it reports the client's instructions (callgrind's total / N) and, counted
+//! by the server over the same N calls, TCP connections, TLS handshakes and requests.
+//!
+//! The figures are compared with the committed baseline `tests/perf-gate.json`: instructions may
+//! exceed it by its `tolerance_percent` (run to run, they move by less than 0.5 %), requests not
+//! at all, connections and handshakes by two in the window of 200 calls. A new rustc or
+//! `Cargo.lock` moves the instruction counts: `cargo xtask gate --rebaseline` writes the
+//! baseline anew (review the diff: it is the measured cost of the change).
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+use brain_runtime::{CallRequest, Runtime, Scope};
+use clap::Parser;
+use serde_json::{Value, json};
+use tests::process::ServerProcess;
+
+/// Checks the client's instructions and the server's counts per call against the baseline.
+#[derive(Parser)]
+struct Args {
+    /// Write the baseline from this run instead of checking against it.
+    #[arg(long)]
+    rebaseline: bool,
+    /// Internal: measure calls to the test server at URL (run under callgrind).
+    #[arg(long, value_name = "URL", hide = true)]
+    measure: Option<String>,
+    /// Internal: the revision the binding pins.
+    #[arg(long, hide = true, default_value = "2026-07-28")]
+    revision: String,
+    /// Internal: the CA file of a TLS server.
+    #[arg(long, hide = true)]
+    ca_file: Option<PathBuf>,
+}
+
+/// Calls measured per row, after the warm-up.
+const CALLS: usize = 200;
+/// Connections or TLS handshakes the measured window may hold beyond the baseline's.
+const SLACK_EVENTS: f64 = 2.0;
+/// Calls made before collection starts: connections, TLS sessions, caches, lazy statics.
+const WARM_UP: usize = 20;
+
+/// One row: a name, the server's flags, the revision.
+struct Row {
+    name: &'static str,
+    tls: bool,
+    revision: &'static str,
+}
+
+const ROWS: [Row; 3] = [
+    Row {
+        name: "2026-07-28, HTTP/1.1",
+        tls: false,
+        revision: "2026-07-28",
+    },
+    Row {
+        name: "2025-11-25, HTTP/1.1",
+        tls: false,
+        revision: "2025-11-25",
+    },
+    Row {
+        name: "2026-07-28, HTTPS (TLS 1.3, HTTP/2)",
+        tls: true,
+        revision: "2026-07-28",
+    },
+];
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let outcome = match &args.measure {
+        Some(url) => measure(url, &args.revision, args.ca_file.as_deref()).map(|()| true),
+        None => gate(args.rebaseline),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn baseline_path() -> PathBuf {
+    tests::workspace_root().join("tests/perf-gate.json")
+}
+
+/// Measures every row; checks or writes the baseline. Whether the gate passed.
+fn gate(rebaseline: bool) -> anyhow::Result<bool> {
+    let valgrind = Command::new("valgrind").arg("--version").output();
+    if !valgrind.is_ok_and(|output| output.status.success()) {
+        bail!("valgrind is not installed (Debian: apt-get install valgrind)");
+    }
+    let mut measured = serde_json::Map::new();
+    for row in &ROWS {
+        eprintln!(
+            "gate: measuring {} ({CALLS} calls under callgrind)...",
+            row.name
+        );
+        measured.insert(row.name.to_owned(), run_row(row)?);
+    }
+    let path = baseline_path();
+    if rebaseline {
+        let baseline = json!({
+            "about": "brain-gate's baseline (cargo xtask gate): per call, the client's \
+                      instructions (callgrind, debug build, current-thread runtime) and the \
+                      server's counts. Rewrite with `cargo xtask gate --rebaseline`.",
+            "rustc": rustc_version(),
+            "tolerance_percent": 2.0,
+            "rows": measured,
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&baseline)? + "\n")?;
+        println!("gate: wrote {}", path.display());
+        return Ok(true);
+    }
+    let baseline: Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?,
+    )?;
+    let tolerance = baseline["tolerance_percent"].as_f64().unwrap_or(2.0);
+    let mut passed = true;
+    println!(
+        "\n{:<38} {:<22} {:>12} {:>12} {:>9}  status",
+        "row", "per call", "measured", "baseline", "change"
+    );
+    for (name, figures) in &measured {
+        let expected = &baseline["rows"][name];
+        for (field, value) in figures.as_object().into_iter().flatten() {
+            let measured = value.as_f64().unwrap_or_default();
+            let Some(base) = expected[field].as_f64() else {
+                println!(
+                    "{name:<38} {field:<22} {measured:>12.2} {:>12} {:>9}  no baseline",
+                    "-", "-"
+                );
+                passed = false;
+                continue;
+            };
+            let change = if base == 0.0 {
+                if measured == 0.0 { 0.0 } else { f64::INFINITY }
+            } else {
+                (measured - base) / base * 100.0
+            };
+            let ok = match field.as_str() {
+                "instructions" => change <= tolerance + 1e-9,
+                "requests" => measured <= base + 1e-9,
+                // Connections and handshakes: at most two more in the whole window than the
+                // baseline (under callgrind's slowness a call can find its pooled connection
+                // not yet returned, and open one); a connection per call is 1.0.
+                _ => measured <= base + SLACK_EVENTS / CALLS as f64 + 1e-9,
+            };
+            passed &= ok;
+            println!(
+                "{name:<38} {field:<22} {measured:>12.2} {base:>12.2} {change:>+8.2}%  {}",
+                if ok { "ok" } else { "REGRESSED" }
+            );
+        }
+    }
+    if baseline["rustc"].as_str() != Some(rustc_version().as_str()) {
+        eprintln!(
+            "gate: the baseline was measured with {} and this is {}: instruction counts move \
+             with the compiler; rebaseline with `cargo xtask gate --rebaseline` if only that \
+             changed",
+            baseline["rustc"],
+            rustc_version()
+        );
+    }
+    if passed {
+        println!("gate: passed (instructions within {tolerance}% of the baseline, counts held)");
+    } else {
+        println!(
+            "gate: REGRESSED. If the change is intended (or a new rustc or Cargo.lock moved the \
+             counts), run `cargo xtask gate --rebaseline` and commit tests/perf-gate.json"
+        );
+    }
+    Ok(passed)
+}
+
+fn rustc_version() -> String {
+    Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Starts the row's server, runs the measurement under callgrind, reads its figures.
+fn run_row(row: &Row) -> anyhow::Result<Value> {
+    let dir = tempfile::tempdir()?;
+    let dir_text = dir.path().to_str().context("a UTF-8 temp dir")?.to_owned();
+    let flags: Vec<&str> = if row.tls {
+        vec!["--tls", &dir_text]
+    } else {
+        Vec::new()
+    };
+    let server = ServerProcess::start_sibling(&flags).context("cannot start brain-test-server")?;
+    let out = dir.path().join("callgrind.out");
+    let mut command = Command::new("valgrind");
+    command
+        .arg("--tool=callgrind")
+        .arg("--collect-atstart=no")
+        .arg("--toggle-collect=*measured_calls*")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(std::env::current_exe()?)
+        .args(["--measure", &server.url, "--revision", row.revision]);
+    if row.tls {
+        command.arg("--ca-file").arg(dir.path().join("ca.pem"));
+    }
+    let output = command.output().context("cannot run valgrind")?;
+    if !output.status.success() {
+        bail!(
+            "{}: the measured process failed: {}",
+            row.name,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let counts: Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{}: {}", row.name, String::from_utf8_lossy(&output.stdout)))?;
+    let total = callgrind_total(&out)?;
+    Ok(json!({
+        "instructions": (total as f64 / CALLS as f64).round(),
+        "connections": counts["connections"],
+        "tls_handshakes": counts["tls_handshakes"],
+        "requests": counts["requests"],
+    }))
+}
+
+/// The instructions callgrind collected (its `totals:` or `summary:` line).
+fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix("totals:")
+                .or_else(|| line.strip_prefix("summary:"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+        })
+        .context("callgrind's output has no totals")
+}
+
+/// In the process under callgrind: warm up, then the measured calls; prints the server's counts
+/// per measured call as JSON.
+fn measure(url: &str, revision: &str, ca_file: Option<&Path>) -> anyhow::Result<()> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let _entered = tokio.enter();
+    let mut binding = json!({
+        "name": "echo",
+        "description": "Echo.",
+        "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+        "url": url,
+        "mcp_tool": "echo",
+        "tenants": ["local"],
+        "protocol_version": revision,
+    });
+    if let Some(path) = ca_file {
+        binding["ca_file"] = json!(path.to_str().context("a UTF-8 path")?);
+    }
+    let text = json!({ "tools": [binding] }).to_string();
+    let config = brain_config::parse(text.as_bytes(), "gate.json").map_err(anyhow::Error::msg)?;
+    let runtime = Runtime::new(&config)?;
+    let stats_url = url.replace("/mcp", "/stats");
+    let mut stats_client = reqwest::Client::builder().use_rustls_tls();
+    if let Some(path) = ca_file {
+        stats_client = stats_client
+            .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(path)?)?);
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let stats_client = stats_client.build()?;
+    let stats = |client: &reqwest::Client| {
+        let client = client.clone();
+        let url = stats_url.clone();
+        tokio.block_on(
+            async move { anyhow::Ok(client.get(url).send().await?.json::<Value>().await?) },
+        )
+    };
+    run_calls(&tokio, &runtime, WARM_UP)?;
+    let before = stats(&stats_client)?;
+    measured_calls(&tokio, &runtime, CALLS)?;
+    let after = stats(&stats_client)?;
+    let per_call = |field: &str| {
+        let delta =
+            after[field].as_f64().unwrap_or_default() - before[field].as_f64().unwrap_or_default();
+        delta / CALLS as f64
+    };
+    println!(
+        "{}",
+        json!({
+            "connections": per_call("accepted"),
+            "tls_handshakes": per_call("tls_handshakes"),
+            "requests": per_call("requests"),
+        })
+    );
+    Ok(())
+}
+
+/// The measured calls: callgrind collects instructions only inside this function.
+#[inline(never)]
+fn measured_calls(
+    tokio: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    calls: usize,
+) -> anyhow::Result<()> {
+    run_calls(tokio, runtime, calls)
+}
+
+/// `calls` sequential `echo` calls, each waited for with its cleanup (a 2025-11-25 session's
+/// DELETE), so that every call's work is inside the caller's span.
+fn run_calls(
+    tokio: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    calls: usize,
+) -> anyhow::Result<()> {
+    tokio.block_on(async {
+        for i in 0..calls {
+            let result = runtime
+                .call(CallRequest {
+                    tool: "echo".into(),
+                    scope: Scope {
+                        tenant_id: "local".into(),
+                        session_id: "gate".into(),
+                    },
+                    call_id: Some(format!("gate-{i}")),
+                    arguments: json!({"message": "hello"}),
+                    parent: None,
+                })
+                .result()
+                .await;
+            if result.is_error {
+                bail!("call {i} failed: {result:?}");
+            }
+            runtime.wait_for_cleanup().await;
+        }
+        Ok(())
+    })
+}
