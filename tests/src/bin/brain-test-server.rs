@@ -89,6 +89,13 @@ struct Args {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let args = Args::parse();
+    // RUST_LOG=h2=debug, say: what the server's libraries say, on stderr.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let stdio = args.stdio;
     let stdio_faults = args.stdio_faults.clone();
     let faults = Faults {

@@ -292,7 +292,14 @@ pub(super) async fn in_flight_probe(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     if seen < calls {
-        bail!("the server ran {seen} of the {calls} calls at once; not measured");
+        let results = futures_util::future::join_all(pending.into_iter().map(|c| c.result())).await;
+        let failed: Vec<_> = results.iter().filter(|result| result.is_error).collect();
+        bail!(
+            "the server ran {seen} of the {calls} calls at once; not measured ({} failed, the \
+             first: {:?})",
+            failed.len(),
+            failed.first().map(|result| &result.content)
+        );
     }
     let in_flight = tests::process::memory_mb("VmRSS:");
     let results = futures_util::future::join_all(pending.into_iter().map(|c| c.result())).await;
