@@ -138,6 +138,7 @@ async fn https_with_http1_reuses_connections_and_resumes_tls_sessions() {
                 &message,
             );
         }
+        runtime.wait_for_cleanup().await;
         let warm = count(&stats.tls.handshakes);
         assert!(warm <= 2, "{revision}: {warm} handshakes in warm-up");
         for i in 0..20 {
@@ -147,6 +148,7 @@ async fn https_with_http1_reuses_connections_and_resumes_tls_sessions() {
                 &message,
             );
         }
+        runtime.wait_for_cleanup().await;
         assert_eq!(
             count(&stats.tls.handshakes),
             warm,
@@ -163,6 +165,8 @@ async fn https_with_http1_reuses_connections_and_resumes_tls_sessions() {
         for result in [a, b, c, d] {
             assert_ok(&result, "");
         }
+        // The sessions' DELETEs, off the callers' path, may open connections of their own.
+        runtime.wait_for_cleanup().await;
         let handshakes = count(&stats.tls.handshakes);
         assert!(handshakes > warm, "{revision}: {handshakes}");
         let resumed = count(&stats.tls.resumed);
@@ -171,7 +175,9 @@ async fn https_with_http1_reuses_connections_and_resumes_tls_sessions() {
             "{revision}: {resumed} of {handshakes} handshakes resumed"
         );
         assert_eq!(count(&stats.tls.tls13), handshakes, "{revision}");
-        assert_eq!(count(&stats.accepted), handshakes, "{revision}");
+        // hyper-util's pool may start a connection for a request that then takes one that
+        // became idle first; the started one is left unfinished, never carrying a request.
+        assert!(count(&stats.accepted) >= handshakes, "{revision}");
     }
 }
 
