@@ -40,13 +40,17 @@ impl Endpoint<'_> {
         message: &Value,
         headers: HeaderMap,
     ) -> Result<Response, HttpError> {
-        let body = serde_json::to_vec(message).expect("a JSON value serializes");
-        self.post_json(
-            Bytes::from(body),
-            "application/json, text/event-stream",
-            headers,
-        )
-        .await
+        self.post_message(serialize(message), headers).await
+    }
+
+    /// POSTs one JSON-RPC message already serialized ([`serialize`]).
+    pub(crate) async fn post_message(
+        &self,
+        body: Bytes,
+        headers: HeaderMap,
+    ) -> Result<Response, HttpError> {
+        self.post_json(body, "application/json, text/event-stream", headers)
+            .await
     }
 
     /// POSTs a JSON body that is already serialized, accepting `accept`.
@@ -102,6 +106,20 @@ impl Endpoint<'_> {
             crate::auth::add_static(self.auth.credentials, &mut headers);
             return self.send(method, headers, body).await;
         };
+        // Boxed: OAuth's exchanges are large futures, and every request would carry their size
+        // while it waits for its response (memory per call in flight, `cargo xtask bench` T2).
+        Box::pin(self.request_oauth(oauth, tenant, method, headers, body)).await
+    }
+
+    /// [`Endpoint::request`] with OAuth's tokens and its refusals.
+    async fn request_oauth(
+        &self,
+        oauth: &crate::auth::OAuth,
+        tenant: &str,
+        method: Method,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, HttpError> {
         let mut spent: Vec<Retry> = Vec::new();
         loop {
             let mut attempt = headers.clone();
@@ -153,6 +171,11 @@ impl Endpoint<'_> {
         }
         Ok(response?)
     }
+}
+
+/// A JSON-RPC message's bytes.
+pub(crate) fn serialize(message: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(message).expect("a JSON value serializes"))
 }
 
 /// Why reading a response's messages failed.

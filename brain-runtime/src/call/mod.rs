@@ -155,7 +155,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let admits = T::OPENS || tool.binding.runs_as_task();
     let admitted = tokio::select! {
         biased;
-        admitted = tokio::time::timeout(admit_bound, admit(ticket.filter(|_| admits)))
+        admitted = tokio::time::timeout(admit_bound, Box::pin(admit(ticket.filter(|_| admits))))
             => admitted.unwrap_or_else(|_| {
             Err(interrupted(
                 Interruption::Timeout,
@@ -266,18 +266,22 @@ async fn phases<T: Transport>(
     call: &Exchange<'_>,
     resume: Option<&TaskRecord>,
 ) -> Result<ToolResult, Failure> {
+    // The phases that end before the call waits for its answer (resuming, opening) and the
+    // rarely needed ones (a task's polling) are boxed: a call in flight then keeps only what
+    // its send and read need, not the largest of every phase (memory per call in flight,
+    // `cargo xtask bench` T2 and T3).
     if let Some(task) = resume {
         send::resumed(call);
-        let opened = transport.resume(call, task).await?;
-        return task::follow(
+        let opened = Box::pin(transport.resume(call, task)).await?;
+        return Box::pin(task::follow(
             transport,
             call,
             &opened,
             task::Start::Recorded(&task.task_id),
-        )
+        ))
         .await;
     }
-    let opened = transport.open(call).await?;
+    let opened = Box::pin(transport.open(call)).await?;
     send::send(transport, call, &opened).await
 }
 

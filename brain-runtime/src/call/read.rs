@@ -59,7 +59,7 @@ impl Exchange<'_> {
                             self.progress(&message["params"], &mut last_progress).await;
                         }
                         (Some(method), Some(id)) => {
-                            self.server_request(method, id, &message["params"], reading)
+                            Box::pin(self.server_request(method, id, &message["params"], reading))
                                 .await?;
                         }
                         _ => {}
@@ -87,8 +87,7 @@ impl Exchange<'_> {
                 self.progress(&message["params"], last_progress).await;
             }
             (Some(method), Some(id)) => {
-                self.server_request(method, id, &message["params"], reading)
-                    .await?;
+                Box::pin(self.server_request(method, id, &message["params"], reading)).await?;
             }
             (None, Some(id)) if id == request_id => {
                 self.state().answered = true;

@@ -65,7 +65,8 @@ pub(crate) async fn send<T: Transport>(
     call: &Exchange<'_>,
     opened: &T::Opened,
 ) -> Result<ToolResult, Failure> {
-    if let Some(answer) = claim(call).await? {
+    // Boxed, as the write below: both end before the answer is read.
+    if let Some(answer) = Box::pin(claim(call)).await? {
         return Ok(answer);
     }
     let rounds_allowed = call.state().revision == Some(STATELESS);
@@ -76,7 +77,9 @@ pub(crate) async fn send<T: Transport>(
             // The task's creation was the send; what follows only reads it.
             Reply::Task(task) if rounds.current().number == 0 => {
                 let start = super::task::Start::Created(task);
-                return super::task::follow(transport, call, opened, start).await;
+                // Boxed: a task's polling is a large future that few calls need; inline, every
+                // call in flight would carry its size (`cargo xtask bench`, T2 and T3).
+                return Box::pin(super::task::follow(transport, call, opened, start)).await;
             }
             reply => reply,
         };
@@ -98,7 +101,7 @@ async fn round<T: Transport>(
         state.answered = false;
         state.request_id = round.request_id();
     }
-    let answered = match transport.write(call, opened, round).await {
+    let answered = match Box::pin(transport.write(call, opened, round)).await {
         Ok(mut reading) => call.read(&mut reading, round).await,
         Err(failure) => Err(failure),
     };

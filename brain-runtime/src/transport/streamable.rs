@@ -82,9 +82,10 @@ pub(crate) async fn write(
     back: Option<BackChannel>,
 ) -> Result<HttpReading, Failure> {
     let span = call.round_span(round);
-    let request = call.tools_call(meta, round, &span);
+    // Serialized now: the message's JSON tree is not kept while the call waits.
+    let body = crate::wire::serialize(&call.tools_call(meta, round, &span));
     let round_number = round.number;
-    let response = match call.endpoint.post(&request, headers).await {
+    let response = match call.endpoint.post_message(body, headers).await {
         Ok(response) => response,
         // Nothing reached the server: no connection, or the request's body was never read.
         Err(error) if error.is_connect() || call.endpoint.departure.only_waited() => {
@@ -211,7 +212,9 @@ impl Reading for HttpReading {
                 }
                 let last_event_id = messages.last_event_id.clone().unwrap_or_default();
                 let retry = messages.retry;
-                let resumed = resume(call, headers, last_event_id, retry).await?;
+                // Boxed, as every rare request made while reading: a call in flight keeps only
+                // what reading needs (memory per call in flight, `cargo xtask bench` T2/T3).
+                let resumed = Box::pin(resume(call, headers, last_event_id, retry)).await?;
                 self.messages = Some(resumed);
                 continue;
             }
@@ -232,8 +235,7 @@ impl Reading for HttpReading {
         let Some(headers) = &self.session else {
             return false;
         };
-        call.endpoint
-            .post(message, headers.clone())
+        Box::pin(call.endpoint.post(message, headers.clone()))
             .await
             .is_ok_and(|response| response.status().is_success())
     }
