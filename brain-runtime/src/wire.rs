@@ -34,6 +34,12 @@ pub(crate) struct Endpoint<'a> {
 }
 
 impl Endpoint<'_> {
+    /// Whether a request that got `error` reached the server not at all: no connection, or its
+    /// body was never read by one (`http::Departure`).
+    pub(crate) fn never_left(&self, error: &HttpError) -> bool {
+        error.is_connect() || self.departure.only_waited()
+    }
+
     /// POSTs one JSON-RPC message.
     pub(crate) async fn post(
         &self,

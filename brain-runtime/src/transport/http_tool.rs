@@ -81,8 +81,7 @@ impl Transport for Arc<HttpTool> {
         };
         let response = match call.endpoint.post_json(body, accept, headers).await {
             Ok(response) => response,
-            // Nothing reached the server: no connection, or the request's body was never read.
-            Err(error) if error.is_connect() || call.endpoint.departure.only_waited() => {
+            Err(error) if call.endpoint.never_left(&error) => {
                 return Err(Failure::new(
                     Fact::NotWritten { round: 0 },
                     format!(

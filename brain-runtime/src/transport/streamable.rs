@@ -87,8 +87,7 @@ pub(crate) async fn write(
     let round_number = round.number;
     let response = match call.endpoint.post_message(body, headers).await {
         Ok(response) => response,
-        // Nothing reached the server: no connection, or the request's body was never read.
-        Err(error) if error.is_connect() || call.endpoint.departure.only_waited() => {
+        Err(error) if call.endpoint.never_left(&error) => {
             let message = match &error {
                 HttpError::Auth(why) => {
                     format!("tools/call was not sent: no usable token: {why}")

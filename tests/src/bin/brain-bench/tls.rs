@@ -63,10 +63,10 @@ impl TlsServer {
 
     /// brain with the binding's `ca_file` naming the CA.
     pub(super) fn brain(&self, revision: &str, tool: &str) -> anyhow::Result<Runtime> {
-        let mut config = echo_config(self.url(), revision, tool)?;
-        for binding in &mut config.tools {
-            binding.ca_file = Some(self.ca_file.to_str().context("UTF-8")?.to_owned());
-        }
+        let config = trusting(
+            echo_config(self.url(), revision, tool)?,
+            Some(&self.ca_file),
+        )?;
         Ok(Runtime::new(&config)?)
     }
 }
@@ -238,13 +238,7 @@ pub(super) async fn in_flight_probe(
     ca_file: Option<&Path>,
 ) -> anyhow::Result<Value> {
     let seconds = slow_seconds(calls);
-    let mut config = echo_config(url, revision, "slow")?;
-    if let Some(path) = ca_file {
-        for binding in &mut config.tools {
-            binding.ca_file = Some(path.to_str().context("UTF-8")?.to_owned());
-        }
-    }
-    let runtime = Runtime::new(&config)?;
+    let runtime = Runtime::new(&trusting(echo_config(url, revision, "slow")?, ca_file)?)?;
     let stats = match ca_file {
         Some(path) => reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(path)?)?)
@@ -366,6 +360,20 @@ pub(super) async fn cpu(require_sdks: bool, targets: &mut Vec<Target>) -> anyhow
         }
     }
     Ok(())
+}
+
+/// `config` with every binding's `ca_file` naming `ca_file` (when there is one).
+fn trusting(
+    mut config: brain_config::HostConfig,
+    ca_file: Option<&Path>,
+) -> anyhow::Result<brain_config::HostConfig> {
+    if let Some(path) = ca_file {
+        let path = path.to_str().context("a UTF-8 CA file path")?;
+        for binding in &mut config.tools {
+            binding.ca_file = Some(path.to_owned());
+        }
+    }
+    Ok(config)
 }
 
 fn request(tool: &str, arguments: Value, call_id: &str) -> CallRequest {
