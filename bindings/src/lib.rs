@@ -31,12 +31,24 @@ mod tests {
 
     use crate::generated::{BINDINGS, ToolCall, ToolName, host_config};
 
+    /// Every field of the config survives codegen: `host_config()`, rebuilt from the generated
+    /// tables, is `host.json` (all but `$schema`, which is for editors), compared field by field
+    /// and as JSON (a field the model gains and codegen drops fails here).
     #[test]
     fn the_compiled_in_table_is_host_json() {
         let text = include_str!("../host.json");
         let mut config = brain_config::parse(text.as_bytes(), "bindings/host.json").unwrap();
         config.schema = None;
         assert_eq!(host_config(), config);
+        let mut written: serde_json::Value = serde_json::from_str(text).unwrap();
+        written.as_object_mut().unwrap().remove("$schema");
+        let compiled = serde_json::to_value(host_config()).unwrap();
+        let parsed = serde_json::to_value(&config).unwrap();
+        assert_eq!(compiled, parsed);
+        // Every top-level key of the file is carried (defaults filled in, none lost).
+        for key in written.as_object().unwrap().keys() {
+            assert!(compiled.get(key).is_some(), "host_config() lost {key:?}");
+        }
         assert_eq!(BINDINGS.len(), ToolName::ALL.len());
     }
 

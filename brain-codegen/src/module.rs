@@ -9,7 +9,7 @@ use typify::{TypeSpace, TypeSpaceSettings};
 use crate::error::CodegenError;
 use crate::schema::{for_typify, unfaithful};
 
-/// One binding's module file, and the name of its argument type.
+/// The items of one binding's module, and the name of its argument type.
 pub(crate) struct Module {
     pub(crate) tokens: TokenStream,
     /// The argument type's name as generated (typify may normalize the one asked for).
@@ -26,7 +26,7 @@ struct Schema<'a> {
     untyped: Option<String>,
 }
 
-/// The module file of one binding: `<Name>Args`, and `<Name>Output` when it has an output
+/// The module of one binding: `<Name>Args`, and `<Name>Output` when it has an output
 /// schema. Both share one typify `TypeSpace` (each space emits a `mod error`).
 ///
 /// typify 0.8 panics on some schemas it cannot name types for (it says so in the panic). Such a
@@ -150,16 +150,7 @@ fn module_items(binding: &ToolBinding, schemas: &[Schema<'_>]) -> Result<Module,
         syn::visit_mut::VisitMut::visit_file_mut(&mut KeepEmpty, &mut file);
         items.push(quote!(#file));
     }
-    let doc = format!(
-        " Binding `{}`: {}",
-        binding.name,
-        binding.description.lines().next().unwrap_or_default()
-    );
-    let tokens = quote! {
-        #![doc = #doc]
-        #![allow(clippy::all, missing_docs, unused_imports, irrefutable_let_patterns, unused_qualifications)]
-        #( #items )*
-    };
+    let tokens = quote! { #( #items )* };
     Ok(Module { tokens, args })
 }
 

@@ -3,7 +3,7 @@
 //! and version). Every tool brain can call is bound the way
 //! `cargo xtask discover --prefix <prefix>_ --write` binds it, all servers into one config, and
 //! that config is generated like a deployment's own: into the workspace member
-//! `brain-codegen/corpus` (`host.json`, `src/generated/`, and `report.txt`, what happened to each
+//! `brain-codegen/corpus` (`host.json`, `src/generated/mod.rs`, and `report.txt`, what happened to each
 //! server's tools). That crate compiles the code as the bindings crate does — a library under
 //! the workspace's lints and `#![deny(warnings)]`, and clippy `-D warnings` in `cargo xtask ci` —
 //! and its tests parse arguments for every tool.
@@ -138,22 +138,20 @@ fn the_corpus_generates_its_crate() {
     expectorate::assert_contents(here("corpus/host.json"), &host);
     // The same way `cargo xtask codegen` reads bindings/host.json.
     let config = brain_config::parse(host.as_bytes(), "brain-codegen/corpus/host.json").unwrap();
-    let files = brain_codegen::generate(&config, "brain-codegen/corpus/host.json").unwrap();
+    let module = brain_codegen::generate(&config, "brain-codegen/corpus/host.json").unwrap();
 
-    common::assert_generated(&here("corpus/src/generated"), &files);
+    common::assert_generated(&here("corpus/src/generated"), &module);
     // The types typify would not make faithful, from their doc: "The `input_schema` of `x`, as
     // a JSON object: typed fields would not be faithful to the schema (REASON). brain …".
     let mut json_objects = Vec::new();
-    for file in &files {
-        for line in file.contents.lines() {
-            if let Some(doc) = line.trim().strip_prefix("/// The `")
-                && let Some((field, rest)) = doc.split_once("` of `")
-                && let Some((binding, rest)) = rest.split_once("`, as a JSON object: ")
-                && let Some((_, reason)) = rest.split_once("schema (")
-                && let Some((reason, _)) = reason.rsplit_once("). ")
-            {
-                json_objects.push(format!("  {binding} {field}: {reason}"));
-            }
+    for line in module.lines() {
+        if let Some(doc) = line.trim().strip_prefix("/// The `")
+            && let Some((field, rest)) = doc.split_once("` of `")
+            && let Some((binding, rest)) = rest.split_once("`, as a JSON object: ")
+            && let Some((_, reason)) = rest.split_once("schema (")
+            && let Some((reason, _)) = reason.rsplit_once("). ")
+        {
+            json_objects.push(format!("  {binding} {field}: {reason}"));
         }
     }
     writeln!(

@@ -1,5 +1,5 @@
-//! Fixture configs in, generated code out: `tests/fixtures/<name>.json` → the files under
-//! `tests/snapshots/<name>/` (or `tests/snapshots/<name>.rejected.txt` for a config the rules
+//! Fixture configs in, generated code out: `tests/fixtures/<name>.json` → the module
+//! `tests/snapshots/<name>/mod.rs` (or `tests/snapshots/<name>.rejected.txt` for a config the rules
 //! reject). Every snapshot compiles under `#![deny(warnings)]` and works (`tests/generated_*.rs`),
 //! and misuse of it does not compile (`tests/ui`, checked by `tests/tests/codegen_misuse.rs` with
 //! the workspace's compiled dependencies).
@@ -40,8 +40,8 @@ fn fixtures_generate_their_snapshots() {
         let source = format!("tests/fixtures/{name}.json");
         match brain_config::parse(&std::fs::read(&path).unwrap(), &source) {
             Ok(config) => {
-                let files = brain_codegen::generate(&config, &source).unwrap();
-                common::assert_generated(&dir("snapshots").join(&name), &files);
+                let module = brain_codegen::generate(&config, &source).unwrap();
+                common::assert_generated(&dir("snapshots").join(&name), &module);
             }
             Err(diagnostics) => {
                 let out = dir("snapshots").join(format!("{name}.rejected.txt"));
@@ -85,9 +85,9 @@ fn one_hundred_and_twenty_eight_bindings() {
     let text = serde_json::json!({ "tools": tools }).to_string();
     let config = brain_config::parse(text.as_bytes(), "host.json").unwrap();
     let started = std::time::Instant::now();
-    let files = brain_codegen::generate(&config, "host.json").unwrap();
+    let module = brain_codegen::generate(&config, "host.json").unwrap();
     let elapsed = started.elapsed();
-    assert_eq!(files.len(), 129);
-    assert!(files[0].contents.contains("Tool127(tool_127::Tool127Args)"));
+    assert_eq!(module.matches("\npub mod tool_").count(), 128);
+    assert!(module.contains("Tool127(tool_127::Tool127Args)"));
     println!("codegen of 128 bindings: {elapsed:?}");
 }

@@ -90,3 +90,27 @@ pub use session_token::{
 };
 pub use tool::Scope;
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};
+
+/// Includes the typed bindings that `brain_codegen::compile_config` wrote to `OUT_DIR` from the
+/// crate's `build.rs`: `ToolCall`, `ToolName`, `BINDINGS`, `host_config()` and one module per
+/// binding with its `<Tool>Args`, as items wherever it is invoked.
+///
+/// A crate may include several sets: `brain_codegen::Builder::new().name("ops")` writes one that
+/// `include_bindings!("ops")` includes (each in a module of its own, as their items share names).
+///
+/// ```ignore
+/// // Not compiled here: it needs a build script that ran compile_config (see examples/typed-host).
+/// mod tools {
+///     brain_runtime::include_bindings!();
+/// }
+/// let call = tools::ToolCall::Echo(tools::echo::EchoArgs { message: "hello".into() });
+/// ```
+#[macro_export]
+macro_rules! include_bindings {
+    () => {
+        ::std::include!(::std::concat!(::std::env!("OUT_DIR"), "/brain_bindings.rs"));
+    };
+    ($name:literal) => {
+        ::std::include!(::std::concat!(::std::env!("OUT_DIR"), "/", $name, ".rs"));
+    };
+}

@@ -24,7 +24,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         "warnings",
     ])?;
     step("cargo xtask codegen --check");
-    if crate::codegen::run(true)? != ExitCode::SUCCESS {
+    if crate::codegen::run(true, None)? != ExitCode::SUCCESS {
         bail!("generated files are stale");
     }
     step("tests/interop/setup.sh (the third-party MCP peers)");

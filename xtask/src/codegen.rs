@@ -1,45 +1,28 @@
-//! `cargo xtask codegen [--check]`: the generated files, written or proven fresh.
+//! `cargo xtask codegen [--check] [--config PATH --out DIR]`: the generated files, written or
+//! proven fresh, through brain-codegen's one engine.
 //!
+//! Without `--config`: this workspace's own generated files,
 //! - `brain-config/host-config.schema.json`: the host config's JSON Schema;
-//! - `bindings/src/generated/`: the typed bindings of `bindings/host.json`.
+//! - `bindings/src/generated/mod.rs`: the typed bindings of `bindings/host.json`.
+//!
+//! With `--config PATH --out DIR`: a host's committed bindings, `DIR/mod.rs` from `PATH` (a
+//! directory holding a file brain-codegen did not write is refused, untouched).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use brain_config::ConfigError;
+use brain_codegen::{Builder, DirMode, DirReport};
 
 use crate::workspace::workspace_root;
 
-/// One generated file: where it lives and what it must contain.
-struct Generated {
-    path: PathBuf,
-    contents: String,
-}
-
-/// The directory `cargo xtask codegen` owns entirely.
+/// The directory `cargo xtask codegen` writes the bindings crate's code into.
 const BINDINGS_DIR: &str = "bindings/src/generated";
 
-fn generated() -> anyhow::Result<Vec<Generated>> {
-    let root = workspace_root();
-    let mut files = vec![Generated {
-        path: root.join("brain-config/host-config.schema.json"),
-        contents: brain_config::host_config_schema(),
-    }];
-    let config = match brain_config::load_file(&root.join("bindings/host.json")) {
-        Ok(config) => config,
-        Err(ConfigError::Invalid(diagnostics)) => {
-            eprintln!("{diagnostics}");
-            bail!("bindings/host.json is invalid; fix it, then run `cargo xtask codegen`");
-        }
-        Err(error) => return Err(error.into()),
-    };
-    let bindings = brain_codegen::generate(&config, "bindings/host.json")?;
-    files.extend(bindings.into_iter().map(|file| Generated {
-        path: root.join(BINDINGS_DIR).join(file.path),
-        contents: file.contents,
-    }));
-    Ok(files)
+/// A host's config and where its committed code goes.
+pub(crate) struct Target {
+    pub(crate) config: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 fn shown(path: &Path) -> String {
@@ -49,48 +32,63 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
-/// Files in the generated directory that codegen would not write.
-fn leftovers(files: &[Generated]) -> Vec<PathBuf> {
-    let dir = workspace_root().join(BINDINGS_DIR);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
+/// Writes every generated file that changed (removing brain-codegen's own leftovers), or with
+/// `check` only reports the stale ones; `target` instead of this workspace's files.
+pub(crate) fn run(check: bool, target: Option<Target>) -> anyhow::Result<ExitCode> {
+    let mode = if check {
+        DirMode::Check
+    } else {
+        DirMode::Write
     };
-    let mut extra: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| !files.iter().any(|file| file.path == *path))
-        .collect();
-    extra.sort();
-    extra
-}
-
-/// Writes every generated file that changed (removing leftovers), or with `check` only reports
-/// the stale ones.
-pub(crate) fn run(check: bool) -> anyhow::Result<ExitCode> {
-    let files = generated()?;
     let mut stale = Vec::new();
-    for file in &files {
-        let current = std::fs::read_to_string(&file.path).unwrap_or_default();
-        if current == file.contents {
-            continue;
-        }
-        if check {
-            stale.push(shown(&file.path));
-        } else {
-            if let Some(dir) = file.path.parent() {
-                std::fs::create_dir_all(dir)?;
+    let report = match target {
+        Some(Target { config, out }) => Builder::new()
+            .source_name(config.display().to_string())
+            .write_dir(&config, &out, mode),
+        None => {
+            let root = workspace_root();
+            let schema = root.join("brain-config/host-config.schema.json");
+            let contents = brain_config::host_config_schema();
+            if std::fs::read_to_string(&schema).unwrap_or_default() != contents {
+                if check {
+                    stale.push(shown(&schema));
+                } else {
+                    std::fs::write(&schema, contents)
+                        .with_context(|| format!("cannot write {}", shown(&schema)))?;
+                    println!("wrote {}", shown(&schema));
+                }
             }
-            std::fs::write(&file.path, &file.contents)
-                .with_context(|| format!("cannot write {}", shown(&file.path)))?;
-            println!("wrote {}", shown(&file.path));
+            Builder::new().source_name("bindings/host.json").write_dir(
+                root.join("bindings/host.json"),
+                root.join(BINDINGS_DIR),
+                mode,
+            )
         }
-    }
-    for extra in leftovers(&files) {
-        if check {
-            stale.push(format!("{} (not generated any more)", shown(&extra)));
-        } else {
-            std::fs::remove_file(&extra)
-                .with_context(|| format!("cannot remove {}", shown(&extra)))?;
-            println!("removed {}", shown(&extra));
+    };
+    let report = match report {
+        Ok(report) => report,
+        // Its diagnostics are on stderr already.
+        Err(error @ brain_codegen::Error::Invalid(_)) => {
+            bail!("{error}; then run `cargo xtask codegen`")
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let DirReport {
+        written, removed, ..
+    } = &report;
+    if check {
+        stale.extend(written.iter().map(|path| shown(path)));
+        stale.extend(
+            removed
+                .iter()
+                .map(|path| format!("{} (not generated any more)", shown(path))),
+        );
+    } else {
+        for path in written {
+            println!("wrote {}", shown(path));
+        }
+        for path in removed {
+            println!("removed {}", shown(path));
         }
     }
     if stale.is_empty() {

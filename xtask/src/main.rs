@@ -54,11 +54,20 @@ enum Command {
         #[arg(long, value_name = "PATH", default_value_os_t = default_config())]
         config: PathBuf,
     },
-    /// Write the generated files (today: brain-config/host-config.schema.json).
+    /// Write the generated files: this workspace's (bindings/src/generated from
+    /// bindings/host.json, and brain-config/host-config.schema.json), or with --config and --out
+    /// a host's committed bindings.
     Codegen {
-        /// Only verify that the committed files are fresh; write nothing.
+        /// Only verify that the generated files are fresh; write nothing.
         #[arg(long)]
         check: bool,
+        /// A host config to generate typed bindings from (with --out).
+        #[arg(long, value_name = "PATH", requires = "out")]
+        config: Option<PathBuf>,
+        /// The directory for the host's generated module (`DIR/mod.rs`); refused when it holds a
+        /// file brain-codegen did not write.
+        #[arg(long, value_name = "DIR", requires = "config")]
+        out: Option<PathBuf>,
     },
     /// Run the main job on the embedded default config (bindings/host.json).
     Demo,
@@ -98,7 +107,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Discover(args) => discover::run(*args),
         Command::Check { config } => check::run(&config),
-        Command::Codegen { check } => codegen::run(check),
+        Command::Codegen { check, config, out } => codegen::run(
+            check,
+            config
+                .zip(out)
+                .map(|(config, out)| codegen::Target { config, out }),
+        ),
         Command::Demo => demo::run(),
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench {
