@@ -275,16 +275,16 @@ fn run(cli: Cli) -> ExitCode {
                 "brain-harness call",
                 otel.name = format!("brain-harness call {tool}"),
             );
-            let request = CallRequest {
+            let request = CallRequest::new(
                 tool,
-                scope: Scope {
+                Scope {
                     tenant_id: tenant,
                     session_id: session,
                 },
-                call_id,
                 arguments,
-                parent: Some(root),
-            };
+            )
+            .with_optional_call_id(call_id)
+            .with_parent(root);
             let json = json || !std::io::stdout().is_terminal();
             let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
             match interrupted {
@@ -456,7 +456,9 @@ fn logout(config: &HostConfig, state: Option<&str>, tenant: &str, name: &str) ->
     let removed = oauth_binding(config, name).and_then(|binding| {
         tokio().block_on(async {
             let journal = state_store(config, state).await?;
-            brain_runtime::auth::logout(binding, tenant, journal.grants(), env).await
+            brain_runtime::auth::logout(binding, tenant, journal.grants(), env)
+                .await
+                .map_err(|error| error.to_string())
         })
     });
     match removed {
@@ -598,17 +600,17 @@ async fn call(
                 let _ = tokio::time::timeout(CLEANUP_BOUND, runtime.wait_for_cleanup()).await;
                 return (result, interrupted);
             }
+            // An event this harness does not know yet: shown with --json, skipped on a terminal.
+            _ => {}
         }
     }
     // The runtime always ends a call with its result; should its task ever die, say so.
-    let result = ToolResult {
-        call_id: call.call_id().to_owned(),
-        is_error: true,
-        unknown_outcome: true,
-        content: vec![ContentBlock::text("the call ended without a result")],
-        structured_content: None,
-        replayed: false,
-    };
+    let mut result = ToolResult::tool_error(
+        call.call_id(),
+        vec![ContentBlock::text("the call ended without a result")],
+    );
+    result.unknown_outcome = true;
+    result.kind = Some(brain_runtime::OutcomeKind::UnknownOutcome);
     if json {
         let event = Event::Result(result.clone());
         println!(
@@ -634,6 +636,7 @@ fn print_readable(result: &ToolResult) {
             ContentBlock::Image { data, mime_type } => {
                 println!("[image {mime_type}, {} bytes base64]", data.len());
             }
+            other => println!("[{}]", serde_json::to_string(other).unwrap_or_default()),
         }
     }
 }

@@ -24,16 +24,15 @@ fn runtime(revision: &str) -> Runtime {
 }
 
 fn request() -> CallRequest {
-    CallRequest {
-        tool: "echo".into(),
-        scope: Scope {
+    CallRequest::new(
+        "echo",
+        Scope {
             tenant_id: "local".into(),
             session_id: "bench".into(),
         },
-        call_id: Some("call-1".into()),
-        arguments: json!({"message": "hello"}),
-        parent: None,
-    }
+        json!({"message": "hello"}),
+    )
+    .with_call_id("call-1")
 }
 
 fn result() -> Value {

@@ -6,6 +6,7 @@ use serde_json::Value;
 /// One event of a call, serialized as one JSON object with a `type` field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum Event {
     /// A progress notification from the server (live-only: never stored or replayed).
     #[serde(rename = "tool.progress")]
@@ -30,8 +31,11 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// A `tool.result` event: what the model sees.
+/// A `tool.result` event: what the model sees. Built by the runtime; a host's own results (a
+/// test double, a tool of its own) start from [`ToolResult::success`] or
+/// [`ToolResult::tool_error`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResult {
     /// The call it belongs to.
     pub call_id: String,
@@ -49,11 +53,17 @@ pub struct ToolResult {
     /// that call's outcome (nothing was sent now). Serialized only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// What kind of failure this is, for a host to act on without reading words: refused by
+    /// the gate, a journal conflict, an unknown outcome, a timeout… `None` for a success.
+    /// Serialized only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<OutcomeKind>,
 }
 
 /// A content block of a result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Text.
     Text {
@@ -74,9 +84,46 @@ impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
     }
+
+    /// An image block: its bytes base64-encoded, and its media type.
+    pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ContentBlock::Image {
+            data: data.into(),
+            mime_type: mime_type.into(),
+        }
+    }
 }
 
 impl ToolResult {
+    /// A successful result of the call `call_id`.
+    pub fn success(call_id: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        ToolResult {
+            call_id: call_id.into(),
+            is_error: false,
+            unknown_outcome: false,
+            content,
+            structured_content: None,
+            replayed: false,
+            kind: None,
+        }
+    }
+
+    /// A result in which the tool reported an error (`isError`; kind [`OutcomeKind::ToolError`]).
+    ///
+    pub fn tool_error(call_id: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        ToolResult {
+            is_error: true,
+            kind: Some(OutcomeKind::ToolError),
+            ..ToolResult::success(call_id, content)
+        }
+    }
+
+    /// The same result with structured content.
+    pub fn with_structured_content(mut self, value: Value) -> Self {
+        self.structured_content = Some(value);
+        self
+    }
+
     /// A failed call: one text block saying what happened.
     pub(crate) fn failure(call_id: &str, unknown_outcome: bool, message: String) -> Self {
         ToolResult {
@@ -86,6 +133,7 @@ impl ToolResult {
             content: vec![ContentBlock::text(message)],
             structured_content: None,
             replayed: false,
+            kind: None,
         }
     }
 
@@ -120,5 +168,41 @@ impl ContentBlock {
             ContentBlock::Text { text } => text.len(),
             ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
         }
+    }
+}
+
+/// What kind of outcome a call had, for a host to act on without reading words: every
+/// `tool.result` that is an error carries one ([`ToolResult::kind`]); a success has none.
+///
+/// Serialized in snake case (`"refused"`, `"journal_conflict"`, …). Telemetry reports the
+/// coarser `error.type` of the MCP semantic conventions ([`OutcomeKind::error_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OutcomeKind {
+    /// Refused by the gate before any I/O: an unknown tool, a tenant not allowed, arguments that
+    /// do not validate, a token variable not set. Nothing was sent.
+    Refused,
+    /// Refused by the call journal: the call id was used before for another call (another
+    /// binding or other arguments). Nothing was sent; a new call needs a new call id.
+    JournalConflict,
+    /// The call journal (the state store) could not record the call, so it was not sent.
+    StoreUnavailable,
+    /// The tool cannot have run: nothing reached the server, or it refused the call before
+    /// running it.
+    NotSent,
+    /// The tool may have run (`unknown_outcome: true`): check before calling it again.
+    UnknownOutcome,
+    /// The call's `timeout_seconds` passed (`unknown_outcome` says whether it had been sent).
+    Timeout,
+    /// The caller cancelled the call (`unknown_outcome` says whether it had been sent).
+    Cancelled,
+    /// The tool ran and reported an error (`isError`).
+    ToolError,
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -22,13 +22,8 @@
 //! use futures_util::StreamExt;
 //!
 //! let runtime = Runtime::new(config)?;
-//! let mut call = runtime.call(CallRequest {
-//!     tool: "docs_search".into(),
-//!     scope: Scope { tenant_id: "local".into(), session_id: "s1".into() },
-//!     call_id: None,
-//!     arguments: serde_json::json!({"query": "rust"}),
-//!     parent: None,
-//! });
+//! let scope = Scope { tenant_id: "local".into(), session_id: "s1".into() };
+//! let mut call = runtime.call(CallRequest::new("docs_search", scope, serde_json::json!({"query": "rust"})));
 //! while let Some(event) = call.next().await {
 //!     println!("{}", serde_json::to_string(&event)?);
 //! }
@@ -81,7 +76,7 @@ mod transport;
 mod typed;
 mod wire;
 
-pub use event::{ContentBlock, Event, Progress, ToolResult};
+pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
 pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{

@@ -23,6 +23,10 @@ use crate::event::ToolResult;
 pub(crate) enum Fact {
     /// Refused before any I/O: the gate, or a value no request can carry.
     Refused,
+    /// Refused by the call journal: the call id was used for another call.
+    JournalConflict,
+    /// The call journal could not record the call, so it was never sent.
+    StoreFailed,
     /// Nothing reached the server: no connection, no usable token, no process.
     Unreachable,
     /// The session (or the server process) could not be set up; `tools/call` was never written.
@@ -73,24 +77,11 @@ pub(crate) enum Interruption {
     Cancelled,
 }
 
-/// A failure's kind, as telemetry's `error.type` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Refused by the gate.
-    Refused,
-    /// The tool cannot have run.
-    NotSent,
-    /// The tool may have run.
-    UnknownOutcome,
-    /// The call timed out.
-    Timeout,
-    /// The call was cancelled.
-    Cancelled,
-    /// The tool ran and reported an error (`isError`).
-    ToolError,
-}
+/// The classifier's name for the kind.
+pub(crate) use crate::event::OutcomeKind as Kind;
+use crate::event::OutcomeKind;
 
-impl Kind {
+impl OutcomeKind {
     /// The kind of a result the call delivered: none for a success, a tool error for a tool's
     /// `isError`; a result replayed from the call journal keeps the kind its flags say (a call
     /// whose process died before recording it is an unknown outcome).
@@ -102,10 +93,26 @@ impl Kind {
         }
     }
 
-    /// The value of `error.type`.
-    pub(crate) fn error_type(self) -> &'static str {
+    /// The value of telemetry's `error.type` for this kind: `refused`, `not_sent`,
+    /// `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict is
+    /// `refused`, a store that could not record the call `not_sent`).
+    pub fn error_type(self) -> &'static str {
+        match self {
+            Kind::Refused | Kind::JournalConflict => "refused",
+            Kind::NotSent | Kind::StoreUnavailable => "not_sent",
+            Kind::UnknownOutcome => "unknown_outcome",
+            Kind::Timeout => "timeout",
+            Kind::Cancelled => "cancelled",
+            Kind::ToolError => "tool_error",
+        }
+    }
+
+    /// The kind as serialized (`"journal_conflict"`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Kind::Refused => "refused",
+            Kind::JournalConflict => "journal_conflict",
+            Kind::StoreUnavailable => "store_unavailable",
             Kind::NotSent => "not_sent",
             Kind::UnknownOutcome => "unknown_outcome",
             Kind::Timeout => "timeout",
@@ -128,6 +135,8 @@ pub(crate) struct Outcome {
 pub(crate) fn classify(fact: Fact) -> Outcome {
     let (unknown_outcome, kind) = match fact {
         Fact::Refused => (false, Kind::Refused),
+        Fact::JournalConflict => (false, Kind::JournalConflict),
+        Fact::StoreFailed => (false, Kind::StoreUnavailable),
         Fact::Unreachable | Fact::SetupFailed => (false, Kind::NotSent),
         Fact::NotWritten { .. } | Fact::CallStatus { .. } if fact.before_execution() => {
             (false, Kind::NotSent)
@@ -165,7 +174,11 @@ impl Fact {
     /// left to cancel.
     pub(crate) fn before_execution(self) -> bool {
         match self {
-            Fact::Refused | Fact::Unreachable | Fact::SetupFailed => true,
+            Fact::Refused
+            | Fact::JournalConflict
+            | Fact::StoreFailed
+            | Fact::Unreachable
+            | Fact::SetupFailed => true,
             Fact::NotWritten { round } => round == 0,
             Fact::CallStatus { status, round } => {
                 round == 0 && matches!(status, 401 | 403 | 404 | 405 | 406 | 415)
@@ -209,10 +222,9 @@ impl Failure {
             unknown_outcome,
             kind,
         } = self.outcome();
-        (
-            ToolResult::failure(call_id, unknown_outcome, self.message),
-            kind,
-        )
+        let mut result = ToolResult::failure(call_id, unknown_outcome, self.message);
+        result.kind = Some(kind);
+        (result, kind)
     }
 }
 
@@ -227,6 +239,8 @@ mod tests {
         use Kind::*;
         let rows: &[(Fact, bool, Kind)] = &[
             (Fact::Refused, false, Refused),
+            (Fact::JournalConflict, false, JournalConflict),
+            (Fact::StoreFailed, false, StoreUnavailable),
             (Fact::Unreachable, false, NotSent),
             (Fact::SetupFailed, false, NotSent),
             (Fact::NotWritten { round: 0 }, false, NotSent),
@@ -386,9 +400,16 @@ mod tests {
             (Kind::Timeout, "timeout"),
             (Kind::Cancelled, "cancelled"),
             (Kind::ToolError, "tool_error"),
+            (Kind::JournalConflict, "refused"),
+            (Kind::StoreUnavailable, "not_sent"),
         ];
         for (kind, name) in kinds {
             assert_eq!(kind.error_type(), name);
+            // The public kind serializes as its name.
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
         }
     }
 }

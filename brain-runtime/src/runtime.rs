@@ -446,8 +446,18 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// One call to make.
+/// One call to make: [`CallRequest::new`], then `with_…` for the optional parts.
+///
+/// ```
+/// use brain_runtime::{CallRequest, Scope};
+///
+/// let scope = Scope { tenant_id: "local".into(), session_id: "s1".into() };
+/// let request = CallRequest::new("echo", scope, serde_json::json!({"message": "hi"}))
+///     .with_call_id("call-1");
+/// assert_eq!(request.call_id.as_deref(), Some("call-1"));
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CallRequest {
     /// The binding's name (the name the model sees).
     pub tool: String,
@@ -460,6 +470,40 @@ pub struct CallRequest {
     /// The span the call's span is a child of (its trace continues at the server through
     /// `_meta.traceparent`); the current span when `None`.
     pub parent: Option<tracing::Span>,
+}
+
+impl CallRequest {
+    /// A call of the binding `tool` by `scope` with `arguments`; its call id is generated and its
+    /// span is a child of the current span unless set.
+    pub fn new(tool: impl Into<String>, scope: Scope, arguments: Value) -> Self {
+        CallRequest {
+            tool: tool.into(),
+            scope,
+            call_id: None,
+            arguments,
+            parent: None,
+        }
+    }
+
+    /// The call's id (also its progress token and its key in the call journal: a retry with the
+    /// same id is answered from the journal, never sent twice).
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// The call's id when there is one ([`with_call_id`](Self::with_call_id)), else a generated
+    /// UUID.
+    pub fn with_optional_call_id(mut self, call_id: Option<String>) -> Self {
+        self.call_id = call_id;
+        self
+    }
+
+    /// The span the call's span is a child of.
+    pub fn with_parent(mut self, parent: tracing::Span) -> Self {
+        self.parent = Some(parent);
+        self
+    }
 }
 
 impl Runtime {
@@ -590,13 +634,9 @@ impl Runtime {
         scope: Scope,
         call_id: Option<String>,
     ) -> Call {
-        self.call(CallRequest {
-            tool: call.tool().to_owned(),
-            scope,
-            call_id,
-            arguments: call.arguments(),
-            parent: None,
-        })
+        self.call(
+            CallRequest::new(call.tool(), scope, call.arguments()).with_optional_call_id(call_id),
+        )
     }
 
     /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the

@@ -31,16 +31,15 @@ fn runtime(revision: &str) -> Runtime {
 }
 
 fn request(arguments: Value) -> CallRequest {
-    CallRequest {
-        tool: "routed".into(),
-        scope: Scope {
+    CallRequest::new(
+        "routed",
+        Scope {
             tenant_id: "local".into(),
             session_id: "properties".into(),
         },
-        call_id: Some("p-1".into()),
         arguments,
-        parent: None,
-    }
+    )
+    .with_call_id("p-1")
 }
 
 const KEYS: &[&str] = &[

@@ -21,16 +21,15 @@ pub fn config(url: &str, patch: impl Fn(&str, &mut Value)) -> brain_config::Host
 /// The request the tests make: `tool` with `arguments`, as tenant `local`, session
 /// `session-1`, call id `call-1`.
 pub fn request(tool: &str, arguments: Value) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        scope: Scope {
+    CallRequest::new(
+        tool,
+        Scope {
             tenant_id: "local".into(),
             session_id: "session-1".into(),
         },
-        call_id: Some("call-1".into()),
         arguments,
-        parent: None,
-    }
+    )
+    .with_call_id("call-1")
 }
 
 /// Calls `tool` and waits for its result.
@@ -46,6 +45,7 @@ pub fn text(result: &ToolResult) -> String {
         .map(|block| match block {
             ContentBlock::Text { text } => text.clone(),
             ContentBlock::Image { mime_type, .. } => format!("<{mime_type}>"),
+            other => panic!("a content block the tests do not know: {other:?}"),
         })
         .collect::<Vec<_>>()
         .join("\n")

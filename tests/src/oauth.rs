@@ -240,7 +240,12 @@ impl UserAgent for Browser {
     fn authorize<'a>(
         &'a self,
         url: &'a str,
-    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
-        Box::pin(async move { follow(url, &self.redirect_uri()).await })
+    ) -> Pin<Box<dyn Future<Output = Result<String, brain_runtime::auth::AuthError>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            follow(url, &self.redirect_uri())
+                .await
+                .map_err(brain_runtime::auth::AuthError::UserAgent)
+        })
     }
 }

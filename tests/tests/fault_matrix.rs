@@ -230,16 +230,17 @@ async fn run_case(faults: Faults, revision: &str, expected: Outcome) -> Result<(
     let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
     let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let call = runtime.call(CallRequest {
-        tool: "echo".into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "matrix".into(),
-        },
-        call_id: Some("matrix-1".into()),
-        arguments: json!({"message": "matrix"}),
-        parent: None,
-    });
+    let call = runtime.call(
+        CallRequest::new(
+            "echo",
+            Scope {
+                tenant_id: "local".into(),
+                session_id: "matrix".into(),
+            },
+            json!({"message": "matrix"}),
+        )
+        .with_call_id("matrix-1"),
+    );
     let result = one_result(call).await?;
     let elapsed = started.elapsed();
     // Not a pause: once brain's cleanup is done and the server has seen every connection
@@ -368,16 +369,17 @@ async fn run_tool_case(
     let config = brain_config::parse(text.as_bytes(), "matrix.json").map_err(|e| e.to_string())?;
     let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let call = runtime.call(CallRequest {
-        tool: "tool".into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "matrix".into(),
-        },
-        call_id: Some("matrix-1".into()),
-        arguments,
-        parent: None,
-    });
+    let call = runtime.call(
+        CallRequest::new(
+            "tool",
+            Scope {
+                tenant_id: "local".into(),
+                session_id: "matrix".into(),
+            },
+            arguments,
+        )
+        .with_call_id("matrix-1"),
+    );
     let result = one_result(call).await?;
     let elapsed = started.elapsed();
     let requests = Stats::get(&server.tools.requests);
@@ -517,22 +519,24 @@ async fn chatty_row(transport: &str, arguments: Value) -> Result<Chatty, String>
     .unwrap();
     let config = brain_config::parse(text.as_bytes(), "chatty.json").map_err(|e| e.to_string())?;
     let runtime = Runtime::new(&config).map_err(|e| e.to_string())?;
-    let mut call = runtime.call(CallRequest {
-        tool: "chatty".into(),
-        scope: Scope {
-            tenant_id: "local".into(),
-            session_id: "chatty".into(),
-        },
-        call_id: Some("chatty-1".into()),
-        arguments,
-        parent: None,
-    });
+    let mut call = runtime.call(
+        CallRequest::new(
+            "chatty",
+            Scope {
+                tenant_id: "local".into(),
+                session_id: "chatty".into(),
+            },
+            arguments,
+        )
+        .with_call_id("chatty-1"),
+    );
     let mut progress = Vec::new();
     let mut result = None;
     while let Some(event) = call.next().await {
         match event {
             Event::Progress(event) => progress.push(event.progress),
             Event::Result(done) => result = Some(done),
+            other => return Err(format!("an event the test does not know: {other:?}")),
         }
     }
     let result = result.ok_or("no tool.result")?;

@@ -49,16 +49,15 @@ async fn server() -> TestServer {
 }
 
 fn request(tool: &str, call_id: &str, arguments: Value) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        scope: Scope {
+    CallRequest::new(
+        tool,
+        Scope {
             tenant_id: "local".into(),
             session_id: "session-7".into(),
         },
-        call_id: Some(call_id.into()),
         arguments,
-        parent: None,
-    }
+    )
+    .with_call_id(call_id)
 }
 
 /// Calls the one binding `path` (kind by `patch`) and returns its result and the requests its
@@ -120,6 +119,7 @@ async fn events(mut call: brain_runtime::Call) -> (Vec<brain_runtime::Progress>,
         match event {
             Event::Progress(p) => progress.push(p),
             Event::Result(r) => result = Some(r),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     (progress, result.expect("a call ends with a result"))

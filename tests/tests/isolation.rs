@@ -24,16 +24,15 @@ fn runtime_at(url: &str, revision: &str) -> Runtime {
 }
 
 fn request(tool: &str, tenant: &str, arguments: Value) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        scope: Scope {
+    CallRequest::new(
+        tool,
+        Scope {
             tenant_id: tenant.into(),
             session_id: "isolation".into(),
         },
-        call_id: Some("iso-1".into()),
         arguments,
-        parent: None,
-    }
+    )
+    .with_call_id("iso-1")
 }
 
 #[tokio::test]

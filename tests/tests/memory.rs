@@ -34,16 +34,14 @@ async fn a_200_mb_response_under_a_1_mib_limit() {
     let runtime = Runtime::new(&config).unwrap();
     let call = |bytes: u64| {
         runtime
-            .call(CallRequest {
-                tool: "huge".into(),
-                scope: Scope {
+            .call(CallRequest::new(
+                "huge",
+                Scope {
                     tenant_id: "local".into(),
                     session_id: "memory".into(),
                 },
-                call_id: None,
-                arguments: json!({ "bytes": bytes }),
-                parent: None,
-            })
+                json!({ "bytes": bytes }),
+            ))
             .result()
     };
     // Warm up: the runtime, the pool and the allocator at their steady size.

@@ -26,21 +26,20 @@ async fn a_progress_flood_leaves_rss_flat() {
     let runtime = Runtime::new(&config).unwrap();
     let runtime = &runtime;
     let flood = |progress: u32| async move {
-        let mut call = runtime.call(CallRequest {
-            tool: "chatty".into(),
-            scope: Scope {
+        let mut call = runtime.call(CallRequest::new(
+            "chatty",
+            Scope {
                 tenant_id: "local".into(),
                 session_id: "flood".into(),
             },
-            call_id: None,
-            arguments: json!({ "progress": progress }),
-            parent: None,
-        });
+            json!({ "progress": progress }),
+        ));
         let (mut steps, mut result) = (Vec::new(), None);
         while let Some(event) = call.next().await {
             match event {
                 Event::Progress(event) => steps.push(event.progress),
                 Event::Result(done) => result = Some(done),
+                other => panic!("unexpected: {other:?}"),
             }
         }
         (steps, result.unwrap())

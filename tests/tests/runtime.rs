@@ -184,6 +184,7 @@ async fn progress_arrives_in_order_before_the_result() {
                 progress.push(p.progress);
             }
             Event::Result(r) => result = Some(r),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     let expected: Vec<f64> = (1..=50).map(f64::from).collect();
@@ -546,6 +547,7 @@ async fn stateless_progress_in_order() {
         .filter_map(|e| match e {
             Event::Progress(p) => Some(p.progress),
             Event::Result(_) => None,
+            other => panic!("unexpected: {other:?}"),
         })
         .collect();
     assert_eq!(progress, (1..=20).map(f64::from).collect::<Vec<_>>());
@@ -607,6 +609,7 @@ async fn non_increasing_progress_is_dropped() {
         .filter_map(|e| match e {
             Event::Progress(p) => Some(p.progress),
             Event::Result(_) => None,
+            other => panic!("unexpected: {other:?}"),
         })
         .collect();
     assert_eq!(progress, [1.0, 3.0, 4.0]);

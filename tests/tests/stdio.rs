@@ -300,6 +300,7 @@ async fn progress_arrives_in_order_and_a_stderr_flood_never_blocks() {
         match event {
             Event::Progress(progress) => steps.push(progress.progress),
             Event::Result(done) => result = Some(done),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     let result = result.unwrap();
@@ -391,6 +392,7 @@ async fn revisions_pinned_exactly_or_any_and_a_progress_flood() {
                 steps += 1;
             }
             Event::Result(done) => result = Some(done),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     assert_eq!(text(&result.unwrap()), "done 5000 steps");

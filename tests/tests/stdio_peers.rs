@@ -163,6 +163,7 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
         match event {
             Event::Progress(progress) => steps.push(progress.progress),
             Event::Result(done) => result = Some(done),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     let result = result.unwrap();
@@ -276,6 +277,7 @@ async fn server_everything_stdio_research_runs_as_a_task() {
         match event {
             Event::Progress(progress) => messages.extend(progress.message),
             Event::Result(ended) => result = Some(ended),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     let result = result.expect("a result");

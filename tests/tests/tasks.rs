@@ -86,16 +86,15 @@ async fn run(row: &Row) -> (ToolResult, Vec<String>, BTreeMap<String, u64>) {
         .journal(Journal::memory())
         .build()
         .unwrap();
-    let request = CallRequest {
-        tool: "research".into(),
-        scope: Scope {
+    let request = CallRequest::new(
+        "research",
+        Scope {
             tenant_id: "local".into(),
             session_id: "session-1".into(),
         },
-        call_id: Some(format!("row-{}", row.mode)),
-        arguments: json!({"topic": "rows", "mode": row.mode, "step_ms": row.step_ms}),
-        parent: None,
-    };
+        json!({"topic": "rows", "mode": row.mode, "step_ms": row.step_ms}),
+    )
+    .with_call_id(format!("row-{}", row.mode));
     let mut call = runtime.call(request);
     let mut messages = Vec::new();
     let mut result = None;
@@ -114,6 +113,7 @@ async fn run(row: &Row) -> (ToolResult, Vec<String>, BTreeMap<String, u64>) {
                 messages.push(progress.message.unwrap_or_default());
             }
             Event::Result(ended) => result = Some(ended),
+            other => panic!("unexpected: {other:?}"),
         }
     }
     runtime.wait_for_cleanup().await;

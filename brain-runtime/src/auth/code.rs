@@ -23,11 +23,12 @@ pub trait UserAgent: Send + Sync {
     fn redirect_uri(&self) -> String;
 
     /// Shows the user the authorization request `url` and returns the full URL the
-    /// authorization server redirected them to (with `code`, `state` and maybe `iss`).
+    /// authorization server redirected them to (with `code`, `state` and maybe `iss`), or
+    /// [`AuthError::UserAgent`](super::error::AuthError::UserAgent) saying why not.
     fn authorize<'a>(
         &'a self,
         url: &'a str,
-    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Result<String, super::error::AuthError>> + Send + 'a>>;
 }
 
 /// A redirect received on a loopback port (RFC 8252 §7.3): `show` presents the authorization URL
@@ -59,54 +60,65 @@ impl UserAgent for LoopbackAgent {
     fn authorize<'a>(
         &'a self,
         url: &'a str,
-    ) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>> {
-        Box::pin(async move {
-            let listener = self
-                .listener
-                .lock()
-                .map_err(|_| "the loopback listener is unusable".to_owned())?
-                .take()
-                .ok_or("this loopback agent has already been used")?;
-            let listener = tokio::net::TcpListener::from_std(listener)
-                .map_err(|error| format!("cannot listen for the redirect: {error}"))?;
-            (self.show)(url);
-            loop {
-                let (mut stream, _) = listener
-                    .accept()
-                    .await
-                    .map_err(|error| format!("cannot accept the redirect: {error}"))?;
-                let mut buffer = vec![0u8; 16 * 1024];
-                let mut read = 0;
-                while read < buffer.len() && !buffer[..read].windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buffer[read..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => read += n,
-                    }
-                }
-                let head = String::from_utf8_lossy(&buffer[..read]);
-                let target = head
-                    .lines()
-                    .next()
-                    .and_then(|line| line.strip_prefix("GET "))
-                    .and_then(|rest| rest.split(' ').next())
-                    .unwrap_or_default()
-                    .to_owned();
-                if !target.starts_with("/callback") {
-                    let _ = stream
-                        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                        .await;
-                    continue;
-                }
-                let page = "<!doctype html><title>brain</title><p>brain received the \
-                            authorization. You can close this window.</p>";
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-                let _ = stream.write_all(response.as_bytes()).await;
-                return Ok(format!("http://127.0.0.1:{}{target}", self.port));
-            }
+    ) -> Pin<Box<dyn Future<Output = Result<String, super::error::AuthError>> + Send + 'a>> {
+        Box::pin(async {
+            self.receive(url)
+                .await
+                .map_err(super::error::AuthError::UserAgent)
         })
+    }
+}
+
+impl LoopbackAgent {
+    /// Shows `url`, then waits for the redirect on the loopback port.
+    async fn receive(&self, url: &str) -> Result<String, String> {
+        let listener = self
+            .listener
+            .lock()
+            .map_err(|_| "the loopback listener is unusable".to_owned())?
+            .take()
+            .ok_or("this loopback agent has already been used")?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|error| format!("cannot listen for the redirect: {error}"))?;
+        (self.show)(url);
+        loop {
+            let (mut stream, _) = listener
+                .accept()
+                .await
+                .map_err(|error| format!("cannot accept the redirect: {error}"))?;
+            let mut buffer = vec![0u8; 16 * 1024];
+            let mut read = 0;
+            while read < buffer.len() && !buffer[..read].windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buffer[read..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+            let head = String::from_utf8_lossy(&buffer[..read]);
+            let target = head
+                .lines()
+                .next()
+                .and_then(|line| line.strip_prefix("GET "))
+                .and_then(|rest| rest.split(' ').next())
+                .unwrap_or_default()
+                .to_owned();
+            if !target.starts_with("/callback") {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let page = "<!doctype html><title>brain</title><p>brain received the \
+                        authorization. You can close this window.</p>";
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+            return Ok(format!("http://127.0.0.1:{}{target}", self.port));
+        }
     }
 }
 
@@ -163,7 +175,10 @@ impl CodeFlow<'_> {
                 query.append_pair("scope", scope);
             }
         }
-        let callback = agent.authorize(url.as_str()).await?;
+        let callback = agent
+            .authorize(url.as_str())
+            .await
+            .map_err(|error| error.to_string())?;
         // Never quoted in a message: it carries the authorization code.
         let callback = url::Url::parse(&callback)
             .map_err(|error| format!("the redirect brain received is not a URL: {error}"))?;

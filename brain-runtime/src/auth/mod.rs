@@ -37,6 +37,7 @@
 mod code;
 mod credentials;
 mod dpop;
+mod error;
 mod grant;
 mod grants;
 mod metadata;
@@ -49,6 +50,7 @@ mod user;
 
 pub use code::{LoopbackAgent, UserAgent};
 pub(crate) use credentials::{Authorizing, Credentials, add_static};
+pub use error::AuthError;
 pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
 pub(crate) use oauth::{OAuth, Retry};
 pub use seal::STATE_KEY_ENV;

@@ -2,6 +2,7 @@
 //! keeps sealed), and the JSON token file earlier brains kept (`tokens.json`), read once to
 //! import it into the state's store ([`FileTokenStore`]).
 
+use super::error::AuthError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -107,25 +108,32 @@ impl FileTokenStore {
         &self.path
     }
 
-    fn read(&self) -> Result<File, String> {
+    fn read(&self) -> Result<File, AuthError> {
+        let failed = |message: String| AuthError::TokenFile {
+            path: self.path.clone(),
+            message,
+        };
         match std::fs::read(&self.path) {
             // Only where, never serde's text: it may quote a token.
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
-                format!(
+                failed(format!(
                     "the token store {} is not valid at line {}, column {}; remove it and log in \
                      again",
                     self.path.display(),
                     error.line(),
                     error.column()
-                )
+                ))
             }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
-            Err(error) => Err(format!("cannot read {}: {error}", self.path.display())),
+            Err(error) => Err(failed(format!(
+                "cannot read {}: {error}",
+                self.path.display()
+            ))),
         }
     }
 
     /// Every entry: the binding URL and tenant it was stored for, and the tokens.
-    pub fn entries(&self) -> Result<Vec<(StoreKey, StoredTokens)>, String> {
+    pub fn entries(&self) -> Result<Vec<(StoreKey, StoredTokens)>, AuthError> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let file = self.read()?;
         Ok(file
@@ -145,10 +153,12 @@ impl FileTokenStore {
     }
 
     /// Renames the file to `tokens.json.imported` once its tokens are in the state's store.
-    pub fn retire(&self) -> Result<PathBuf, String> {
+    pub fn retire(&self) -> Result<PathBuf, AuthError> {
         let retired = self.path.with_extension("json.imported");
-        std::fs::rename(&self.path, &retired)
-            .map_err(|e| format!("cannot rename {}: {e}", self.path.display()))?;
+        std::fs::rename(&self.path, &retired).map_err(|e| AuthError::TokenFile {
+            path: self.path.clone(),
+            message: format!("cannot rename {}: {e}", self.path.display()),
+        })?;
         Ok(retired)
     }
 }

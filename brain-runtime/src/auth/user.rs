@@ -7,6 +7,7 @@ use std::sync::Arc;
 use brain_config::{Grant, ToolBinding};
 
 use super::code::UserAgent;
+use super::error::AuthError;
 use super::grants::TokenStore;
 use super::oauth::OAuth;
 use super::store::FileTokenStore;
@@ -17,14 +18,13 @@ fn client(
     store: Arc<dyn TokenStore>,
     agent: Option<Arc<dyn UserAgent>>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<OAuth, String> {
-    let http = crate::http::client(true, &[])?;
-    let auth = binding
-        .auth
-        .clone()
-        .ok_or_else(|| format!("{} has no `auth`: it needs no login", binding.name))?;
+) -> Result<OAuth, AuthError> {
+    let auth = binding.auth.clone().ok_or_else(|| AuthError::NoAuth {
+        binding: binding.name.clone(),
+    })?;
+    let http = crate::http::client(true, &[]).map_err(AuthError::Flow)?;
     let url = binding.url.as_deref().unwrap_or_default();
-    OAuth::new(&binding.name, url, auth, http, env, store, agent)
+    OAuth::new(&binding.name, url, auth, http, env, store, agent).map_err(AuthError::Flow)
 }
 
 /// Runs the authorization code flow for `binding` (whose `auth.type` is `authorization_code`)
@@ -39,10 +39,11 @@ pub async fn login(
     store: Arc<dyn TokenStore>,
     agent: Arc<dyn UserAgent>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, AuthError> {
     client(binding, store, Some(agent), &env)?
         .login(tenant)
         .await
+        .map_err(AuthError::Flow)
 }
 
 /// Logs `tenant` out of `binding`'s grant: its tokens go, and a tombstone stays, so that a
@@ -52,8 +53,11 @@ pub async fn logout(
     tenant: &str,
     store: Arc<dyn TokenStore>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<bool, String> {
-    client(binding, store, None, &env)?.logout(tenant).await
+) -> Result<bool, AuthError> {
+    client(binding, store, None, &env)?
+        .logout(tenant)
+        .await
+        .map_err(AuthError::Flow)
 }
 
 /// Imports the tokens of an earlier brain's token file into `store`, for the user-delegated
@@ -65,7 +69,7 @@ pub async fn import_token_file(
     bindings: &[ToolBinding],
     store: Arc<dyn TokenStore>,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<usize, String> {
+) -> Result<usize, AuthError> {
     let entries = file.entries()?;
     let mut imported = 0;
     for binding in bindings {
@@ -83,7 +87,11 @@ pub async fn import_token_file(
                 Some(oauth) => oauth,
                 None => oauth.insert(client(binding, Arc::clone(&store), None, &env)?),
             };
-            if oauth.import(&key.tenant, tokens.clone()).await? {
+            if oauth
+                .import(&key.tenant, tokens.clone())
+                .await
+                .map_err(AuthError::Flow)?
+            {
                 imported += 1;
             }
         }

@@ -212,8 +212,12 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let revision = state.revision;
     let completed = outcome.is_ok();
     let (result, kind) = match outcome {
-        Ok(result) => {
+        Ok(mut result) => {
             let kind = Kind::of_result(&result);
+            // A result replayed from the journal keeps the kind it was recorded with.
+            if result.kind.is_none() {
+                result.kind = kind;
+            }
             (result, kind)
         }
         Err(failure) => {

@@ -150,7 +150,7 @@ impl Ticket {
 
     fn failed(&self, error: StoreError) -> Failure {
         Failure::new(
-            Fact::SetupFailed,
+            Fact::StoreFailed,
             format!(
                 "refused: {error}; nothing was sent (brain never sends a call it could not record)"
             ),
@@ -306,7 +306,7 @@ impl Ticket {
             if entry.digest != self.digest {
                 self.set(JournalState::Conflict);
                 return Err(Failure::new(
-                    Fact::Refused,
+                    Fact::JournalConflict,
                     format!(
                         "refused: call id {:?} was used for another call in session {:?} of \
                          tenant {:?} (binding {:?} or its arguments differ); nothing was sent. \

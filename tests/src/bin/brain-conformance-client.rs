@@ -135,16 +135,14 @@ async fn main() -> ExitCode {
         }
     };
     for (tool, arguments) in planned_calls(&scenario, &config) {
-        let mut call = runtime.call(CallRequest {
+        let mut call = runtime.call(CallRequest::new(
             tool,
-            scope: Scope {
+            Scope {
                 tenant_id: "conformance".into(),
                 session_id: "conformance".into(),
             },
-            call_id: None,
             arguments,
-            parent: None,
-        });
+        ));
         while let Some(event) = call.next().await {
             println!("{}", serde_json::to_string(&event).unwrap_or_default());
         }

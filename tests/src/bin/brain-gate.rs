@@ -366,16 +366,17 @@ fn run_calls(
     tokio.block_on(async {
         for i in 0..calls {
             let result = runtime
-                .call(CallRequest {
-                    tool: "echo".into(),
-                    scope: Scope {
-                        tenant_id: "local".into(),
-                        session_id: "gate".into(),
-                    },
-                    call_id: Some(format!("gate-{i}")),
-                    arguments: json!({"message": "hello"}),
-                    parent: None,
-                })
+                .call(
+                    CallRequest::new(
+                        "echo",
+                        Scope {
+                            tenant_id: "local".into(),
+                            session_id: "gate".into(),
+                        },
+                        json!({"message": "hello"}),
+                    )
+                    .with_call_id(format!("gate-{i}")),
+                )
                 .result()
                 .await;
             if result.is_error {

@@ -40,16 +40,14 @@ async fn main() -> anyhow::Result<ExitCode> {
             .map(|i| {
                 let runtime = runtime.clone();
                 let message = format!("round {round} call {i}");
-                let request = CallRequest {
-                    tool: tool.clone(),
-                    scope: Scope {
+                let request = CallRequest::new(
+                    tool.clone(),
+                    Scope {
                         tenant_id: "local".into(),
                         session_id: "replica".into(),
                     },
-                    call_id: None,
-                    arguments: json!({ "message": message }),
-                    parent: None,
-                };
+                    json!({ "message": message }),
+                );
                 tokio::spawn(async move { runtime.call(request).result().await })
             })
             .collect();

@@ -198,16 +198,15 @@ fn sending<'a>(
     };
     Sending {
         runtime,
-        request: CallRequest {
+        request: CallRequest::new(
             tool,
-            scope: Scope {
+            Scope {
                 tenant_id: "soak".into(),
                 session_id: "soak".into(),
             },
-            call_id: Some(format!("soak-{index}")),
             arguments,
-            parent: None,
-        },
+        )
+        .with_call_id(format!("soak-{index}")),
         index,
         name,
         row,

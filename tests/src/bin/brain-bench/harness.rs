@@ -338,13 +338,11 @@ impl Driver {
 
     pub(crate) async fn brain_call(runtime: &Runtime) -> anyhow::Result<()> {
         let result = runtime
-            .call(CallRequest {
-                tool: "echo".into(),
-                scope: scope(),
-                call_id: None,
-                arguments: json!({"message": "hello"}),
-                parent: None,
-            })
+            .call(CallRequest::new(
+                "echo",
+                scope(),
+                json!({"message": "hello"}),
+            ))
             .result()
             .await;
         if result.is_error {

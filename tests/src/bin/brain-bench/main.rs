@@ -698,13 +698,10 @@ async fn stdio(
     let slow = Runtime::new(&stdio_config("slow", 0)?)?;
     let calls: Vec<_> = (0..100)
         .map(|i| {
-            slow.call(CallRequest {
-                tool: "slow".into(),
-                scope: scope(),
-                call_id: Some(format!("stdio-{i}")),
-                arguments: json!({"seconds": 2}),
-                parent: None,
-            })
+            slow.call(
+                CallRequest::new("slow", scope(), json!({"seconds": 2}))
+                    .with_call_id(format!("stdio-{i}")),
+            )
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -758,13 +755,8 @@ async fn spaced(driver: &Arc<Driver>, calls: usize, think: Duration) -> anyhow::
 /// P4: the runtime's own work per call (gate, message, conversion), no network; median round.
 fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
     let runtime = Runtime::new(&echo_config(url, "2026-07-28", "echo")?)?;
-    let request = CallRequest {
-        tool: "echo".into(),
-        scope: scope(),
-        call_id: Some("bench".into()),
-        arguments: json!({"message": "hello"}),
-        parent: None,
-    };
+    let request =
+        CallRequest::new("echo", scope(), json!({"message": "hello"})).with_call_id("bench");
     let result = json!({"content": [{"type": "text", "text": "hello"}]});
     let iterations = 20_000;
     let mut per_call = Vec::new();
@@ -832,13 +824,10 @@ async fn memory_probe(url: &str) -> anyhow::Result<(Option<f64>, Option<f64>, Op
     let slow = Runtime::new(&echo_config(url, "2025-11-25", "slow")?)?;
     let calls: Vec<_> = (0..1000)
         .map(|i| {
-            slow.call(CallRequest {
-                tool: "slow".into(),
-                scope: scope(),
-                call_id: Some(format!("slow-{i}")),
-                arguments: json!({"seconds": 5}),
-                parent: None,
-            })
+            slow.call(
+                CallRequest::new("slow", scope(), json!({"seconds": 5}))
+                    .with_call_id(format!("slow-{i}")),
+            )
         })
         .collect();
     // Sampled once the server runs all 1,000 (its own count), so that the RSS is that of 1,000
@@ -875,13 +864,11 @@ async fn memory_probe(url: &str) -> anyhow::Result<(Option<f64>, Option<f64>, Op
     // Reset the peak, so that VmHWM is this call's.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let result = huge
-        .call(CallRequest {
-            tool: "huge".into(),
-            scope: scope(),
-            call_id: None,
-            arguments: json!({"bytes": 200_000_000}),
-            parent: None,
-        })
+        .call(CallRequest::new(
+            "huge",
+            scope(),
+            json!({"bytes": 200_000_000}),
+        ))
         .result()
         .await;
     if !result.unknown_outcome {

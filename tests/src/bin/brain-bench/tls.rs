@@ -377,13 +377,7 @@ fn trusting(
 }
 
 fn request(tool: &str, arguments: Value, call_id: &str) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        scope: scope(),
-        call_id: Some(call_id.into()),
-        arguments,
-        parent: None,
-    }
+    CallRequest::new(tool, scope(), arguments).with_call_id(call_id)
 }
 
 /// This process's CPU time (user + system, every thread, ended ones included), from
