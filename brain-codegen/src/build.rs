@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use brain_config::{ConfigError, HostConfig};
 
-use crate::{Error, HEADER_PREFIX};
+use crate::error::Error;
+use crate::generate::{HEADER_PREFIX, generate};
 
 /// The first line of the files `cargo xtask codegen` wrote before brain-codegen had one header
 /// (still brain-codegen's own: it may replace or remove them).
@@ -179,7 +180,7 @@ impl Builder {
             .source_name
             .clone()
             .unwrap_or_else(|| path.display().to_string());
-        Ok(crate::generate(&config, &source)?)
+        Ok(generate(&config, &source)?)
     }
 }
 

@@ -59,6 +59,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     if crate::soak::run(&soak)? != ExitCode::SUCCESS {
         bail!("the soak found violations");
     }
+    step("cargo xtask examples (the example crates, run against the test server)");
+    if crate::examples::run()? != ExitCode::SUCCESS {
+        bail!("an example failed");
+    }
     // Doc tests first, so that the summary of all the other tests is what CI reads last.
     cargo(&["test", "--workspace", "--locked", "--doc"])?;
     if has_nextest() {

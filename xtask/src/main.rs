@@ -28,6 +28,7 @@ mod conformance;
 mod demo;
 mod discover;
 mod dist;
+mod examples;
 mod gate;
 mod soak;
 #[cfg(test)]
@@ -96,6 +97,8 @@ enum Command {
         #[arg(long)]
         rebaseline: bool,
     },
+    /// Build the example crates (examples/) and run each against the test server on loopback.
+    Examples,
     /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
     Ci,
     /// Build the statically linked release brain-harness.
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         } => bench::run(quick, require_sdks),
         Command::Soak(args) => soak::run(&args),
         Command::Gate { rebaseline } => gate::run(rebaseline),
+        Command::Examples => examples::run(),
         Command::Ci => ci::run(),
         Command::Dist => dist::run(),
     };

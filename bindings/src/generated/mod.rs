@@ -4,7 +4,9 @@
 /// `echo`: Echo a message back, unchanged.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -58,7 +60,9 @@ pub mod echo {
 /// `echo_stdio`: Echo a message back, from a stdio MCP server that brain starts as a process for each call.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -112,7 +116,9 @@ pub mod echo_stdio {
 /// `long_task`: Run a task in steps, reporting progress after each step.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -169,7 +175,9 @@ pub mod long_task {
 /// `weather`: Current weather for a city, as structured data.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -234,7 +242,9 @@ pub mod weather {
 /// `weather_unchecked`: A weather tool whose server breaks its own output schema.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -341,7 +351,9 @@ pub mod weather_unchecked {
 /// `webhook_echo`: Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -395,7 +407,9 @@ pub mod webhook_echo {
 /// `session_claims`: Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -512,7 +526,7 @@ pub mod session_claims {
     ::std::cmp::Eq,
     ::std::hash::Hash
 )]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolName {
     /// `echo`: Echo a message back, unchanged.
     Echo,
@@ -529,7 +543,7 @@ pub enum ToolName {
     /// `session_claims`: Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.
     SessionClaims,
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolName {
     /// Every binding, in config order.
     pub const ALL: &'static [ToolName] = &[
@@ -566,7 +580,7 @@ impl ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::str::FromStr for ToolName {
     type Err = ::brain_runtime::__codegen::UnknownTool;
     fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
@@ -588,7 +602,7 @@ impl ::std::str::FromStr for ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
@@ -596,7 +610,7 @@ impl ::std::fmt::Display for ToolName {
 }
 /// A call to one binding, with its typed arguments.
 #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolCall {
     /// `echo`: Echo a message back, unchanged.
     Echo(echo::EchoArgs),
@@ -613,7 +627,7 @@ pub enum ToolCall {
     /// `session_claims`: Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.
     SessionClaims(session_claims::SessionClaimsArgs),
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolCall {
     /// The binding called.
     pub fn name(&self) -> ToolName {
@@ -697,7 +711,7 @@ impl ToolCall {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn tool(&self) -> &'static str {
         self.name().as_str()
@@ -727,7 +741,7 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     }
 }
 /// Every binding, in config order, with its schemas embedded.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
     ::brain_runtime::__codegen::StaticBinding {
         name: "echo",
@@ -940,7 +954,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
     },
 ];
 /// The host config these bindings were generated from.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
 }

@@ -4,7 +4,9 @@
 /// `chrome_devtools_click`: Clicks on the provided element
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -74,7 +76,9 @@ pub mod chrome_devtools_click {
 /// `chrome_devtools_close_page`: Closes the page by its index. The last open page cannot be closed.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -130,7 +134,9 @@ pub mod chrome_devtools_close_page {
 /// `chrome_devtools_drag`: Drag an element onto another element
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -196,7 +202,9 @@ pub mod chrome_devtools_drag {
 /// `chrome_devtools_emulate`: Emulates various features on the target page. Each call replaces all emulation settings (except extraHttpHeaders), so pass all desired settings in a single call.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -633,7 +641,9 @@ pub mod chrome_devtools_emulate {
 /// `chrome_devtools_evaluate_script`: Evaluate JavaScript inside the target page. The source can be provided inline or loaded from a local file. Returns the response as JSON, so returned values have to be JSON-serializable.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -782,7 +792,9 @@ Example with arguments: `(el) => el.innerText`
 /// `chrome_devtools_fill`: Type text into an input, text area or select an option from a <select> element.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -848,7 +860,9 @@ pub mod chrome_devtools_fill {
 /// `chrome_devtools_fill_form`: Fill out multiple form elements (inputs, selects, checkboxes, radios) at once. ALWAYS prefer this tool over multiple individual 'fill' or 'click' calls when interacting with forms. It is significantly faster, more reliable, and reduces turn count. Example: Fill username, password, and check "Remember Me" in one call.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -926,7 +940,9 @@ pub mod chrome_devtools_fill_form {
 /// `chrome_devtools_get_console_message`: Gets a console message by its ID. You can get all messages by calling list_console_messages.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -987,7 +1003,9 @@ Treat the output as authoritative and complete.
 Results are paginated (10 rules per page by default); use pageIdx to page through the remaining rules. Requires a UID from take_snapshot.*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1066,7 +1084,9 @@ pub mod chrome_devtools_get_css_styles {
 /// `chrome_devtools_get_network_request`: Gets a network request by an optional reqid, if omitted returns the currently selected request in the DevTools Network panel. Useful for inspecting request headers (including 'Cookie') and response headers (including 'Set-Cookie' and directives).
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1137,7 +1157,9 @@ pub mod chrome_devtools_get_network_request {
 /// `chrome_devtools_handle_dialog`: If a browser dialog was opened, use this command to handle it
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1258,7 +1280,9 @@ pub mod chrome_devtools_handle_dialog {
 /// `chrome_devtools_hover`: Hover over the provided element
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1322,7 +1346,9 @@ pub mod chrome_devtools_hover {
 /// `chrome_devtools_lighthouse_audit`: Get Lighthouse scores, failing audits, and the DOM nodes they flag for accessibility, SEO, best practices, and agentic browsing. Full reports are saved to disk. This excludes performance. For performance audits, run performance_start_trace
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1523,7 +1549,9 @@ pub mod chrome_devtools_lighthouse_audit {
 /// `chrome_devtools_list_console_messages`: List all console messages for the target page since the last navigation.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1738,7 +1766,9 @@ pub mod chrome_devtools_list_console_messages {
 /// `chrome_devtools_list_network_requests`: Lists the most recent requests for the target page since the last navigation.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1944,7 +1974,9 @@ pub mod chrome_devtools_list_network_requests {
 /// `chrome_devtools_list_pages`: Get a list of pages open in the browser.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -1997,7 +2029,9 @@ pub mod chrome_devtools_list_pages {
 /// `chrome_devtools_navigate_page`: Go to a URL, or back, forward, or reload. Use project URL if not specified otherwise.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2205,7 +2239,9 @@ pub mod chrome_devtools_navigate_page {
 /// `chrome_devtools_new_page`: Open a new tab and load a URL. Use project URL if not specified otherwise.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2272,7 +2308,9 @@ pub mod chrome_devtools_new_page {
 /// `chrome_devtools_performance_analyze_insight`: Provides more detailed information on a specific Performance Insight of an insight set that was highlighted in the results of a trace recording.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2334,7 +2372,9 @@ pub mod chrome_devtools_performance_analyze_insight {
 /// `chrome_devtools_performance_start_trace`: Start a performance trace on the target webpage. Use to find frontend performance issues, Core Web Vitals (LCP, INP, CLS), and improve page load speed.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2414,7 +2454,9 @@ pub mod chrome_devtools_performance_start_trace {
 /// `chrome_devtools_performance_stop_trace`: Stop the active performance trace recording on the target webpage.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2476,7 +2518,9 @@ pub mod chrome_devtools_performance_stop_trace {
 /// `chrome_devtools_press_key`: Press a key or key combination. Use this when other input methods like fill() cannot be used (e.g., keyboard shortcuts, navigation keys, or special key combinations).
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2540,7 +2584,9 @@ pub mod chrome_devtools_press_key {
 /// `chrome_devtools_resize_page`: Resizes the page's window so that the page has specified dimension
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2600,7 +2646,9 @@ pub mod chrome_devtools_resize_page {
 /// `chrome_devtools_screencast_start`: Starts recording a screencast (video) of the target page.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2662,7 +2710,9 @@ pub mod chrome_devtools_screencast_start {
 /// `chrome_devtools_screencast_stop`: Stops the active screencast recording on the target page.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2718,7 +2768,9 @@ pub mod chrome_devtools_screencast_stop {
 /// `chrome_devtools_select_page`: Select a page as a context for future tool calls.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2780,7 +2832,9 @@ pub mod chrome_devtools_select_page {
 /// `chrome_devtools_take_heapsnapshot`: Capture a heap snapshot of the target page. Use to analyze the memory distribution of JavaScript objects and debug memory leaks.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2839,7 +2893,9 @@ pub mod chrome_devtools_take_heapsnapshot {
 /// `chrome_devtools_take_screenshot`: Take a screenshot of the page or element.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -2990,7 +3046,9 @@ identifier (uid). Always use the latest snapshot. Prefer taking a snapshot over 
 in the DevTools Elements panel (if any).*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3055,7 +3113,9 @@ pub mod chrome_devtools_take_snapshot {
 /// `chrome_devtools_type_text`: Type text using keyboard into a previously focused input
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3119,7 +3179,9 @@ pub mod chrome_devtools_type_text {
 /// `chrome_devtools_upload_file`: Upload a file through a provided element.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3186,7 +3248,9 @@ pub mod chrome_devtools_upload_file {
 /// `chrome_devtools_wait_for`: Wait for the specified text to appear on the selected page.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3247,7 +3311,9 @@ pub mod chrome_devtools_wait_for {
 /// `everything_echo`: Echoes back the input string
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3301,7 +3367,9 @@ pub mod everything_echo {
 /// `everything_get-annotated-message`: Demonstrates how annotations can be used to provide metadata about content.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3420,7 +3488,9 @@ pub mod everything_get_annotated_message {
 /// `everything_get-env`: Returns all environment variables, helpful for debugging MCP server configuration
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3515,7 +3585,9 @@ pub mod everything_get_env {
 /// `everything_get-resource-links`: Returns up to ten resource links that reference different types of resources
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3583,7 +3655,9 @@ pub mod everything_get_resource_links {
 /// `everything_get-resource-reference`: Returns a resource reference that can be used by MCP clients
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3724,7 +3798,9 @@ pub mod everything_get_resource_reference {
 /// `everything_get-structured-content`: Returns structured content along with an output schema for client data validation
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3855,7 +3931,9 @@ pub mod everything_get_structured_content {
 /// `everything_get-sum`: Returns the sum of two numbers
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -3911,7 +3989,9 @@ pub mod everything_get_sum {
 /// `everything_get-tiny-image`: Returns a tiny MCP logo image.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4006,7 +4086,9 @@ pub mod everything_get_tiny_image {
 /// `everything_gzip-file-as-resource`: Compresses a single file using gzip compression. Depending upon the selected output type, returns either the compressed data as a gzipped resource or a resource link, allowing it to be downloaded in a subsequent request during the current session.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4154,7 +4236,9 @@ pub mod everything_gzip_file_as_resource {
 /// `everything_toggle-simulated-logging`: Toggles simulated, random-leveled logging on or off.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4249,7 +4333,9 @@ pub mod everything_toggle_simulated_logging {
 /// `everything_toggle-subscriber-updates`: Toggles simulated resource subscription updates on or off.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4344,7 +4430,9 @@ pub mod everything_toggle_subscriber_updates {
 /// `everything_trigger-long-running-operation`: Demonstrates a long running operation with progress updates.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4425,7 +4513,9 @@ pub mod everything_trigger_long_running_operation {
 Although originally you did not have internet access, and were advised to refuse and tell the user this, this tool now grants you internet access. Now you can fetch the most up-to-date information and let the user know that.*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4566,7 +4656,9 @@ pub mod fetch_fetch {
 /// `filesystem_read_file`: Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4637,7 +4729,9 @@ pub mod filesystem_read_file {
 /// `filesystem_read_text_file`: Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read. Use this tool when you need to examine the contents of a single file. Use the 'head' parameter to read only the first N lines of a file, or the 'tail' parameter to read only the last N lines of a file. Operates on the file as text regardless of extension. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4708,7 +4802,9 @@ pub mod filesystem_read_text_file {
 /// `filesystem_read_media_file`: Read a file and return it as a base64-encoded content block with its MIME type. Image and audio files are returned as image/audio content; any other file type is returned as an embedded resource. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4766,7 +4862,9 @@ pub mod filesystem_read_media_file {
 /// `filesystem_read_multiple_files`: Read the contents of multiple files simultaneously. This is more efficient than reading files one by one when you need to analyze or compare multiple files. Each file's content is returned with its path as a reference. Failed reads for individual files won't stop the entire operation. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4832,7 +4930,9 @@ pub mod filesystem_read_multiple_files {
 /// `filesystem_write_file`: Create a new file or completely overwrite an existing file with new content. Use with caution as it will overwrite existing files without warning. Handles text content with proper encoding. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4898,7 +4998,9 @@ pub mod filesystem_write_file {
 /// `filesystem_edit_file`: Make line-based edits to a text file. Each edit replaces exact line sequences with new content. Returns a git-style diff showing the changes made. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -4983,7 +5085,9 @@ pub mod filesystem_edit_file {
 /// `filesystem_create_directory`: Create a new directory or ensure a directory exists. Can create multiple nested directories in one operation. If the directory already exists, this operation will succeed silently. Perfect for setting up directory structures for projects or ensuring required paths exist. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5048,7 +5152,9 @@ pub mod filesystem_create_directory {
 /// `filesystem_list_directory`: Get a detailed listing of all files and directories in a specified path. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for understanding directory structure and finding specific files within a directory. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5113,7 +5219,9 @@ pub mod filesystem_list_directory {
 /// `filesystem_list_directory_with_sizes`: Get a detailed listing of all files and directories in a specified path, including sizes. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is useful for understanding directory structure and finding specific files within a directory. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5252,7 +5360,9 @@ pub mod filesystem_list_directory_with_sizes {
 /// `filesystem_directory_tree`: Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name', 'type' (file/directory), and 'children' for directories. Files have no children array, while directories always have a children array (which may be empty). The output is formatted with 2-space indentation for readability. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5325,7 +5435,9 @@ pub mod filesystem_directory_tree {
 /// `filesystem_move_file`: Move or rename files and directories. Can move files between directories and rename them in a single operation. If the destination exists, the operation will fail. Works across different directories and can be used for simple renaming within the same directory. Both source and destination must be within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5391,7 +5503,9 @@ pub mod filesystem_move_file {
 /// `filesystem_search_files`: Recursively search for files and directories matching a pattern. The patterns should be glob-style patterns that match paths relative to the working directory. Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all subdirectories. Returns full paths to all matching items. Great for finding files when you don't know their exact location. Only searches within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5465,7 +5579,9 @@ pub mod filesystem_search_files {
 /// `filesystem_get_file_info`: Retrieve detailed metadata about a file or directory. Returns comprehensive information including size, creation time, last modified time, permissions, and type. This tool is perfect for understanding file characteristics without reading the actual content. Only works within allowed directories.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5530,7 +5646,9 @@ pub mod filesystem_get_file_info {
 /// `filesystem_list_allowed_directories`: Returns the list of directories that this server is allowed to access. Subdirectories within these allowed directories are also accessible. Use this to understand which directories and their nested paths are available before trying to access files.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -5738,7 +5856,9 @@ If JSON extraction returns empty, minimal, or just navigation content, the page 
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -6558,7 +6678,9 @@ Map a website to discover all indexed URLs on the site.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -6752,7 +6874,9 @@ The query also supports search operators, that you can use if needed to refine t
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -8030,7 +8154,9 @@ Pass the `searchId` returned by `firecrawl_search` (the `id` field on the respon
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -8525,7 +8651,9 @@ Do not store multi-MB outputs in feedback. Use concise notes, issue codes, URLs,
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -9296,7 +9424,9 @@ pub mod firecrawl_firecrawl_feedback {
 #[doc = " `firecrawl_firecrawl_crawl`: \n Starts a crawl job on a website, polls until it reaches a terminal state, and returns the final crawl status/data.\n \n **Best for:** Extracting content from multiple related pages, when you need comprehensive coverage.\n **Not recommended for:** Extracting content from a single page (use scrape); when token limits are a concern (use map + scrape for tighter control); when you need fast results (crawling can be slow).\n **Warning:** Crawl responses can be very large and may exceed token limits. Limit the crawl depth and number of pages, or use map + scrape for tighter control.\n **Common mistakes:** Setting limit or maxDiscoveryDepth too high (causes token overflow) or too low (causes missing pages); using crawl for a single page (use scrape instead). Using a /* wildcard is not recommended.\n **Prompt Example:** \"Get all blog posts from the first two levels of example.com/blog.\"\n **Usage Example:**\n ```json\n {\n   \"name\": \"firecrawl_crawl\",\n   \"arguments\": {\n     \"url\": \"https://example.com/blog/*\",\n     \"maxDiscoveryDepth\": 5,\n     \"limit\": 20,\n     \"allowExternalLinks\": false,\n     \"deduplicateSimilarURLs\": true,\n     \"sitemap\": \"include\"\n   }\n }\n ```\n **Returns:** Final crawl status and data after internal polling, including the crawl id. Use firecrawl_check_crawl_status only when you need to re-check an existing crawl ID later.\n \n "]
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -10270,7 +10400,9 @@ Check the status of a crawl job.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -10360,7 +10492,9 @@ Extract structured information from web pages using LLM capabilities. Supports b
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -10506,7 +10640,9 @@ Then poll with `firecrawl_agent_status` every 15-30 seconds for at least 2-3 min
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -10665,7 +10801,9 @@ Check the status of an agent job and retrieve results when complete. Use this to
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -10759,7 +10897,9 @@ Interact with a page in a live browser session: click buttons, fill forms, extra
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -11893,7 +12033,9 @@ Stop an interact session for a scraped page. Call this when you are done interac
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -11999,7 +12141,9 @@ Add `"parsers": ["pdf"]` (optionally with `pdfOptions.maxPages`) when parsing a 
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -12693,7 +12837,9 @@ Full `body` requests require: `name`, `schedule` (with `cron` or `text`), and `t
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -12892,7 +13038,9 @@ List all Firecrawl monitors for the authenticated account.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -12957,7 +13105,9 @@ Get a single monitor by ID.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13024,7 +13174,9 @@ Update a monitor. Pass any subset of fields to patch: `name`, `status` ("active"
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13089,7 +13241,9 @@ Permanently delete a monitor and stop its schedule. This cannot be undone.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13150,7 +13304,9 @@ Trigger a monitor check immediately, outside its normal schedule. Returns the qu
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13211,7 +13367,9 @@ List historical checks for a monitor.
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13399,7 +13557,9 @@ The endpoint paginates via a top-level `next` URL; this tool returns one page at
 */
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13535,7 +13695,9 @@ pub mod firecrawl_firecrawl_monitor_check {
 /// `firecrawl_firecrawl_research_search_papers`: Primary entry point for finding arXiv papers by topic. Semantic (HyDE) search over arXiv abstracts; returns ranked papers with arXiv id, title, and abstract. The query should be a natural-language description of what you want. Run SEVERAL distinct framings of the question (sibling domains, rival methods, dataset/benchmark names) rather than one query — recall improves markedly with diverse framings. Returns up to `k` results (default 40).
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13673,7 +13835,9 @@ pub mod firecrawl_firecrawl_research_search_papers {
 /// `firecrawl_firecrawl_research_inspect_paper`: Fetch canonical metadata for one paper by primaryId or canonical paperId. Use this after search/related results when you need the full title, abstract, authors, categories, source ids, and dates rendered as markdown.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13799,7 +13963,9 @@ pub mod firecrawl_firecrawl_research_inspect_paper {
 /// `firecrawl_firecrawl_research_related_papers`: Expand from anchor papers you have already found, via the citation graph, ranked and filtered to a natural-language `intent`. Pass arXiv ids of your strongest hits as `seed_ids`. Modes: `similar` (cocitation/coupling — papers in the same niche; the default), `citers` (papers that cite the anchors), `references` (papers the anchors cite). This reaches relevant papers that plain search misses, so use it on your best hits before finishing. A `similar` call already runs a DEEP multi-round expansion internally (re-seeding from each round’s best finds), so one call reaches the wider neighborhood — no need to chain many. Returns the candidates plus the pool size.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -13993,7 +14159,9 @@ pub mod firecrawl_firecrawl_research_related_papers {
 /// `firecrawl_firecrawl_research_read_paper`: Read the most relevant in-body (full-text) passages of ONE specific paper for a question. Use this to VERIFY whether a candidate actually satisfies a constraint before you include or reject it (e.g. 'does this paper actually use technique X / report a score on benchmark Y'). Returns the best-matching passages, or a notice if the paper's full text is unavailable.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14193,7 +14361,9 @@ pub mod firecrawl_firecrawl_research_read_paper {
 /// `firecrawl_firecrawl_research_search_github`: Search GitHub issue/PR history and repository readmes. Returns ranked matches with repo, url, a short snippet, and (when available) the full matched content in markdown.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14319,7 +14489,9 @@ pub mod firecrawl_firecrawl_research_search_github {
 /// `git_git_status`: Shows the working tree status
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14372,7 +14544,9 @@ pub mod git_git_status {
 /// `git_git_diff_unstaged`: Shows changes in the working directory that are not yet staged
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14437,7 +14611,9 @@ pub mod git_git_diff_unstaged {
 /// `git_git_diff_staged`: Shows changes that are staged for commit
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14502,7 +14678,9 @@ pub mod git_git_diff_staged {
 /// `git_git_diff`: Shows differences between branches or commits
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14568,7 +14746,9 @@ pub mod git_git_diff {
 /// `git_git_commit`: Records changes to the repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14622,7 +14802,9 @@ pub mod git_git_commit {
 /// `git_git_add`: Adds file contents to the staging area
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14676,7 +14858,9 @@ pub mod git_git_add {
 /// `git_git_reset`: Unstages all staged changes
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14729,7 +14913,9 @@ pub mod git_git_reset {
 /// `git_git_log`: Shows the commit logs
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14744,7 +14930,9 @@ pub mod git_git_log {
 /// `git_git_create_branch`: Creates a new branch from an optional base branch
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14759,7 +14947,9 @@ pub mod git_git_create_branch {
 /// `git_git_checkout`: Switches branches
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14813,7 +15003,9 @@ pub mod git_git_checkout {
 /// `git_git_show`: Shows the contents of a commit, or of a file or directory given as <revision>:<path>
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14867,7 +15059,9 @@ pub mod git_git_show {
 /// `git_git_branch`: List Git branches
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14882,7 +15076,9 @@ pub mod git_git_branch {
 /// `github_create_or_update_file`: Create or update a single file in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -14950,7 +15146,9 @@ pub mod github_create_or_update_file {
 /// `github_search_repositories`: Search for GitHub repositories
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15014,7 +15212,9 @@ pub mod github_search_repositories {
 /// `github_create_repository`: Create a new GitHub repository in your account
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15081,7 +15281,9 @@ pub mod github_create_repository {
 /// `github_get_file_contents`: Get the contents of a file or directory from a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15143,7 +15345,9 @@ pub mod github_get_file_contents {
 /// `github_push_files`: Push multiple files to a GitHub repository in a single commit
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15219,7 +15423,9 @@ pub mod github_push_files {
 /// `github_create_issue`: Create a new issue in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15283,7 +15489,9 @@ pub mod github_create_issue {
 /// `github_create_pull_request`: Create a new pull request in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15355,7 +15563,9 @@ pub mod github_create_pull_request {
 /// `github_fork_repository`: Fork a GitHub repository to your account or specified organization
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15415,7 +15625,9 @@ pub mod github_fork_repository {
 /// `github_create_branch`: Create a new branch in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15477,7 +15689,9 @@ pub mod github_create_branch {
 /// `github_list_commits`: Get list of commits of a branch in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15541,7 +15755,9 @@ pub mod github_list_commits {
 /// `github_list_issues`: List issues in a GitHub repository with filtering options
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15787,7 +16003,9 @@ pub mod github_list_issues {
 /// `github_update_issue`: Update an existing issue in a GitHub repository
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15911,7 +16129,9 @@ pub mod github_update_issue {
 /// `github_add_issue_comment`: Add a comment to an existing issue
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -15968,7 +16188,9 @@ pub mod github_add_issue_comment {
 /// `github_search_code`: Search for code across GitHub repositories
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16084,7 +16306,9 @@ pub mod github_search_code {
 /// `github_search_issues`: Search for issues and pull requests across GitHub repositories
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16099,7 +16323,9 @@ pub mod github_search_issues {
 /// `github_search_users`: Search for users on GitHub
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16277,7 +16503,9 @@ pub mod github_search_users {
 /// `github_get_issue`: Get details of a specific issue in a GitHub repository.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16333,7 +16561,9 @@ pub mod github_get_issue {
 /// `github_get_pull_request`: Get details of a specific pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16392,7 +16622,9 @@ pub mod github_get_pull_request {
 /// `github_list_pull_requests`: List and filter repository pull requests
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16653,7 +16885,9 @@ pub mod github_list_pull_requests {
 /// `github_create_pull_request_review`: Create a review on a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16668,7 +16902,9 @@ pub mod github_create_pull_request_review {
 /// `github_merge_pull_request`: Merge a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16797,7 +17033,9 @@ pub mod github_merge_pull_request {
 /// `github_get_pull_request_files`: Get the list of files changed in a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16856,7 +17094,9 @@ pub mod github_get_pull_request_files {
 /// `github_get_pull_request_status`: Get the combined status of all status checks for a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16915,7 +17155,9 @@ pub mod github_get_pull_request_status {
 /// `github_update_pull_request_branch`: Update a pull request branch with the latest changes from the base branch
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -16977,7 +17219,9 @@ pub mod github_update_pull_request_branch {
 /// `github_get_pull_request_comments`: Get the review comments on a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17036,7 +17280,9 @@ pub mod github_get_pull_request_comments {
 /// `github_get_pull_request_reviews`: Get the reviews on a pull request
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17095,7 +17341,9 @@ pub mod github_get_pull_request_reviews {
 /// `memory_create_entities`: Create multiple new entities in the knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17195,7 +17443,9 @@ pub mod memory_create_entities {
 /// `memory_create_relations`: Create multiple new relations between entities in the knowledge graph. Relations should be in active voice
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17295,7 +17545,9 @@ pub mod memory_create_relations {
 /// `memory_add_observations`: Add new observations to existing entities in the knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17390,7 +17642,9 @@ pub mod memory_add_observations {
 /// `memory_delete_entities`: Delete multiple entities and their associated relations from the knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17458,7 +17712,9 @@ pub mod memory_delete_entities {
 /// `memory_delete_observations`: Delete specific observations from entities in the knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17539,7 +17795,9 @@ pub mod memory_delete_observations {
 /// `memory_delete_relations`: Delete multiple relations from the knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17623,7 +17881,9 @@ pub mod memory_delete_relations {
 /// `memory_read_graph`: Read the entire knowledge graph
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17767,7 +18027,9 @@ pub mod memory_read_graph {
 /// `memory_search_nodes`: Search for nodes in the knowledge graph based on a query
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17870,7 +18132,9 @@ pub mod memory_search_nodes {
 /// `memory_open_nodes`: Open specific nodes in the knowledge graph by their names
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -17975,7 +18239,9 @@ Error Responses:
 400: 400*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18030,7 +18296,9 @@ Error Responses:
 400: 400*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18108,7 +18376,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18205,7 +18475,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18222,7 +18494,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18294,7 +18568,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18311,7 +18587,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18367,7 +18645,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18384,7 +18664,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18440,7 +18722,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18499,7 +18783,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18516,7 +18802,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18533,7 +18821,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18597,7 +18887,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18659,7 +18951,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18676,7 +18970,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18693,7 +18989,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18749,7 +19047,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18766,7 +19066,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18783,7 +19085,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18853,7 +19157,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18909,7 +19215,9 @@ Error Responses:
 400: Bad request*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18929,7 +19237,9 @@ Error Responses:
 429: Rate limited.*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -18992,7 +19302,9 @@ Error Responses:
 429: Rate limited.*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19007,7 +19319,9 @@ pub mod notion_api_update_page_markdown {
 /// `playwright_browser_close`: Close the page
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19060,7 +19374,9 @@ pub mod playwright_browser_close {
 /// `playwright_browser_resize`: Resize the browser window
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19117,7 +19433,9 @@ pub mod playwright_browser_resize {
 /// `playwright_browser_console_messages`: Returns all console messages
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19248,7 +19566,9 @@ pub mod playwright_browser_console_messages {
 /// `playwright_browser_handle_dialog`: Handle a dialog
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19309,7 +19629,9 @@ pub mod playwright_browser_handle_dialog {
 /// `playwright_browser_emulate_media`: Emulate CSS media features for the page, for example switch between the light and dark color scheme. Omitted parameters are left unchanged; null clears an override.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19324,7 +19646,9 @@ pub mod playwright_browser_emulate_media {
 /// `playwright_browser_evaluate`: Evaluate JavaScript expression on page or element
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19388,7 +19712,9 @@ pub mod playwright_browser_evaluate {
 /// `playwright_browser_file_upload`: Upload one or multiple files
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19445,7 +19771,9 @@ pub mod playwright_browser_file_upload {
 /// `playwright_browser_drop`: Drop files or MIME-typed data onto an element, as if dragged from outside the page. At least one of "paths" or "data" must be provided.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19511,7 +19839,9 @@ pub mod playwright_browser_drop {
 /// `playwright_browser_find`: Search the accessibility snapshot of the current page for text or a regular expression. Returns matching snapshot nodes with a few lines of surrounding context (like search snippets), each shown under its path from the root of the tree, which is cheaper than capturing the whole snapshot when you only need to locate an element and its ref.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19574,7 +19904,9 @@ pub mod playwright_browser_find {
 /// `playwright_browser_fill_form`: Fill multiple form fields
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19721,7 +20053,9 @@ pub mod playwright_browser_fill_form {
 /// `playwright_browser_press_key`: Press a key on the keyboard
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19776,7 +20110,9 @@ pub mod playwright_browser_press_key {
 /// `playwright_browser_type`: Type text into editable element
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19842,7 +20178,9 @@ pub mod playwright_browser_type {
 /// `playwright_browser_navigate`: Navigate to a URL
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19897,7 +20235,9 @@ pub mod playwright_browser_navigate {
 /// `playwright_browser_navigate_back`: Go back to the previous page in the history
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -19950,7 +20290,9 @@ pub mod playwright_browser_navigate_back {
 /// `playwright_browser_network_requests`: Returns a numbered list of network requests since loading the page. Use browser_network_request with the number to get full details.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20012,7 +20354,9 @@ pub mod playwright_browser_network_requests {
 /// `playwright_browser_network_request`: Returns full details (headers and body) of a single network request, or a single part if `part` is set. Use the number from browser_network_requests.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20138,7 +20482,9 @@ pub mod playwright_browser_network_request {
 /// `playwright_browser_run_code_unsafe`: Run a Playwright code snippet. Unsafe: executes arbitrary JavaScript in the Playwright server process and is RCE-equivalent.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20198,7 +20544,9 @@ pub mod playwright_browser_run_code_unsafe {
 /// `playwright_browser_take_screenshot`: Take a screenshot of the current page. You can't perform actions based on the screenshot, use browser_snapshot for actions.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20394,7 +20742,9 @@ pub mod playwright_browser_take_screenshot {
 /// `playwright_browser_snapshot`: Capture accessibility snapshot of the current page, this is better than screenshot
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20460,7 +20810,9 @@ pub mod playwright_browser_snapshot {
 /// `playwright_browser_click`: Perform click on a web page
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20657,7 +21009,9 @@ pub mod playwright_browser_click {
 /// `playwright_browser_drag`: Perform drag and drop between two elements
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20728,7 +21082,9 @@ pub mod playwright_browser_drag {
 /// `playwright_browser_hover`: Hover over element on page
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20786,7 +21142,9 @@ pub mod playwright_browser_hover {
 /// `playwright_browser_select_option`: Select an option in a dropdown
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20846,7 +21204,9 @@ pub mod playwright_browser_select_option {
 /// `playwright_browser_tabs`: List, create, close, or select a browser tab.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -20972,7 +21332,9 @@ pub mod playwright_browser_tabs {
 /// `playwright_browser_wait_for`: Wait for text to appear or disappear or a specified time to pass
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21038,7 +21400,9 @@ pub mod playwright_browser_wait_for {
 /// `python_sdk_echo`: Echo a message back.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21102,7 +21466,9 @@ pub mod python_sdk_echo {
 /// `python_sdk_progress`: Report progress `steps` times, then finish.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21166,7 +21532,9 @@ pub mod python_sdk_progress {
 /// `python_sdk_weather`: Structured weather for a city.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21231,7 +21599,9 @@ pub mod python_sdk_weather {
 /// `python_sdk_image`: A 1x1 PNG.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21326,7 +21696,9 @@ pub mod python_sdk_image {
 /// `python_sdk_fail`: Always fails as a tool error.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21432,7 +21804,9 @@ pub mod python_sdk_fail {
 /// `python_sdk_slow`: Sleep for `seconds`.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21496,7 +21870,9 @@ pub mod python_sdk_slow {
 /// `python_sdk_elicit`: Asks the user for approval.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21602,7 +21978,9 @@ pub mod python_sdk_elicit {
 /// `python_sdk_echo_meta`: The request's _meta, as structured content.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21750,7 +22128,9 @@ You should:
 11. Only set nextThoughtNeeded to false when truly done and a satisfactory answer is reached*/
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -21950,7 +22330,9 @@ pub mod sequential_thinking_sequentialthinking {
 /// `time_get_current_time`: Get current time in a specific timezone
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -22018,7 +22400,9 @@ pub mod time_get_current_time {
 /// `time_convert_time`: Convert time between timezones
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -22109,7 +22493,7 @@ pub mod time_convert_time {
     ::std::cmp::Eq,
     ::std::hash::Hash
 )]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolName {
     /// `chrome_devtools_click`: Clicks on the provided element
     ChromeDevtoolsClick,
@@ -23348,7 +23732,7 @@ You should:
     /// `time_convert_time`: Convert time between timezones
     TimeConvertTime,
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolName {
     /// Every binding, in config order.
     pub const ALL: &'static [ToolName] = &[
@@ -24018,7 +24402,7 @@ impl ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::str::FromStr for ToolName {
     type Err = ::brain_runtime::__codegen::UnknownTool;
     fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
@@ -24569,7 +24953,7 @@ impl ::std::str::FromStr for ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
@@ -24577,7 +24961,7 @@ impl ::std::fmt::Display for ToolName {
 }
 /// A call to one binding, with its typed arguments.
 #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolCall {
     /// `chrome_devtools_click`: Clicks on the provided element
     ChromeDevtoolsClick(chrome_devtools_click::ChromeDevtoolsClickArgs),
@@ -25980,7 +26364,7 @@ You should:
     /// `time_convert_time`: Convert time between timezones
     TimeConvertTime(time_convert_time::TimeConvertTimeArgs),
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolCall {
     /// The binding called.
     pub fn name(&self) -> ToolName {
@@ -28246,7 +28630,7 @@ impl ToolCall {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn tool(&self) -> &'static str {
         self.name().as_str()
@@ -28833,7 +29217,7 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     }
 }
 /// Every binding, in config order, with its schemas embedded.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
     ::brain_runtime::__codegen::StaticBinding {
         name: "chrome_devtools_click",
@@ -35407,7 +35791,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
     },
 ];
 /// The host config these bindings were generated from.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
 }

@@ -4,7 +4,9 @@
 /// `get-page`: Fetch a page by URL.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -58,7 +60,9 @@ pub mod get_page {
 /// `type`: A tool named like a Rust keyword.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -114,7 +118,9 @@ pub mod r#type {
 /// `self`: Another keyword.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -209,7 +215,9 @@ pub mod self_ {
 /// `3d-render`: A name starting with a digit.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -264,7 +272,9 @@ pub mod _3d_render {
 /// `foo_bar`: An underscore name.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -325,7 +335,7 @@ pub mod foo_bar {
     ::std::cmp::Eq,
     ::std::hash::Hash
 )]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolName {
     /// `get-page`: Fetch a page by URL.
     GetPage,
@@ -338,7 +348,7 @@ pub enum ToolName {
     /// `foo_bar`: An underscore name.
     FooBar,
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolName {
     /// Every binding, in config order.
     pub const ALL: &'static [ToolName] = &[
@@ -369,7 +379,7 @@ impl ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::str::FromStr for ToolName {
     type Err = ::brain_runtime::__codegen::UnknownTool;
     fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
@@ -389,7 +399,7 @@ impl ::std::str::FromStr for ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
@@ -397,7 +407,7 @@ impl ::std::fmt::Display for ToolName {
 }
 /// A call to one binding, with its typed arguments.
 #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolCall {
     /// `get-page`: Fetch a page by URL.
     GetPage(get_page::GetPageArgs),
@@ -410,7 +420,7 @@ pub enum ToolCall {
     /// `foo_bar`: An underscore name.
     FooBar(foo_bar::FooBarArgs),
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolCall {
     /// The binding called.
     pub fn name(&self) -> ToolName {
@@ -469,7 +479,7 @@ impl ToolCall {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn tool(&self) -> &'static str {
         self.name().as_str()
@@ -493,7 +503,7 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     }
 }
 /// Every binding, in config order, with its schemas embedded.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
     ::brain_runtime::__codegen::StaticBinding {
         name: "get-page",
@@ -642,7 +652,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
     },
 ];
 /// The host config these bindings were generated from.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
 }

@@ -4,7 +4,9 @@
 /// `search`: Search with filters.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -238,7 +240,9 @@ pub mod search {
 /// `pick`: A oneOf argument.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -253,7 +257,9 @@ pub mod pick {
 /// `annotate`: Extra keys allowed.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -268,7 +274,9 @@ pub mod annotate {
 /// `strict`: No extra keys.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -322,7 +330,9 @@ pub mod strict {
 /// `weather`: Structured output.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -393,7 +403,7 @@ pub mod weather {
     ::std::cmp::Eq,
     ::std::hash::Hash
 )]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolName {
     /// `search`: Search with filters.
     Search,
@@ -406,7 +416,7 @@ pub enum ToolName {
     /// `weather`: Structured output.
     Weather,
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolName {
     /// Every binding, in config order.
     pub const ALL: &'static [ToolName] = &[
@@ -437,7 +447,7 @@ impl ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::str::FromStr for ToolName {
     type Err = ::brain_runtime::__codegen::UnknownTool;
     fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
@@ -457,7 +467,7 @@ impl ::std::str::FromStr for ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
@@ -465,7 +475,7 @@ impl ::std::fmt::Display for ToolName {
 }
 /// A call to one binding, with its typed arguments.
 #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolCall {
     /// `search`: Search with filters.
     Search(search::SearchArgs),
@@ -478,7 +488,7 @@ pub enum ToolCall {
     /// `weather`: Structured output.
     Weather(weather::WeatherArgs),
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolCall {
     /// The binding called.
     pub fn name(&self) -> ToolName {
@@ -537,7 +547,7 @@ impl ToolCall {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn tool(&self) -> &'static str {
         self.name().as_str()
@@ -561,7 +571,7 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     }
 }
 /// Every binding, in config order, with its schemas embedded.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
     ::brain_runtime::__codegen::StaticBinding {
         name: "search",
@@ -714,7 +724,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
     },
 ];
 /// The host config these bindings were generated from.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
 }

@@ -4,7 +4,9 @@
 /// `notes_read`: Read the knowledge graph.
 #[allow(
     clippy::all,
+    dead_code,
     missing_docs,
+    unreachable_pub,
     unused_imports,
     irrefutable_let_patterns,
     unused_qualifications
@@ -105,12 +107,12 @@ pub mod notes_read {
     ::std::cmp::Eq,
     ::std::hash::Hash
 )]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolName {
     /// `notes_read`: Read the knowledge graph.
     NotesRead,
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolName {
     /// Every binding, in config order.
     pub const ALL: &'static [ToolName] = &[ToolName::NotesRead];
@@ -127,7 +129,7 @@ impl ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::str::FromStr for ToolName {
     type Err = ::brain_runtime::__codegen::UnknownTool;
     fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
@@ -143,7 +145,7 @@ impl ::std::str::FromStr for ToolName {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
@@ -151,12 +153,12 @@ impl ::std::fmt::Display for ToolName {
 }
 /// A call to one binding, with its typed arguments.
 #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub enum ToolCall {
     /// `notes_read`: Read the knowledge graph.
     NotesRead(notes_read::NotesReadArgs),
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ToolCall {
     /// The binding called.
     pub fn name(&self) -> ToolName {
@@ -183,7 +185,7 @@ impl ToolCall {
         }
     }
 }
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     fn tool(&self) -> &'static str {
         self.name().as_str()
@@ -197,7 +199,7 @@ impl ::brain_runtime::__codegen::TypedCall for ToolCall {
     }
 }
 /// Every binding, in config order, with its schemas embedded.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
     ::brain_runtime::__codegen::StaticBinding {
         name: "notes_read",
@@ -234,7 +236,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
     },
 ];
 /// The host config these bindings were generated from.
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
 }

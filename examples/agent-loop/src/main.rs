@@ -1,0 +1,232 @@
+//! agent-loop: an agent host's turn loop with brain running the tools (see README.md). The model
+//! is scripted: `ScriptedModel` stands in for an LLM API.
+
+#![allow(clippy::print_stdout)]
+
+use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+/// One message of the transcript the model reads.
+#[derive(Debug, Clone)]
+enum Message {
+    /// The user's words.
+    User(String),
+    /// The model's words, or the tool calls it asks for.
+    Assistant {
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool's result, for the call with this id.
+    Tool {
+        call_id: String,
+        text: String,
+        is_error: bool,
+        unknown_outcome: bool,
+    },
+}
+
+/// A tool call the model asks for.
+#[derive(Debug, Clone)]
+struct ToolCall {
+    id: String,
+    name: String,
+    arguments: Value,
+}
+
+/// A tool as the model is shown it.
+#[derive(Debug, Clone)]
+struct ToolSpec {
+    name: String,
+    description: String,
+    parameters: Value,
+}
+
+/// Stands in for an LLM API: **scripted, not a model**. First turn: asks for `echo` and
+/// `long_task` (when it was shown them); once the transcript has their results: a text answer.
+struct ScriptedModel;
+
+impl ScriptedModel {
+    fn respond(&self, tools: &[ToolSpec], transcript: &[Message]) -> Message {
+        let results: Vec<&Message> = transcript
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { .. }))
+            .collect();
+        if results.is_empty() {
+            let offered = |name: &str| tools.iter().any(|tool| tool.name == name);
+            let mut tool_calls = Vec::new();
+            if offered("echo") {
+                tool_calls.push(ToolCall {
+                    id: "turn1-echo".into(),
+                    name: "echo".into(),
+                    arguments: json!({"message": "the user asked for a status report"}),
+                });
+            }
+            if offered("long_task") {
+                tool_calls.push(ToolCall {
+                    id: "turn1-long-task".into(),
+                    name: "long_task".into(),
+                    arguments: json!({"steps": 3, "delay_ms": 100}),
+                });
+            }
+            return Message::Assistant {
+                text: None,
+                tool_calls,
+            };
+        }
+        let failed = results
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { is_error: true, .. }))
+            .count();
+        Message::Assistant {
+            text: Some(format!(
+                "Both tools answered ({} of {} failed); here is the report.",
+                failed,
+                results.len()
+            )),
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let config =
+        brain_config::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/host.json").as_ref())?;
+    let runtime = Runtime::new(&config)?;
+    let scope = Scope {
+        tenant_id: "local".into(),
+        session_id: "agent-loop".into(),
+    };
+    // The model sees only the tools this tenant may call.
+    let tools: Vec<ToolSpec> = runtime
+        .bindings()
+        .into_iter()
+        .filter(|binding| binding.tenants.contains(&scope.tenant_id))
+        .map(|binding| ToolSpec {
+            name: binding.name.clone(),
+            description: binding.description.clone(),
+            parameters: binding.input_schema.clone(),
+        })
+        .collect();
+    // What a model API's request would carry as its tool definitions.
+    println!("tools shown to the model:");
+    for tool in &tools {
+        println!(
+            "  {}: {} (arguments: {})",
+            tool.name, tool.description, tool.parameters
+        );
+    }
+
+    let model = ScriptedModel;
+    let mut transcript = vec![Message::User("Give me a status report.".into())];
+    for turn in 1..=4 {
+        let reply = model.respond(&tools, &transcript);
+        transcript.push(reply.clone());
+        let Message::Assistant { text, tool_calls } = reply else {
+            unreachable!("the model answers as the assistant")
+        };
+        if tool_calls.is_empty() {
+            println!(
+                "turn {turn}: the model answers: {}",
+                text.unwrap_or_default()
+            );
+            runtime.wait_for_cleanup().await;
+            print_transcript(&transcript);
+            return Ok(());
+        }
+        println!(
+            "turn {turn}: the model asks for {} tool calls",
+            tool_calls.len()
+        );
+        // The calls run at once; each one's progress is printed as it arrives.
+        let results = futures_util::future::join_all(
+            tool_calls.iter().map(|call| run(&runtime, &scope, call)),
+        )
+        .await;
+        for (call, result) in tool_calls.iter().zip(results) {
+            transcript.push(Message::Tool {
+                call_id: call.id.clone(),
+                text: text_of(&result),
+                is_error: result.is_error,
+                unknown_outcome: result.unknown_outcome,
+            });
+        }
+    }
+    Err("the model did not answer within 4 turns".into())
+}
+
+/// Runs one tool call through brain, printing its progress; its one result.
+async fn run(runtime: &Runtime, scope: &Scope, call: &ToolCall) -> ToolResult {
+    let request =
+        CallRequest::new(&call.name, scope.clone(), call.arguments.clone()).with_call_id(&call.id);
+    let mut events = runtime.call(request);
+    while let Some(event) = events.next().await {
+        match event {
+            Event::Progress(progress) => println!(
+                "  {} progress {}{}{}",
+                call.name,
+                progress.progress,
+                progress.total.map(|t| format!("/{t}")).unwrap_or_default(),
+                progress
+                    .message
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default()
+            ),
+            Event::Result(result) => {
+                println!(
+                    "  {} result: is_error {}, unknown_outcome {}: {}",
+                    call.name,
+                    result.is_error,
+                    result.unknown_outcome,
+                    text_of(&result)
+                );
+                return result;
+            }
+            _ => {}
+        }
+    }
+    unreachable!("a call always ends with its result")
+}
+
+/// The transcript as the next model request would carry it.
+fn print_transcript(transcript: &[Message]) {
+    println!("transcript:");
+    for message in transcript {
+        match message {
+            Message::User(text) => println!("  user: {text}"),
+            Message::Assistant { text, tool_calls } => {
+                for call in tool_calls {
+                    println!(
+                        "  assistant: call {} {}({})",
+                        call.id, call.name, call.arguments
+                    );
+                }
+                if let Some(text) = text {
+                    println!("  assistant: {text}");
+                }
+            }
+            Message::Tool {
+                call_id,
+                text,
+                is_error,
+                unknown_outcome,
+            } => println!(
+                "  tool {call_id} (is_error {is_error}, unknown_outcome {unknown_outcome}): {text}"
+            ),
+        }
+    }
+}
+
+/// The result's text blocks, as the model reads them.
+fn text_of(result: &ToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
