@@ -33,7 +33,7 @@
 //! An HTTP or SSE tool (a binding without `mcp_tool`) is one POST of the arguments, with the
 //! scope, an `Idempotency-Key` and, with `inspect_session`, a session inspection token
 //! ([`verify_session_token`]) as headers; its answer is converted and classified by the same
-//! rules (README, "HTTP and SSE tools").
+//! rules (docs/src/guides/http-tools.md).
 //!
 //! A binding with `auth` gets OAuth access tokens from its server's authorization server (the MCP
 //! authorization spec): see [`auth`] for the grants, the store every process shares them through

@@ -3,8 +3,7 @@
 //!
 //! Transports and the lifecycle never decide `unknown_outcome` themselves: they report a
 //! [`Fact`] (was `tools/call` written? what status or JSON-RPC error came back? how did the
-//! stream end?) with a message, and [`classify`] turns it into an [`Outcome`]. The table (README,
-//! "Calls: events, results and `unknown_outcome`"):
+//! stream end?) with a message, and [`classify`] turns it into an [`Outcome`]. The table (docs/src/reference/unknown-outcome.md):
 //!
 //! | fact | `unknown_outcome` |
 //! |---|---|

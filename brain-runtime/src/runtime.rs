@@ -393,7 +393,7 @@ fn unavailable(
     } else if !missing_auth.is_empty() {
         (
             format!("the auth variable {} is not set", missing_auth.join(", ")),
-            "set it to the secret its `auth` field names (README, \"OAuth\") and restart"
+            "set it to the secret its `auth` field names (docs/src/guides/oauth.md) and restart"
                 .to_owned(),
         )
     } else if !missing.env.is_empty() {

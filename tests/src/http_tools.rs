@@ -1,6 +1,5 @@
 //! The test server's HTTP and SSE tool endpoints (plain webhooks, not MCP), under `/tools`: a
-//! healthy tool of each shape and one endpoint per fault of the wire contract (README, "HTTP and
-//! SSE tools"). Every endpoint counts the requests whose body arrived, the at-most-once counter of
+//! healthy tool of each shape and one endpoint per fault of the wire contract (docs/src/guides/http-tools.md). Every endpoint counts the requests whose body arrived, the at-most-once counter of
 //! these tools (in all and per `Idempotency-Key`), and keeps the last request's headers.
 
 use std::sync::Arc;

@@ -29,3 +29,14 @@ pub mod server;
 pub mod stdio;
 pub mod tasks;
 pub mod tls;
+
+/// The README's and the book's Rust snippets, compiled (and those not `no_run` run) as doc tests
+/// of this crate, which depends on everything they use. A snippet that cannot be compiled here
+/// is marked `rust,ignore` and says why (the tidy test holds both).
+#[cfg(doctest)]
+pub mod docs {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/src/rust.md")]
+    pub struct UsingBrainFromRust;
+}

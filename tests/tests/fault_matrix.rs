@@ -1,6 +1,6 @@
 //! The fault matrix: every fault switch of the test server × both protocol revisions. Each case
 //! must end in exactly one `tool.result` with the `is_error`/`unknown_outcome` that the
-//! `unknown_outcome` table in README gives (`true` when the tool may have run), within the
+//! `unknown_outcome` table in docs/src/reference/unknown-outcome.md gives (`true` when the tool may have run), within the
 //! binding's timeout plus one second, and the server must have counted at most one `tools/call` —
 //! exactly the number the case expects. HTTP and SSE tools have their own matrix:
 //! every fault endpoint of the test server × both kinds of binding.
@@ -292,7 +292,7 @@ fn fault_detail(faults: &Faults) -> String {
 }
 
 /// HTTP and SSE tools: every fault endpoint of the test server × both kinds of binding. Each
-/// row ends in exactly one result with the wire contract's flags (README, "HTTP and SSE tools"),
+/// row ends in exactly one result with the wire contract's flags (docs/src/guides/http-tools.md),
 /// within the timeout plus one second, the endpoint having received exactly the requests
 /// expected (never more than one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,5 @@
 //! HTTP and SSE tools (bindings without `mcp_tool`) against the test server's tool endpoints over
-//! real HTTP on loopback: one test per row of the wire contract's classification (README, "HTTP
-//! and SSE tools"), each asserting `(is_error, unknown_outcome, requests the endpoint received)`;
+//! real HTTP on loopback: one test per row of the wire contract's classification (docs/src/guides/http-tools.md), each asserting `(is_error, unknown_outcome, requests the endpoint received)`;
 //! the request brain sends; progress; conversion; the byte bounds; session inspection tokens.
 
 use std::time::{Duration, Instant, SystemTime};

@@ -1,5 +1,5 @@
 //! `cargo xtask bench [--quick] [--require-sdks]`: builds `brain-bench` and the test server in
-//! release mode and runs the benchmark (the performance targets listed in README's bench section,
+//! release mode and runs the benchmark (the performance targets listed in the bench reference, docs/src/reference/bench.md,
 //! "Performance: `cargo xtask bench`"); its exit code is the bench's (1 when a target is missed or
 //! not measured).
 //!

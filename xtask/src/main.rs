@@ -47,7 +47,7 @@ enum Command {
     /// Turn tools of a live MCP server into bindings, or check pinned bindings for drift.
     ///
     /// MCP only: HTTP and SSE tools have no listing protocol, so their bindings are written by
-    /// hand (README, "HTTP and SSE tools"); `--check` passes over them.
+    /// hand (docs/src/guides/http-tools.md); `--check` passes over them.
     Discover(Box<discover::DiscoverArgs>),
     /// Validate a host config and print every diagnostic, rustc-style.
     Check {
@@ -75,7 +75,7 @@ enum Command {
     /// Run the official MCP client conformance suite (both pinned versions, both revisions)
     /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
     Conformance(conformance::ConformanceArgs),
-    /// Measure the performance targets (README's bench section) side by side; exit 1 if one is
+    /// Measure the performance targets (the bench reference, docs/src/reference/bench.md) side by side; exit 1 if one is
     /// missed.
     Bench {
         /// Fewer rounds and calls (under 3 minutes).

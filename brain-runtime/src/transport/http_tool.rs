@@ -1,6 +1,6 @@
 //! HTTP and SSE tools: the bindings without `mcp_tool`. One `POST url` of the arguments, answered
 //! by one body (an HTTP tool) or an event stream (an SSE tool). The spec leaves their wire
-//! contract to the host; brain's is in the README ("HTTP and SSE tools"):
+//! contract to the host; brain's is in docs/src/guides/http-tools.md:
 //!
 //! - request: the arguments object as JSON; `Accept: application/json, text/event-stream` (SSE
 //!   tools: `text/event-stream`); the token from `token_env`; the scope as `Brain-Tenant-Id`,

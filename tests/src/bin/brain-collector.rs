@@ -1,6 +1,6 @@
 //! brain-collector: an OTLP/HTTP (protobuf) collector on loopback that prints every trace it
 //! receives as a tree of spans, with their attributes and events. For trying brain's
-//! OpenTelemetry output without installing a collector (README, "Tracing and metrics"); any
+//! OpenTelemetry output without installing a collector (docs/src/guides/observability.md); any
 //! OTLP/HTTP collector takes the same output.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! brain-bench: the performance targets listed in README's bench section, "Performance: `cargo
+//! brain-bench: the performance targets listed in the bench reference, docs/src/reference/bench.md, "Performance: `cargo
 //! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9; the naive rmcp ratio as information),
 //! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
 //! [--quick] [--require-sdks]` builds it in release mode and runs it.
@@ -41,7 +41,7 @@ use harness::{
     start_server,
 };
 
-/// Measures the performance targets listed in README's bench section; exits 1 when one is missed.
+/// Measures the performance targets listed in the bench reference, docs/src/reference/bench.md; exits 1 when one is missed.
 #[derive(Parser)]
 struct Args {
     /// Fewer rounds and calls (under 3 minutes).

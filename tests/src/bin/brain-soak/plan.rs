@@ -221,7 +221,7 @@ pub(crate) struct ToolKind {
     pub(crate) path: &'static str,
     pub(crate) transport: &'static str,
     pub(crate) arguments: fn() -> Value,
-    /// The `(is_error, unknown_outcome)` a call must end with (README, "HTTP and SSE tools").
+    /// The `(is_error, unknown_outcome)` a call must end with (docs/src/guides/http-tools.md).
     pub(crate) expect: Flags,
 }
 
