@@ -7,6 +7,10 @@
 //! - Layer rules: the lifecycle (`call`) names no transport (`transport`).
 //! - No source file over 800 lines.
 //! - The docs stand alone: no file cites a document that is not in the repository.
+//! - The docs hold together (`docs`): relative links and anchors resolve, Rust snippets compile
+//!   as doc tests or say why not, README is a first screen (≤ 10,240 bytes) and ARCHITECTURE
+//!   ≤ 30,720 bytes.
+//! - No public function of the library crates returns `Result<_, String>` (`docs`).
 //!
 //! `modules` reads a crate root's module tree and its edges (`lex` finds where each edge is
 //! written); the checker's own tests run it on the small fake crates in `xtask/tests/tidy/`.
@@ -16,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use modules::{Graph, graph};
 
+mod docs;
 mod lex;
 mod modules;
 
@@ -450,6 +455,75 @@ mod tests {
             found.is_empty(),
             "docs that cite a document outside the repository:\n{}\nFix: say what the cited \
              text says, here, or leave it out.",
+            found.join("\n")
+        );
+    }
+
+    /// README, ARCHITECTURE, SECURITY, the book and the examples' READMEs.
+    fn markdown() -> Vec<PathBuf> {
+        let base = workspace();
+        let mut found: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "SECURITY.md"]
+            .iter()
+            .map(|f| base.join(f))
+            .collect();
+        found.extend(files(&base.join("docs"), &["md"], &[]));
+        found.extend(files(&base.join("examples"), &["md"], &[]));
+        found
+    }
+
+    #[test]
+    fn doc_links_resolve() {
+        let found = docs::broken_links(&workspace(), &markdown());
+        assert!(
+            found.is_empty(),
+            "broken links:\n{}\nFix: point each at a file of the repository and a heading of \
+             that page (GitHub's anchors: lowercase, spaces as `-`, punctuation dropped).",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn doc_snippets_compile_or_say_why() {
+        let base = workspace();
+        let compiled = docs::compiled_docs(&base);
+        let files: Vec<PathBuf> = markdown()
+            .into_iter()
+            .map(|f| f.canonicalize().unwrap())
+            .collect();
+        let found = docs::unchecked_snippets(&base.canonicalize().unwrap(), &files, &compiled);
+        assert!(
+            found.is_empty(),
+            "Rust snippets that no doc test compiles:\n{}\nFix: include the file in the `docs` \
+             module of tests/src/lib.rs (its snippets become doc tests), or mark the snippet \
+             `rust,ignore` and say \"not compiled here: <why>\" just before it.",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn readme_and_architecture_fit() {
+        let base = workspace();
+        let found: Vec<String> = [("README.md", 10_240), ("ARCHITECTURE.md", 30_720)]
+            .into_iter()
+            .filter_map(|(file, max)| docs::oversized(&base, file, max))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{}\nFix: README is the first screen and ARCHITECTURE the structure and invariants; \
+             move guides and reference into the book (docs/src), measurements into \
+             docs/src/dev/performance-log.md.",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn no_public_string_errors() {
+        let dirs = ["brain-config/src", "brain-codegen/src", "brain-runtime/src"];
+        let found = docs::string_errors(&workspace(), &dirs);
+        assert!(
+            found.is_empty(),
+            "public functions returning Result<_, String>:\n{}\nFix: return a \
+             #[non_exhaustive] thiserror enum whose variants are what a host acts on.",
             found.join("\n")
         );
     }
