@@ -21,7 +21,7 @@ pub enum CodegenError {
 }
 
 /// Why [`compile_config`](crate::compile_config), a [`Builder`](crate::Builder) or
-/// [`write_dir`](crate::write_dir) wrote nothing.
+/// [`Builder::write_dir`](crate::Builder::write_dir) wrote nothing.
 ///
 /// Its `Debug` form is its message: a build script's `main` that returns it prints that, after
 /// the diagnostics (already on stderr).

@@ -207,6 +207,14 @@ fn root(bindings: &[ToolBinding], items: &[TokenStream], args: &[String]) -> Tok
     }
 }
 
+/// `Some(value)` or `None`, as a literal of the generated code.
+fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::std::option::Option::Some(#value)),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
 /// One `StaticBinding`: every field of the binding, so that `host_config()` gives the binding
 /// back (the destructuring is exhaustive: a new field does not compile here until it is carried).
 fn static_binding(binding: &ToolBinding) -> TokenStream {
@@ -261,18 +269,10 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let env_from = pairs(env_from);
     let cwd = option_str(cwd.as_deref());
     let ca_file = option_str(ca_file.as_deref());
-    let number = |value: Option<u64>| match value {
-        Some(value) => quote!(::std::option::Option::Some(#value)),
-        None => quote!(::std::option::Option::None),
-    };
-    let prewarm = number(*prewarm);
+    let prewarm = option(*prewarm);
     let mcp_tool = option_str(mcp_tool.as_deref());
     let token_env = option_str(token_env.as_deref());
-    let flag = |value: Option<bool>| match value {
-        Some(value) => quote!(::std::option::Option::Some(#value)),
-        None => quote!(::std::option::Option::None),
-    };
-    let inspect_session = flag(*inspect_session);
+    let inspect_session = option(*inspect_session);
     let transport = option_str(transport.map(|t| match t {
         brain_config::Transport::Http => "http",
         brain_config::Transport::Sse => "sse",
@@ -293,8 +293,8 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     };
     let annotations = object(annotations);
     let execution = object(execution);
-    let task = flag(*task);
-    let server_tasks = flag(*server_tasks);
+    let task = option(*task);
+    let server_tasks = option(*server_tasks);
     let pin = option_str(
         pin.as_ref()
             .map(|pin| serde_json::to_string(pin).expect("JSON"))

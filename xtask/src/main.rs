@@ -3,8 +3,10 @@
 //! - `cargo xtask discover --url URL [--token-env VAR] --tenant T --tools a,b [--write CONFIG]`
 //!   — bindings from a live MCP server; `cargo xtask discover --check CONFIG` — drift
 //! - `cargo xtask check [--config PATH]` — validate a host config (default `bindings/host.json`)
-//! - `cargo xtask codegen [--check]` — write (or verify) the generated files
+//! - `cargo xtask codegen [--check] [--config PATH --out DIR]` — write (or verify) the generated
+//!   files: this workspace's, or a host's committed bindings
 //! - `cargo xtask demo` — the main job on the embedded default config
+//! - `cargo xtask examples` — the example crates, run against the test server
 //! - `cargo xtask conformance [--scenario NAME] [--spec-version REV]` — the official MCP client
 //!   conformance suite against `brain-conformance-client`
 //! - `cargo xtask bench [--quick]` — the performance targets, measured side by side
@@ -99,7 +101,8 @@ enum Command {
     },
     /// Build the example crates (examples/) and run each against the test server on loopback.
     Examples,
-    /// Run everything CI runs: fmt, clippy, codegen --check, conformance, tests.
+    /// Run everything CI runs: fmt, clippy, codegen --check, conformance, the gate, the soak, the
+    /// examples, doc tests and tests.
     Ci,
     /// Build the statically linked release brain-harness.
     Dist,
