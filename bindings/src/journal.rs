@@ -149,12 +149,11 @@ fn to_json(entry: &Entry, results: bool) -> serde_json::Value {
 /// expiry and the grant's state (`valid`, `refreshing` while a process holds its refresh
 /// claim, `needs_login`, `logged_out`); never a token.
 pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), String> {
-    let grants = journal.grants().list().await.map_err(|error| {
-        format!(
-            "cannot list the grants in {}: {}",
-            error.store, error.message
-        )
-    })?;
+    let grants = journal
+        .grants()
+        .list()
+        .await
+        .map_err(|error| format!("cannot list the grants: {error}"))?;
     let state = |grant: &brain_runtime::auth::Grant| match (&grant.refresher, grant.written.state) {
         (Some(_), brain_runtime::auth::GrantState::Valid) => "refreshing",
         (_, state) => state.as_str(),

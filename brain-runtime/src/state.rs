@@ -4,14 +4,94 @@
 
 use futures_util::future::BoxFuture;
 
-/// The store could not do what was asked.
+/// What the state store (the call journal's, which also holds OAuth grants) could not do.
+/// Each kind says what a host does about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the call journal ({store}) failed: {message}")]
-pub struct StoreError {
-    /// Which store (its kind and place, never a password).
-    pub store: String,
-    /// What went wrong.
-    pub message: String,
+#[non_exhaustive]
+pub enum StoreError {
+    /// The state URL (or one of its options) is not one brain can use: fix the configuration.
+    #[error("the state URL cannot be used: {message}")]
+    InvalidUrl {
+        /// What is wrong, and the forms a state URL takes.
+        message: String,
+    },
+    /// The store's schema was made by a newer brain (or by none): run a newer brain, or point
+    /// it at another database or file. Retrying does not help.
+    #[error("the call journal ({store}) cannot be used: {message}")]
+    Incompatible {
+        /// Which store (its kind and place, never a password).
+        store: String,
+        /// The versions found and expected.
+        message: String,
+    },
+    /// The memory journal holds as many calls in flight as it may: the call was not sent; try
+    /// again when calls finish, or use a larger or durable journal.
+    #[error("the call journal ({store}) is full: {message}")]
+    Full {
+        /// Which store.
+        store: String,
+        /// How many calls are in flight.
+        message: String,
+    },
+    /// The store could not be opened or did not do what was asked (unreachable, refused, I/O
+    /// failed): usually transient, so retry later or repair the store.
+    #[error("the call journal ({store}) failed: {message}")]
+    Unavailable {
+        /// Which store (its kind and place, never a password).
+        store: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// The store failed or could not be reached.
+    pub fn unavailable(store: impl Into<String>, message: impl Into<String>) -> StoreError {
+        StoreError::Unavailable {
+            store: store.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Which store (its kind and place, never a password); none for a state URL that names
+    /// no usable store.
+    pub fn store(&self) -> Option<&str> {
+        match self {
+            StoreError::InvalidUrl { .. } => None,
+            StoreError::Incompatible { store, .. }
+            | StoreError::Full { store, .. }
+            | StoreError::Unavailable { store, .. } => Some(store),
+        }
+    }
+
+    /// What went wrong, without the store's name.
+    pub fn message(&self) -> &str {
+        match self {
+            StoreError::InvalidUrl { message }
+            | StoreError::Incompatible { message, .. }
+            | StoreError::Full { message, .. }
+            | StoreError::Unavailable { message, .. } => message,
+        }
+    }
+}
+
+/// Why a schema could not be made or checked: the version found is not one this brain can
+/// use, or the store failed while making it.
+pub(crate) enum Migration {
+    Incompatible(String),
+    Failed(String),
+}
+
+impl Migration {
+    pub(crate) fn into_error(self, store: &str) -> StoreError {
+        match self {
+            Migration::Incompatible(message) => StoreError::Incompatible {
+                store: store.to_owned(),
+                message,
+            },
+            Migration::Failed(message) => StoreError::unavailable(store, message),
+        }
+    }
 }
 
 /// A future a store returns.

@@ -142,12 +142,9 @@ impl JournalStore for Memory {
             None if state.entries.len() >= self.max_entries => {
                 state.make_room(self.max_entries);
                 if state.entries.len() >= self.max_entries {
-                    return ready(Err(StoreError {
+                    return ready(Err(StoreError::Full {
                         store: "memory".into(),
-                        message: format!(
-                            "the memory journal is full: {} calls are in flight",
-                            state.entries.len()
-                        ),
+                        message: format!("{} calls are in flight", state.entries.len()),
                     }));
                 }
             }
@@ -288,7 +285,14 @@ mod tests {
         }
         // All ten in flight: no room.
         let refused = memory.claim(&claim("o", 10)).await.unwrap_err();
-        assert!(refused.message.contains("full"), "{refused}");
+        assert!(
+            matches!(refused, super::StoreError::Full { .. }),
+            "{refused}"
+        );
+        assert_eq!(
+            refused.to_string(),
+            "the call journal (memory) is full: 10 calls are in flight"
+        );
         let done = Record {
             state: EntryState::Completed,
             is_error: false,

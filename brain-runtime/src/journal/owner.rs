@@ -78,10 +78,7 @@ impl Journal {
     /// The journal a state URL names: `sqlite:PATH` (`?synchronous=full` for
     /// [`Durability::Full`]), `postgres://…` (or `postgresql://…`), or `memory:`.
     pub async fn open(url: &str) -> Result<Journal, StoreError> {
-        let error = |message: String| StoreError {
-            store: "state URL".into(),
-            message,
-        };
+        let error = |message: String| StoreError::InvalidUrl { message };
         if let Some(rest) = url.strip_prefix("sqlite:") {
             let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
             let path = path.strip_prefix("//").unwrap_or(path);

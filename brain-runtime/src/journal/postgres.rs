@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::state::Migration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
@@ -391,12 +392,11 @@ impl Postgres {
     /// many processes start at once: under an advisory lock).
     pub(crate) async fn connect(url: &str) -> Result<Postgres, StoreError> {
         let describe = format!("PostgreSQL {}", redact(url));
-        let error = |message: String| StoreError {
-            store: describe.clone(),
-            message,
-        };
+        let error = |message: String| StoreError::unavailable(describe.clone(), message);
         let first = connect(url).await.map_err(&error)?;
-        migrate(&first).await.map_err(&error)?;
+        migrate(&first)
+            .await
+            .map_err(|failed| failed.into_error(&describe))?;
         // The others at once: a harness process connects for every call.
         let others = futures_util::future::try_join_all(
             (0..CONNECTIONS).map(|_| async { prepare(connect(url).await?).await }),
@@ -420,10 +420,7 @@ impl Postgres {
     }
 
     fn error(&self, error: impl std::fmt::Display) -> StoreError {
-        StoreError {
-            store: self.describe.clone(),
-            message: error.to_string(),
-        }
+        StoreError::unavailable(&*self.describe, error.to_string())
     }
 
     /// Queues `write` to the writer; resolves after its commit with its rows.
@@ -504,7 +501,7 @@ fn describe_error(error: &tokio_postgres::Error) -> String {
     }
 }
 
-async fn migrate(client: &Client) -> Result<(), String> {
+async fn migrate(client: &Client) -> Result<(), Migration> {
     let step = async {
         client.batch_execute("BEGIN").await?;
         // One key for brain's schema: concurrent starters wait here, then see it made.
@@ -544,13 +541,13 @@ async fn migrate(client: &Client) -> Result<(), String> {
                     .await?;
                 Ok(())
             }
-            Some(newer) if newer > SCHEMA_VERSION => Err(format!(
+            Some(newer) if newer > SCHEMA_VERSION => Err(Migration::Incompatible(format!(
                 "the journal's schema is version {newer}, newer than this brain's \
                  ({SCHEMA_VERSION}): use a newer brain-harness, or another database"
-            )),
-            Some(older) => Err(format!(
+            ))),
+            Some(older) => Err(Migration::Incompatible(format!(
                 "the journal's schema is version {older}, which no brain made: use another database"
-            )),
+            ))),
         };
         client.batch_execute("COMMIT").await?;
         Ok::<_, tokio_postgres::Error>(checked)
@@ -559,10 +556,10 @@ async fn migrate(client: &Client) -> Result<(), String> {
         Ok(checked) => checked,
         Err(error) => {
             let _ = client.batch_execute("ROLLBACK").await;
-            Err(format!(
+            Err(Migration::Failed(format!(
                 "cannot create the journal's schema: {}",
                 describe_error(&error)
-            ))
+            )))
         }
     }
 }
@@ -701,7 +698,7 @@ impl JournalStore for Postgres {
         let reply = Box::new(move |rows: Result<u64, String>| {
             done(
                 rows.map(|rows| rows > 0)
-                    .map_err(|message| StoreError { store, message }),
+                    .map_err(|message| StoreError::unavailable(store, message)),
             );
         });
         if let Err(unsent) = self.writes.send(Queued { write, reply }) {

@@ -275,10 +275,7 @@ impl Sqlite {
     /// creates or migrates its schema.
     pub(crate) fn open(path: &Path, durability: Durability) -> Result<Sqlite, StoreError> {
         let describe = format!("SQLite {}", path.display());
-        let error = |message: String| StoreError {
-            store: describe.clone(),
-            message,
-        };
+        let error = |message: String| StoreError::unavailable(describe.clone(), message);
         create_private(path).map_err(&error)?;
         let open = || -> Result<Connection, StoreError> {
             let connection = Connection::open(path).map_err(|e| error(e.to_string()))?;
@@ -299,7 +296,7 @@ impl Sqlite {
             Ok(connection)
         };
         let connection = open()?;
-        migrate(&connection).map_err(&error)?;
+        migrate(&connection).map_err(|failed| failed.into_error(&describe))?;
         // What earlier processes left in the WAL (a harness process may exit before its
         // thread's next checkpoint).
         checkpoint(&connection);
@@ -343,10 +340,7 @@ impl Sqlite {
             }
             Err(_) => read(&self.reader.lock().unwrap_or_else(|p| p.into_inner())),
         };
-        read.map_err(|e| StoreError {
-            store: self.describe.clone(),
-            message: e.to_string(),
-        })
+        read.map_err(|e| StoreError::unavailable(&*self.describe, e.to_string()))
     }
 
     /// Runs `job` in the next transaction, on the journal's thread; resolves after its commit.
@@ -387,14 +381,13 @@ impl Sqlite {
                 self.shared.lead(false);
             }
             match answer.await {
-                Ok(outcome) => outcome.map_err(|message| StoreError {
-                    store: self.describe.clone(),
-                    message,
-                }),
-                Err(_) => Err(StoreError {
-                    store: self.describe.clone(),
-                    message: "the journal's thread has stopped".into(),
-                }),
+                Ok(outcome) => {
+                    outcome.map_err(|message| StoreError::unavailable(&*self.describe, message))
+                }
+                Err(_) => Err(StoreError::unavailable(
+                    &*self.describe,
+                    "the journal's thread has stopped",
+                )),
             }
         })
     }
@@ -644,7 +637,7 @@ impl JournalStore for Sqlite {
         self.shared.push(Job::new(
             move |c| update_outcome(c, &key, &owner, &record, false),
             true,
-            move |outcome| done(outcome.map_err(|message| StoreError { store, message })),
+            move |outcome| done(outcome.map_err(|message| StoreError::unavailable(store, message))),
         ));
     }
 

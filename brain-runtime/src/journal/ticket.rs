@@ -290,10 +290,10 @@ impl Ticket {
                     .map_err(|e| self.failed(e))?,
             }
         }
-        Err(self.failed(StoreError {
-            store: store.describe().to_owned(),
-            message: "the call could not be claimed after 4 attempts".into(),
-        }))
+        Err(self.failed(StoreError::unavailable(
+            store.describe(),
+            "the call could not be claimed after 4 attempts",
+        )))
     }
 
     /// An entry exists for the key: answer from it, wait while its owner runs it, go on when

@@ -399,7 +399,8 @@ impl OAuth {
     pub(super) fn store_failed(&self, error: &crate::state::StoreError) -> String {
         format!(
             "the token store ({}) failed: {}",
-            error.store, error.message
+            error.store().unwrap_or("state"),
+            error.message()
         )
     }
 }

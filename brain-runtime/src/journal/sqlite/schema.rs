@@ -4,6 +4,7 @@
 use rusqlite::{Connection, params};
 
 use crate::journal::store::Key;
+use crate::state::Migration;
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`).
 pub(super) const SCHEMA_VERSION: i64 = 3;
@@ -62,8 +63,8 @@ const TASKS_COLUMN: &str = "ALTER TABLE brain_calls ADD COLUMN task TEXT;";
 
 /// Creates the schema, or checks its version, inside one write transaction: several processes
 /// starting at once create it once.
-pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
-    let step = || -> rusqlite::Result<Result<(), String>> {
+pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
+    let step = || -> rusqlite::Result<Result<(), Migration>> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
@@ -80,10 +81,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
                 Ok(())
             }
             SCHEMA_VERSION => Ok(()),
-            newer => Err(format!(
+            newer => Err(Migration::Incompatible(format!(
                 "the journal's schema is version {newer}, newer than this brain's \
                  ({SCHEMA_VERSION}): use a newer brain-harness, or another state file"
-            )),
+            ))),
         };
         connection.execute_batch("COMMIT")?;
         Ok(checked)
@@ -92,7 +93,9 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), String> {
         Ok(checked) => checked,
         Err(error) => {
             let _ = connection.execute_batch("ROLLBACK");
-            Err(format!("cannot create the journal's schema: {error}"))
+            Err(Migration::Failed(format!(
+                "cannot create the journal's schema: {error}"
+            )))
         }
     }
 }
@@ -132,4 +135,55 @@ pub(super) fn take_over(c: &Connection, key: &Key, from: &str, to: &str) -> rusq
         c.prepare_cached(sql)?
             .execute(params![key.tenant, key.session, key.call_id, from, to])?;
     Ok(changed > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::state::StoreError;
+
+    /// A state file from a newer brain is refused as incompatible (retrying cannot help),
+    /// and a state URL brain cannot read is a configuration error, not an unavailable store.
+    #[tokio::test]
+    async fn a_newer_schema_and_a_bad_state_url_have_their_own_kinds() {
+        let dir = std::env::temp_dir().join(format!("brain-schema-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        {
+            let newer = rusqlite::Connection::open(&path).unwrap();
+            newer
+                .pragma_update(None, "user_version", super::SCHEMA_VERSION + 1)
+                .unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let refused = crate::journal::Journal::open(&format!("sqlite:{}", path.display()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, StoreError::Incompatible { .. }),
+            "{refused:?}"
+        );
+        assert!(
+            refused.message().contains("newer than this brain's"),
+            "{refused}"
+        );
+        assert_eq!(
+            refused.store(),
+            Some(&*format!("SQLite {}", path.display()))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        for url in [
+            "sqlite:",
+            "sqlite:/tmp/x?synchronous=off",
+            "redis://127.0.0.1",
+        ] {
+            let refused = crate::journal::Journal::open(url).await.unwrap_err();
+            assert!(
+                matches!(refused, StoreError::InvalidUrl { .. }),
+                "{url}: {refused:?}"
+            );
+            assert_eq!(refused.store(), None);
+        }
+    }
 }
