@@ -1,6 +1,8 @@
 //! `cargo xtask ci`: the one command CI runs.
 
 use std::process::{Command, ExitCode};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 
@@ -13,6 +15,29 @@ use crate::workspace::workspace_root;
 /// stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
+    let ran = steps();
+    // Each step's time, whether CI passed or not: where a cold run spends its budget.
+    let steps = std::mem::take(&mut *STEPS.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut ends = steps
+        .iter()
+        .skip(1)
+        .map(|(_, started)| *started)
+        .collect::<Vec<_>>();
+    ends.push(Instant::now());
+    println!("\nci: time per step (seconds)");
+    for ((what, started), ended) in steps.iter().zip(ends) {
+        println!("{:>7.1}  {what}", (ended - *started).as_secs_f64());
+    }
+    if let Some((_, first)) = steps.first() {
+        println!("{:>7.1}  in all", first.elapsed().as_secs_f64());
+    }
+    ran
+}
+
+/// When each step started, in order.
+static STEPS: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
+
+fn steps() -> anyhow::Result<ExitCode> {
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
         "clippy",
@@ -160,6 +185,10 @@ fn apt_install(package: &str) -> anyhow::Result<()> {
 
 fn step(what: &str) {
     println!("\n=== {what}");
+    STEPS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((what.to_owned(), Instant::now()));
 }
 
 fn cargo(args: &[&str]) -> anyhow::Result<()> {
