@@ -1,8 +1,8 @@
 //! The `brain-harness` command line (a contract: tests and scripts drive brain through it):
 //!
 //! ```text
-//! brain-harness [--config PATH] tools
-//! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--json] TOOL [ARGS_JSON | -]
+//! brain-harness [--config PATH] tools [--format table|json|mcp|openai|openai-chat|anthropic|gemini] [--json] [--tenant T]
+//! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--from API] [--json] TOOL [ARGS_JSON | -]
 //! brain-harness [--state URL] journal [--tenant T] [--session S] [--call-id C] [--since 1h] [--results] [--json]
 //! brain-harness [--config PATH] [--state URL] login --tenant T TOOL
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
@@ -73,8 +73,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the bindings.
-    Tools,
+    /// List the bindings, or print each model API's tool definitions.
+    Tools {
+        /// `table` (for people, the default), `json` (brain's own listing, one object per
+        /// binding), or a model API's `tools`: `mcp`, `openai`, `openai-chat`, `anthropic`,
+        /// `gemini` (stdout is exactly `{"tools": [...]}`; notes go to stderr).
+        #[arg(long, default_value = "table")]
+        format: ToolsFormat,
+        /// Same as `--format json`.
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// Only the tools this tenant may call.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
     /// Call a tool and print its events.
     Call {
         /// The calling session's tenant (checked against the binding's `tenants`).
@@ -89,6 +101,11 @@ enum Command {
         /// Print events as JSON Lines even on a terminal.
         #[arg(long)]
         json: bool,
+        /// The model API whose tool definitions the arguments were produced from (`openai`,
+        /// `openai-chat`, `anthropic`, `gemini`): a `null` for an optional property is read as
+        /// absent. Without it, the arguments follow the binding's own schema.
+        #[arg(long, value_name = "API")]
+        from: Option<brain_config::ModelApi>,
         /// The binding's name.
         tool: String,
         /// The arguments as a JSON object, or `-` to read them from stdin.
@@ -236,9 +253,14 @@ fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Tools => match runtime(&config, None) {
+        Command::Tools {
+            format,
+            json,
+            tenant,
+        } => match runtime(&config, None) {
             Ok(runtime) => {
-                list(&config, &runtime);
+                let format = if json { ToolsFormat::Json } else { format };
+                tools(&config, &runtime, format, tenant.as_deref());
                 ExitCode::SUCCESS
             }
             Err(code) => code,
@@ -248,6 +270,7 @@ fn run(cli: Cli) -> ExitCode {
             session,
             call_id,
             json,
+            from,
             tool,
             args,
         } => {
@@ -285,6 +308,10 @@ fn run(cli: Cli) -> ExitCode {
             )
             .with_optional_call_id(call_id)
             .with_parent(root);
+            let request = match from {
+                Some(api) => request.with_from(api),
+                None => request,
+            };
             let json = json || !std::io::stdout().is_terminal();
             let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
             match interrupted {
@@ -494,8 +521,73 @@ fn runtime(
     })
 }
 
-fn list(config: &HostConfig, runtime: &Runtime) {
-    for binding in &config.tools {
+/// What `tools` prints.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ToolsFormat {
+    Table,
+    Json,
+    Api(brain_config::ModelApi),
+}
+
+impl std::str::FromStr for ToolsFormat {
+    type Err = String;
+
+    fn from_str(format: &str) -> Result<ToolsFormat, String> {
+        match format {
+            "table" => Ok(ToolsFormat::Table),
+            "json" => Ok(ToolsFormat::Json),
+            api => api.parse().map(ToolsFormat::Api).map_err(|_| {
+                format!(
+                    "unknown format {api:?}: table, json, or a model API (mcp, openai, \
+                     openai-chat, anthropic, gemini)"
+                )
+            }),
+        }
+    }
+}
+
+/// `tools`: the table, brain's JSON listing, or an API's definitions (stdout exactly
+/// `{"tools": [...]}`, every note on stderr).
+fn tools(config: &HostConfig, runtime: &Runtime, format: ToolsFormat, tenant: Option<&str>) {
+    let allowed =
+        |binding: &ToolBinding| tenant.is_none_or(|t| binding.tenants.iter().any(|b| b == t));
+    match format {
+        ToolsFormat::Table => list(config.tools.iter().filter(|b| allowed(b)), runtime),
+        ToolsFormat::Json => {
+            for binding in config.tools.iter().filter(|b| allowed(b)) {
+                let line = serde_json::json!({
+                    "name": binding.name,
+                    "kind": if binding.is_stdio() { "stdio" } else { binding.kind().as_str() },
+                    "description": binding.description,
+                    "tenants": binding.tenants,
+                    "input_schema": binding.input_schema,
+                    "unavailable": runtime.unavailable(&binding.name),
+                });
+                println!("{line}");
+            }
+        }
+        ToolsFormat::Api(api) => {
+            let definitions = runtime.definitions(api, tenant);
+            for note in definitions.notes() {
+                eprintln!("note: {api}: {note}");
+            }
+            let strict = definitions.tools.iter().filter(|t| t.strict).count();
+            let shown = definitions
+                .tools
+                .iter()
+                .filter(|t| t.definition.is_some())
+                .count();
+            eprintln!(
+                "{api}: {shown} of {} tools, {strict} strict",
+                definitions.tools.len()
+            );
+            println!("{}", definitions.document);
+        }
+    }
+}
+
+fn list<'a>(bindings: impl Iterator<Item = &'a ToolBinding>, runtime: &Runtime) {
+    for binding in bindings {
         let unset = runtime
             .unavailable(&binding.name)
             .map(|why| format!(" (unavailable: {why}, calls are refused)"))

@@ -1,7 +1,7 @@
 //! The engine: a validated host config in, one module of typed bindings out.
 
 use brain_config::ident::{module_ident, type_ident};
-use brain_config::{HostConfig, ToolBinding};
+use brain_config::{HostConfig, ModelApi, ToolBinding};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -29,7 +29,11 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         return Err(CodegenError::Invalid(errors));
     }
     // `$schema` is for editors only: `host_config()` leaves it out.
-    let HostConfig { schema: _, tools } = config;
+    let HostConfig {
+        schema: _,
+        model_apis,
+        tools,
+    } = config;
     let header = format!(
         "{HEADER_PREFIX} from {source}. Do not edit.\n{DIGEST_PREFIX}{}\n",
         config.digest()
@@ -41,7 +45,10 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         modules.push(module.tokens);
         args.push(module.args);
     }
-    Ok(render(&header, root(tools, &modules, &args)))
+    Ok(render(
+        &header,
+        root(tools, model_apis.as_deref(), &modules, &args),
+    ))
 }
 
 fn render(header: &str, tokens: TokenStream) -> String {
@@ -85,7 +92,44 @@ impl syn::visit_mut::VisitMut for DeriveFirst {
 
 /// The whole module: one inline module per binding, then `ToolName`, `ToolCall`, `BINDINGS` and
 /// `host_config()`. No inner attributes: each item carries its own.
-fn root(bindings: &[ToolBinding], items: &[TokenStream], args: &[String]) -> TokenStream {
+fn root(
+    bindings: &[ToolBinding],
+    model_apis: Option<&[ModelApi]>,
+    items: &[TokenStream],
+    args: &[String],
+) -> TokenStream {
+    let api_ident = |api: &ModelApi| -> TokenStream {
+        let variant = format_ident!("{}", format!("{api:?}"));
+        quote!(::brain_runtime::ModelApi::#variant)
+    };
+    let model_apis = option(model_apis.map(|apis| {
+        let apis = apis.iter().map(api_ident);
+        quote!(&[ #( #apis ),* ])
+    }));
+    // Each API's definitions, for every tool and for each tenant's, computed here.
+    let mut tenants: Vec<&str> = bindings
+        .iter()
+        .flat_map(|b| b.tenants.iter().map(String::as_str))
+        .collect();
+    tenants.sort_unstable();
+    tenants.dedup();
+    let mut definitions = Vec::new();
+    for api in ModelApi::ALL {
+        let ident = api_ident(api);
+        let document = |tenant: Option<&str>| {
+            let chosen = bindings
+                .iter()
+                .filter(|b| tenant.is_none_or(|t| b.tenants.iter().any(|bt| bt == t)));
+            let document = brain_config::model_api::definitions(*api, chosen).document;
+            serde_json::to_string(&document).expect("JSON")
+        };
+        let all = document(None);
+        definitions.push(quote!((#ident, ::std::option::Option::None, #all)));
+        for tenant in &tenants {
+            let text = document(Some(tenant));
+            definitions.push(quote!((#ident, ::std::option::Option::Some(#tenant), #text)));
+        }
+    }
     let modules: Vec<TokenStream> = bindings
         .iter()
         .map(|b| syn::parse_str(&module_ident(&b.name)).expect("an identifier"))
@@ -182,6 +226,19 @@ fn root(bindings: &[ToolBinding], items: &[TokenStream], args: &[String]) -> Tok
                     )), )*
                 }
             }
+
+            /// A call from a name and the arguments a model produced from `api`'s definitions:
+            /// a `null` for an optional property that does not accept `null` becomes absent
+            /// (strict definitions make every property required), then as [`ToolCall::parse`].
+            pub fn parse_from(
+                api: ::brain_runtime::ModelApi,
+                name: &str,
+                mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+            ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+                let tool: ToolName = name.parse()?;
+                tool.binding().unproject(api, &mut arguments);
+                ToolCall::parse(name, arguments)
+            }
         }
 
         #[allow(clippy::all, dead_code, unreachable_pub)]
@@ -199,10 +256,26 @@ fn root(bindings: &[ToolBinding], items: &[TokenStream], args: &[String]) -> Tok
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; #count] = [ #( #statics ),* ];
 
+        /// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+        /// generated: for every tool, and for each tenant's.
+        #[allow(clippy::all, dead_code, unreachable_pub)]
+        pub static DEFINITIONS: &[(::brain_runtime::ModelApi, ::std::option::Option<&str>, &str)] = &[ #( #definitions ),* ];
+
+        /// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+        /// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+        /// the binding's schema (`brain-harness tools --format` says why where not).
+        #[allow(clippy::all, dead_code, unreachable_pub)]
+        pub fn definitions(
+            api: ::brain_runtime::ModelApi,
+            tenant: ::std::option::Option<&str>,
+        ) -> ::brain_runtime::__codegen::serde_json::Value {
+            ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
+        }
+
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis)
         }
     }
 }
@@ -245,6 +318,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         pin,
         on_input_request,
         auth,
+        strict,
     } = binding;
     let option_str = |value: Option<&str>| match value {
         Some(text) => quote!(::std::option::Option::Some(#text)),
@@ -294,6 +368,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let annotations = object(annotations);
     let execution = object(execution);
     let task = option(*task);
+    let strict = option(*strict);
     let server_tasks = option(*server_tasks);
     let pin = option_str(
         pin.as_ref()
@@ -328,6 +403,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             pin: #pin,
             on_input_request: #on_input_request,
             auth: #auth,
+            strict: #strict,
             input_validator: ::std::sync::OnceLock::new(),
         }
     }

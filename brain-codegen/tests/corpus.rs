@@ -67,6 +67,7 @@ fn server(fixture: &Value) -> Server {
 /// The corpus config, and the report of what became of every server's tools.
 fn bind_corpus() -> (HostConfig, String) {
     let mut config = HostConfig {
+        model_apis: None,
         schema: None,
         tools: Vec::new(),
     };
@@ -109,6 +110,7 @@ fn bind_corpus() -> (HostConfig, String) {
                 writeln!(report, "  {lint}").unwrap();
             }
             let alone = HostConfig {
+                model_apis: None,
                 schema: None,
                 tools: vec![binding.clone()],
             };

@@ -130,6 +130,14 @@ rules! {
     AuthFieldUnused = "auth-field-unused",
     /// An `auth` value is unusable: a variable name, a URL, a scope or an id.
     AuthInvalid = "auth-invalid",
+    /// `model_apis` names an API brain does not know, or is not a list of names.
+    ModelApiUnknown = "model-api-unknown",
+    /// A model API that `model_apis` names would reject the binding, and brain cannot repair it
+    /// without loss (a Gemini function name that starts with a digit, ...).
+    ModelApiRejects = "model-api-rejects",
+    /// The binding says `"strict": true`, and its schema cannot be made strict faithfully for a
+    /// model API with a strict mode.
+    StrictNotFaithful = "strict-not-faithful",
 }
 
 impl fmt::Display for Rule {

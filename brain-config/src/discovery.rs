@@ -81,6 +81,7 @@ impl Server {
 pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBinding {
     let name = tool["name"].as_str().unwrap_or_default().to_owned();
     ToolBinding {
+        strict: None,
         name: name.clone(),
         description: tool["description"].as_str().unwrap_or_default().to_owned(),
         input_schema: tool
@@ -524,6 +525,7 @@ mod tests {
             json!({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}});
         let ours = binding_from_tool(&tool, &settings());
         let mut config = HostConfig {
+            model_apis: None,
             schema: None,
             tools: vec![ours.clone()],
         };
@@ -644,6 +646,7 @@ mod tests {
         let a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
         let b = binding_from_tool(&json!({"name": "b", "description": "B."}), &settings());
         let mut config = HostConfig {
+            model_apis: None,
             schema: None,
             tools: vec![a.clone(), b.clone()],
         };
@@ -666,6 +669,7 @@ mod tests {
         let mut a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
         a.on_input_request = Some(OnInputRequest::Decline);
         let mut config = HostConfig {
+            model_apis: None,
             schema: None,
             tools: vec![a],
         };

@@ -30,6 +30,7 @@ pub mod discovery;
 pub mod ident;
 mod load;
 mod model;
+pub mod model_api;
 mod schema;
 mod source;
 
@@ -39,8 +40,8 @@ pub use load::{ConfigError, load_file, parse};
 pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
     Grant, HostConfig, MAX_CONFIG_BYTES, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
-    OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm, TASK_REVISION,
-    TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport,
+    ModelApi, OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm,
+    TASK_REVISION, TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport, UnknownModelApi,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use source::Location;

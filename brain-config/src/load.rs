@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::check::{Draft, check};
 use crate::diagnostic::{Diagnostic, Diagnostics, Rule};
-use crate::model::{HostConfig, MAX_CONFIG_BYTES, ToolBinding};
+use crate::model::{HostConfig, MAX_CONFIG_BYTES, ModelApi, ToolBinding};
 use crate::schema::{FIELDS, Field};
 use crate::source::{Location, SourceIndex, escape_token};
 
@@ -70,8 +70,8 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
             )
         })
         .collect();
-    let (schema, drafts) = read_document(document, &mut errors);
-    errors.extend(check(&drafts));
+    let (schema, model_apis, drafts) = read_document(document, &mut errors);
+    errors.extend(check(&drafts, model_apis.as_deref()));
 
     let names: Vec<Option<&str>> = tool_names(&drafts);
     for diagnostic in &mut errors {
@@ -88,6 +88,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
     }
     Ok(HostConfig {
         schema,
+        model_apis,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
     })
 }
@@ -160,8 +161,11 @@ fn json_error(error: &serde_json::Error) -> Diagnostic {
     }
 }
 
+/// The root's fields, and each binding.
+type Document = (Option<String>, Option<Vec<ModelApi>>, Vec<Draft>);
+
 /// Reads the root object and each binding, reporting unknown, missing and mistyped fields.
-fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> (Option<String>, Vec<Draft>) {
+fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
     let Value::Object(mut root) = document else {
         errors.push(Diagnostic::new(
             Rule::InvalidType,
@@ -169,7 +173,7 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> (Option<Strin
             format!("the config is {}, not a JSON object", describe(&document)),
             "write `{\"tools\": [ ... ]}`",
         ));
-        return (None, Vec::new());
+        return (None, None, Vec::new());
     };
     unknown_fields(&mut root, "", &FIELDS.root, errors);
     let schema = match root.remove("$schema") {
@@ -186,6 +190,9 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> (Option<Strin
             None
         }
     };
+    let model_apis = root
+        .remove("model_apis")
+        .map(|value| read_model_apis(value, errors));
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -213,7 +220,60 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> (Option<Strin
         .enumerate()
         .filter_map(|(index, value)| read_binding(index, value, errors))
         .collect();
-    (schema, drafts)
+    (schema, model_apis, drafts)
+}
+
+/// `model_apis`: a list of API names; each unknown one reported (with the nearest known).
+fn read_model_apis(value: Value, errors: &mut Vec<Diagnostic>) -> Vec<ModelApi> {
+    let known = || {
+        ModelApi::ALL
+            .iter()
+            .map(|api| format!("`\"{api}\"`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Value::Array(names) = value else {
+        errors.push(Diagnostic::new(
+            Rule::ModelApiUnknown,
+            "/model_apis",
+            format!(
+                "`model_apis` is {}, not a list of API names",
+                describe(&value)
+            ),
+            format!(
+                "write e.g. `\"model_apis\": [\"openai\", \"anthropic\"]`; the names: {}",
+                known()
+            ),
+        ));
+        return Vec::new();
+    };
+    let mut apis = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        match name.as_str().map(str::parse::<ModelApi>) {
+            Some(Ok(api)) => apis.push(api),
+            _ => {
+                let near = name.as_str().and_then(|name| {
+                    ModelApi::ALL
+                        .iter()
+                        .map(|api| (strsim::jaro_winkler(name, api.as_str()), api.as_str()))
+                        .filter(|(score, _)| *score > 0.8)
+                        .max_by(|a, b| a.0.total_cmp(&b.0))
+                        .map(|(_, api)| api)
+                });
+                let help = match near {
+                    Some(near) => format!("did you mean `\"{near}\"`? the names: {}", known()),
+                    None => format!("use one of {}", known()),
+                };
+                errors.push(Diagnostic::new(
+                    Rule::ModelApiUnknown,
+                    format!("/model_apis/{index}"),
+                    format!("{name} is not a model API brain knows"),
+                    help,
+                ));
+            }
+        }
+    }
+    apis
 }
 
 /// Reads one binding field by field: every unknown, missing and mistyped field is reported, and

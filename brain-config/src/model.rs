@@ -52,8 +52,98 @@ pub struct HostConfig {
     /// Path or URL of this file's JSON Schema, for editors (ignored by brain).
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
+    /// The model APIs whose tool formats this host shows its model (`mcp`, `openai`,
+    /// `openai-chat`, `anthropic`, `gemini`): a binding one of them would reject, and brain cannot
+    /// repair without loss, fails the check. Unset: every format is still produced, a tool an API
+    /// cannot take is left out of that API's definitions with a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_apis: Option<Vec<ModelApi>>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
+}
+
+/// A model API's tool format: what its request's `tools` field takes. One value set names the
+/// APIs everywhere: the config's `model_apis`, `brain-harness tools --format` and `call --from`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[non_exhaustive]
+pub enum ModelApi {
+    /// MCP's own `tools/list` Tool objects (what an MCP host shows its model).
+    #[serde(rename = "mcp")]
+    Mcp,
+    /// OpenAI's Responses API: `{"type": "function", "name", "description", "parameters",
+    /// "strict"}`.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// OpenAI's Chat Completions API: `{"type": "function", "function": {...}}`, with the
+    /// Responses API's rules.
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// Anthropic's Messages API: `{"name", "description", "input_schema"}`, `"strict": true`
+    /// where it applies.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// Google's Gemini API: one Tool of `functionDeclarations` with `parametersJsonSchema`.
+    #[serde(rename = "gemini")]
+    Gemini,
+}
+
+impl ModelApi {
+    /// Every API, in the order the docs list them.
+    pub const ALL: &'static [ModelApi] = &[
+        ModelApi::Mcp,
+        ModelApi::OpenAi,
+        ModelApi::OpenAiChat,
+        ModelApi::Anthropic,
+        ModelApi::Gemini,
+    ];
+
+    /// The API's name as written in the config and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelApi::Mcp => "mcp",
+            ModelApi::OpenAi => "openai",
+            ModelApi::OpenAiChat => "openai-chat",
+            ModelApi::Anthropic => "anthropic",
+            ModelApi::Gemini => "gemini",
+        }
+    }
+
+    /// Whether the API has a strict mode (the model's arguments constrained to the schema):
+    /// OpenAI's two APIs and Anthropic's.
+    pub fn has_strict_mode(self) -> bool {
+        matches!(
+            self,
+            ModelApi::OpenAi | ModelApi::OpenAiChat | ModelApi::Anthropic
+        )
+    }
+}
+
+impl std::fmt::Display for ModelApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not one of [`ModelApi::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown model API {name:?}: one of mcp, openai, openai-chat, anthropic, gemini")]
+pub struct UnknownModelApi {
+    /// The name given.
+    pub name: String,
+}
+
+impl std::str::FromStr for ModelApi {
+    type Err = UnknownModelApi;
+
+    fn from_str(name: &str) -> Result<ModelApi, UnknownModelApi> {
+        ModelApi::ALL
+            .iter()
+            .copied()
+            .find(|api| api.as_str() == name)
+            .ok_or_else(|| UnknownModelApi { name: name.into() })
+    }
 }
 
 /// One tool the model can see, and where and how brain calls it.
@@ -181,6 +271,11 @@ pub struct ToolBinding {
     /// MCP authorization spec). Secrets are named by environment variable. Not with `token_env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
+    /// `true`: the tool must be strict (the model's arguments constrained to its schema) for
+    /// every model API with a strict mode (OpenAI's and Anthropic's, or those `model_apis`
+    /// names); the check fails, saying why, when its schema cannot be made strict faithfully.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
 }
 
 /// How brain obtains access tokens for an MCP server that requires OAuth authorization.

@@ -76,6 +76,7 @@ mod transport;
 mod typed;
 mod wire;
 
+pub use brain_config::ModelApi;
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
 pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};

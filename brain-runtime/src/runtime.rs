@@ -2,10 +2,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use brain_config::{BindingKind, HostConfig, ToolBinding, compile_schema};
+use brain_config::model_api::Definitions;
+use brain_config::{BindingKind, HostConfig, ModelApi, ToolBinding, compile_schema};
 use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -287,6 +288,8 @@ impl<'a> RuntimeBuilder<'a> {
         }
         Ok(Runtime {
             inner: Arc::new(Inner {
+                order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
+                definitions: Mutex::default(),
                 tools,
                 instruments,
                 http,
@@ -418,8 +421,15 @@ struct Bound {
     http: Option<HttpClient>,
 }
 
+/// A model API, and the tenant whose tools (or every tool).
+type DefinitionsKey = (ModelApi, Option<String>);
+
 struct Inner {
     tools: HashMap<String, Arc<Bound>>,
+    /// The bindings' names in config order.
+    order: Vec<String>,
+    /// Each model API's definitions, per tenant, computed on first use.
+    definitions: Mutex<HashMap<DefinitionsKey, Arc<Definitions>>>,
     /// The metric instruments, made from the global meter provider when the runtime was built.
     instruments: Arc<Instruments>,
     http: HttpClient,
@@ -467,6 +477,11 @@ pub struct CallRequest {
     pub call_id: Option<String>,
     /// The arguments, validated against the binding's `input_schema`.
     pub arguments: Value,
+    /// The model API whose definitions the arguments were produced from: a `null` where the
+    /// binding's schema has an optional property without `null` is read as "absent" (strict
+    /// definitions make every property required) before the gate validates them. `None`: the
+    /// arguments follow the binding's own schema.
+    pub from: Option<ModelApi>,
     /// The span the call's span is a child of (its trace continues at the server through
     /// `_meta.traceparent`); the current span when `None`.
     pub parent: Option<tracing::Span>,
@@ -481,6 +496,7 @@ impl CallRequest {
             scope,
             call_id: None,
             arguments,
+            from: None,
             parent: None,
         }
     }
@@ -502,6 +518,13 @@ impl CallRequest {
     /// The span the call's span is a child of.
     pub fn with_parent(mut self, parent: tracing::Span) -> Self {
         self.parent = Some(parent);
+        self
+    }
+
+    /// The model API whose definitions ([`Runtime::definitions`]) the model produced the
+    /// arguments from: they are mapped back to the binding's schema before the gate.
+    pub fn with_from(mut self, api: ModelApi) -> Self {
+        self.from = Some(api);
         self
     }
 }
@@ -529,7 +552,15 @@ impl Runtime {
     /// `tool.result`. A refused call does no I/O at all. Dropping the [`Call`] (or
     /// [`Call::cancel`]) cancels the request and closes the session (for a stdio binding, ends
     /// the server's process). Must run inside a tokio runtime.
-    pub fn call(&self, request: CallRequest) -> Call {
+    pub fn call(&self, mut request: CallRequest) -> Call {
+        if request.from.is_some_and(|api| api != ModelApi::Mcp)
+            && let Some(bound) = self.inner.tools.get(&request.tool)
+        {
+            brain_config::model_api::unproject(
+                &bound.tool.binding.input_schema,
+                &mut request.arguments,
+            );
+        }
         let call_id = request
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -617,6 +648,29 @@ impl Runtime {
     pub async fn wait_for_cleanup(&self) {
         self.inner.cleanups.close();
         self.inner.cleanups.wait().await;
+    }
+
+    /// `api`'s tool definitions (`document` is `{"tools": [...]}`, ready to splice into a
+    /// request) of the tools `tenant` may call, or of every tool (`None`), in config order, with
+    /// the notes on what is not strict and why. Computed once per API and tenant, on first use:
+    /// a call never pays for them.
+    pub fn definitions(&self, api: ModelApi, tenant: Option<&str>) -> Arc<Definitions> {
+        let key = (api, tenant.map(str::to_owned));
+        let mut cache = self
+            .inner
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Arc::clone(cache.entry(key).or_insert_with(|| {
+            let bindings = self
+                .inner
+                .order
+                .iter()
+                .filter_map(|name| self.inner.tools.get(name))
+                .map(|bound| &bound.tool.binding)
+                .filter(|binding| tenant.is_none_or(|t| binding.tenants.iter().any(|b| b == t)));
+            Arc::new(brain_config::model_api::definitions(api, bindings))
+        }))
     }
 
     /// Why calls to the binding `name` are refused before any I/O whatever their arguments, if

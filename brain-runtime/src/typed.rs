@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use brain_config::{HostConfig, OnInputRequest, ToolBinding, Transport};
+use brain_config::{HostConfig, ModelApi, OnInputRequest, ToolBinding, Transport};
 use serde_json::Value;
 
 /// A call whose arguments are a typed struct: generated `ToolCall` enums implement it.
@@ -106,6 +106,8 @@ pub struct StaticBinding {
     pub on_input_request: Option<&'static str>,
     /// `auth`, as JSON.
     pub auth: Option<&'static str>,
+    /// `strict`.
+    pub strict: Option<bool>,
     /// The compiled `input_schema`, built on first use.
     #[doc(hidden)]
     pub input_validator: OnceLock<jsonschema::Validator>,
@@ -165,14 +167,25 @@ impl StaticBinding {
             auth: self
                 .auth
                 .map(|text| serde_json::from_str(text).expect("codegen embeds valid auth JSON")),
+            strict: self.strict,
         }
     }
 
-    /// The host config of a table of bindings.
-    pub fn host_config(bindings: &[StaticBinding]) -> HostConfig {
+    /// The host config of a table of bindings and the config's `model_apis`.
+    pub fn host_config(bindings: &[StaticBinding], model_apis: Option<&[ModelApi]>) -> HostConfig {
         HostConfig {
+            model_apis: model_apis.map(<[ModelApi]>::to_vec),
             schema: None,
             tools: bindings.iter().map(StaticBinding::to_binding).collect(),
+        }
+    }
+
+    /// Maps arguments a model produced from `api`'s definitions back to `input_schema` (see
+    /// [`brain_config::model_api::unproject`]); MCP's arguments are the schema's own.
+    pub fn unproject(&self, api: ModelApi, arguments: &mut Value) {
+        if api != ModelApi::Mcp {
+            let schema: Value = serde_json::from_str(self.input_schema).expect("valid JSON");
+            brain_config::model_api::unproject(&schema, arguments);
         }
     }
 
@@ -203,6 +216,19 @@ impl StaticBinding {
 pub mod __codegen {
     pub use super::{ParseError, StaticBinding, TypedCall, UnknownTool};
     pub use brain_config::HostConfig;
+
+    /// The document of `api` for `tenant` (or every tool) from a generated table.
+    pub fn definitions(
+        table: &[(brain_config::ModelApi, Option<&str>, &str)],
+        api: brain_config::ModelApi,
+        tenant: Option<&str>,
+    ) -> serde_json::Value {
+        table
+            .iter()
+            .find(|(a, t, _)| *a == api && *t == tenant)
+            .map(|(_, _, text)| serde_json::from_str(text).expect("codegen embeds valid JSON"))
+            .unwrap_or_else(|| serde_json::json!({"tools": []}))
+    }
     pub use serde;
     pub use serde_json;
 

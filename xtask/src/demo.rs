@@ -87,6 +87,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     println!("{}", serde_json::to_string_pretty(&discovered)?);
     let count = discovered.len();
     let errors = brain_config::validate(&HostConfig {
+        model_apis: None,
         schema: None,
         tools: discovered,
     });

@@ -509,6 +509,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
         }
     } else {
         HostConfig {
+            model_apis: None,
             schema: None,
             tools: Vec::new(),
         }

@@ -710,6 +710,18 @@ impl ToolCall {
             }
         }
     }
+    /// A call from a name and the arguments a model produced from `api`'s definitions:
+    /// a `null` for an optional property that does not accept `null` becomes absent
+    /// (strict definitions make every property required), then as [`ToolCall::parse`].
+    pub fn parse_from(
+        api: ::brain_runtime::ModelApi,
+        name: &str,
+        mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+    ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+        let tool: ToolName = name.parse()?;
+        tool.binding().unproject(api, &mut arguments);
+        ToolCall::parse(name, arguments)
+    }
 }
 #[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
@@ -770,6 +782,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -799,6 +812,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -828,6 +842,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -859,6 +874,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -890,6 +906,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -919,6 +936,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -950,11 +968,109 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
+/// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+/// generated: for every tool, and for each tenant's.
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub static DEFINITIONS: &[(
+    ::brain_runtime::ModelApi,
+    ::std::option::Option<&str>,
+    &str,
+)] = &[
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]}},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]}},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"tenant_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},\"call_id\":{\"type\":\"string\"},\"tool\":{\"type\":\"string\"},\"iat\":{\"type\":\"integer\",\"minimum\":0},\"exp\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"tenant_id\",\"session_id\",\"call_id\",\"tool\",\"iat\",\"exp\"]}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]},\"annotations\":{\"readOnlyHint\":true}},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]}},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]}},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"tenant_id\":{\"type\":\"string\"},\"session_id\":{\"type\":\"string\"},\"call_id\":{\"type\":\"string\"},\"tool\":{\"type\":\"string\"},\"iat\":{\"type\":\"integer\",\"minimum\":0},\"exp\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"tenant_id\",\"session_id\",\"call_id\",\"tool\",\"iat\",\"exp\"]}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::Some("staging"),
+        "{\"tools\":[{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]},\"annotations\":{\"readOnlyHint\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::Some("staging"),
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parameters\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::Some("staging"),
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"},{\"type\":\"null\"}]}},\"required\":[\"steps\",\"delay_ms\"],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"description\":\"How many steps to run.\",\"type\":\"integer\"},\"delay_ms\":{\"description\":\"Pause after each step.\",\"type\":\"integer\"}},\"additionalProperties\":false,\"required\":[\"steps\"]},\"strict\":true},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"city\"]},\"strict\":true},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"description\":\"How many steps to run.\",\"type\":\"integer\"},\"delay_ms\":{\"description\":\"Pause after each step.\",\"type\":\"integer\"}},\"additionalProperties\":false,\"required\":[\"steps\"]},\"strict\":true},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"city\"]},\"strict\":true},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"message\":{\"description\":\"The text to echo.\",\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"message\"]},\"strict\":true},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::Some("staging"),
+        "{\"tools\":[{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"description\":\"How many steps to run.\",\"type\":\"integer\"},\"delay_ms\":{\"description\":\"Pause after each step.\",\"type\":\"integer\"}},\"additionalProperties\":false,\"required\":[\"steps\"]},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]}},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"echo\",\"description\":\"Echo a message back, unchanged.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"echo_stdio\",\"description\":\"Echo a message back, from a stdio MCP server that brain starts as a process for each call.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]}},{\"name\":\"weather\",\"description\":\"Current weather for a city, as structured data.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}},{\"name\":\"weather_unchecked\",\"description\":\"A weather tool whose server breaks its own output schema.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}},{\"name\":\"webhook_echo\",\"description\":\"Echo the arguments back with the headers brain sent: an HTTP tool (one POST of the arguments, a JSON answer).\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\",\"description\":\"The text to echo.\"}},\"required\":[\"message\"]}},{\"name\":\"session_claims\",\"description\":\"Verify the session inspection token brain sent and return its claims, reporting progress: an SSE tool.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::Some("staging"),
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"long_task\",\"description\":\"Run a task in steps, reporting progress after each step.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"description\":\"How many steps to run.\"},\"delay_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,\"description\":\"Pause after each step.\"}},\"required\":[\"steps\"]}}]}]}",
+    ),
+];
+/// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+/// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+/// the binding's schema (`brain-harness tools --format` says why where not).
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub fn definitions(
+    api: ::brain_runtime::ModelApi,
+    tenant: ::std::option::Option<&str>,
+) -> ::brain_runtime::__codegen::serde_json::Value {
+    ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
+}
 /// The host config these bindings were generated from.
 #[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-    ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
+    ::brain_runtime::__codegen::StaticBinding::host_config(
+        &BINDINGS,
+        ::std::option::Option::None,
+    )
 }

@@ -12,6 +12,7 @@ mod context;
 mod endpoint;
 mod kind;
 mod limits;
+mod model_apis;
 mod names;
 mod pins;
 mod schemas;
@@ -23,7 +24,7 @@ pub(crate) use context::Draft;
 pub use names::is_valid_name;
 
 use crate::diagnostic::Diagnostic;
-use crate::model::HostConfig;
+use crate::model::{HostConfig, ModelApi};
 
 /// Checks a config built in code (for example by discovery) against every rule. Positions are not
 /// known, so the diagnostics carry pointers only.
@@ -38,11 +39,11 @@ pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
             unusable: BTreeSet::new(),
         })
         .collect();
-    check(&drafts)
+    check(&drafts, config.model_apis.as_deref())
 }
 
-/// Runs every rule over the bindings.
-pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
+/// Runs every rule over the bindings; `model_apis` is the config's.
+pub(crate) fn check(drafts: &[Draft], model_apis: Option<&[ModelApi]>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for draft in drafts {
         names::name_pattern(draft, &mut out);
@@ -70,6 +71,8 @@ pub(crate) fn check(drafts: &[Draft]) -> Vec<Diagnostic> {
         pins::task_invalid(draft, &mut out);
         kind::on_input_request_on_http(draft, &mut out);
         auth::auth(draft, &mut out);
+        model_apis::rejects(draft, model_apis, &mut out);
+        model_apis::strict(draft, model_apis, &mut out);
     }
     names::duplicate_names(drafts, &mut out);
     names::ident_collisions(drafts, &mut out);

@@ -478,6 +478,18 @@ impl ToolCall {
             }
         }
     }
+    /// A call from a name and the arguments a model produced from `api`'s definitions:
+    /// a `null` for an optional property that does not accept `null` becomes absent
+    /// (strict definitions make every property required), then as [`ToolCall::parse`].
+    pub fn parse_from(
+        api: ::brain_runtime::ModelApi,
+        name: &str,
+        mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+    ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+        let tool: ToolName = name.parse()?;
+        tool.binding().unproject(api, &mut arguments);
+        ToolCall::parse(name, arguments)
+    }
 }
 #[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
@@ -532,6 +544,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::Some("decline"),
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -561,6 +574,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -590,6 +604,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -619,6 +634,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -648,11 +664,84 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
+/// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+/// generated: for every tool, and for each tenant's.
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub static DEFINITIONS: &[(
+    ::brain_runtime::ModelApi,
+    ::std::option::Option<&str>,
+    &str,
+)] = &[
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\",\"description\":\"The page's URL.\"}},\"required\":[\"url\"]}},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"required\":[\"type\"]}},{\"name\":\"self\",\"description\":\"Another keyword.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"required\":[]}},{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"scene\":{\"type\":\"string\"}},\"required\":[]}},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[]}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\",\"description\":\"The page's URL.\"}},\"required\":[\"url\"]}},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"required\":[\"type\"]}},{\"name\":\"self\",\"description\":\"Another keyword.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"required\":[]}},{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"scene\":{\"type\":\"string\"}},\"required\":[]}},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[]}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The page's URL. (format: \\\"uri\\\")\"}},\"required\":[\"url\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"type\",\"self\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"self\",\"description\":\"Another keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"scene\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"scene\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"null\"}]}},\"required\":[\"n\"],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The page's URL. (format: \\\"uri\\\")\"}},\"required\":[\"url\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"type\",\"self\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"self\",\"description\":\"Another keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"scene\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"scene\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"null\"}]}},\"required\":[\"n\"],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The page's URL. (format: \\\"uri\\\")\"}},\"required\":[\"url\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"type\",\"self\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"self\",\"description\":\"Another keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"scene\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"scene\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"null\"}]}},\"required\":[\"n\"],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The page's URL. (format: \\\"uri\\\")\"}},\"required\":[\"url\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"type\",\"self\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"self\",\"description\":\"Another keyword.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"scene\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}},\"required\":[\"scene\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"null\"}]}},\"required\":[\"n\"],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"url\":{\"description\":\"The page's URL.\",\"type\":\"string\",\"format\":\"uri\"}},\"additionalProperties\":false,\"required\":[\"url\"]},\"strict\":true},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"additionalProperties\":false,\"required\":[\"type\"]},\"strict\":true},{\"name\":\"self\",\"description\":\"Another keyword.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false,\"required\":[]},\"strict\":true},{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"scene\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[]},\"strict\":true},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"additionalProperties\":false,\"required\":[]},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"url\":{\"description\":\"The page's URL.\",\"type\":\"string\",\"format\":\"uri\"}},\"additionalProperties\":false,\"required\":[\"url\"]},\"strict\":true},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"additionalProperties\":false,\"required\":[\"type\"]},\"strict\":true},{\"name\":\"self\",\"description\":\"Another keyword.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false,\"required\":[]},\"strict\":true},{\"name\":\"3d-render\",\"description\":\"A name starting with a digit.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"scene\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[]},\"strict\":true},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"additionalProperties\":false,\"required\":[]},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\",\"description\":\"The page's URL.\"}},\"required\":[\"url\"]}},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"required\":[\"type\"]}},{\"name\":\"self\",\"description\":\"Another keyword.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{},\"required\":[]}},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[]}}]}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"get-page\",\"description\":\"Fetch a page by URL.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\",\"description\":\"The page's URL.\"}},\"required\":[\"url\"]}},{\"name\":\"type\",\"description\":\"A tool named like a Rust keyword.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"type\":{\"type\":\"string\"},\"self\":{\"type\":\"boolean\"}},\"required\":[\"type\"]}},{\"name\":\"self\",\"description\":\"Another keyword.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{},\"required\":[]}},{\"name\":\"foo_bar\",\"description\":\"An underscore name.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[]}}]}]}",
+    ),
+];
+/// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+/// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+/// the binding's schema (`brain-harness tools --format` says why where not).
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub fn definitions(
+    api: ::brain_runtime::ModelApi,
+    tenant: ::std::option::Option<&str>,
+) -> ::brain_runtime::__codegen::serde_json::Value {
+    ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
+}
 /// The host config these bindings were generated from.
 #[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-    ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
+    ::brain_runtime::__codegen::StaticBinding::host_config(
+        &BINDINGS,
+        ::std::option::Option::None,
+    )
 }

@@ -546,6 +546,18 @@ impl ToolCall {
             }
         }
     }
+    /// A call from a name and the arguments a model produced from `api`'s definitions:
+    /// a `null` for an optional property that does not accept `null` becomes absent
+    /// (strict definitions make every property required), then as [`ToolCall::parse`].
+    pub fn parse_from(
+        api: ::brain_runtime::ModelApi,
+        name: &str,
+        mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+    ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+        let tool: ToolName = name.parse()?;
+        tool.binding().unproject(api, &mut arguments);
+        ToolCall::parse(name, arguments)
+    }
 }
 #[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
@@ -602,6 +614,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -631,6 +644,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -660,6 +674,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -689,6 +704,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -720,11 +736,84 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
+/// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+/// generated: for every tool, and for each tenant's.
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub static DEFINITIONS: &[(
+    ::brain_runtime::ModelApi,
+    ::std::option::Option<&str>,
+    &str,
+)] = &[
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"minLength\":1,\"pattern\":\"^\\\\S\"},\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},\"filters\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/filter\"}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}}}},\"required\":[\"query\"],\"$defs\":{\"filter\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"]}}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"hits\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"title\":{\"type\":\"string\"},\"score\":{\"type\":\"number\"}},\"required\":[\"title\"]}},\"total\":{\"type\":\"integer\"}},\"required\":[\"hits\",\"total\"]}},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"]}},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false}},{\"name\":\"weather\",\"description\":\"Structured output.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]},\"annotations\":{\"readOnlyHint\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"minLength\":1,\"pattern\":\"^\\\\S\"},\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},\"filters\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/filter\"}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}}}},\"required\":[\"query\"],\"$defs\":{\"filter\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"]}}},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"hits\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"title\":{\"type\":\"string\"},\"score\":{\"type\":\"number\"}},\"required\":[\"title\"]}},\"total\":{\"type\":\"integer\"}},\"required\":[\"hits\",\"total\"]}},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"]}},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false}},{\"name\":\"weather\",\"description\":\"Structured output.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]},\"outputSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"temperature\":{\"type\":\"number\"}},\"required\":[\"city\",\"temperature\"]},\"annotations\":{\"readOnlyHint\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"search\",\"description\":\"Search with filters.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"pattern\":\"^\\\\S\"},\"mode\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},{\"type\":\"null\"}]},\"limit\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},{\"type\":\"null\"}]},\"filters\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"],\"additionalProperties\":false}},{\"type\":\"null\"}]},\"options\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"highlight\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"highlight\"],\"additionalProperties\":false},{\"type\":\"null\"}]}},\"required\":[\"query\",\"mode\",\"limit\",\"filters\",\"options\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true},\"strict\":false},{\"type\":\"function\",\"name\":\"strict\",\"description\":\"No extra keys.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather\",\"description\":\"Structured output.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"search\",\"description\":\"Search with filters.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"pattern\":\"^\\\\S\"},\"mode\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},{\"type\":\"null\"}]},\"limit\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},{\"type\":\"null\"}]},\"filters\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"],\"additionalProperties\":false}},{\"type\":\"null\"}]},\"options\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"highlight\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"highlight\"],\"additionalProperties\":false},{\"type\":\"null\"}]}},\"required\":[\"query\",\"mode\",\"limit\",\"filters\",\"options\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true},\"strict\":false},{\"type\":\"function\",\"name\":\"strict\",\"description\":\"No extra keys.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false},\"strict\":true},{\"type\":\"function\",\"name\":\"weather\",\"description\":\"Structured output.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search with filters.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"pattern\":\"^\\\\S\"},\"mode\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},{\"type\":\"null\"}]},\"limit\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},{\"type\":\"null\"}]},\"filters\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"],\"additionalProperties\":false}},{\"type\":\"null\"}]},\"options\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"highlight\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"highlight\"],\"additionalProperties\":false},{\"type\":\"null\"}]}},\"required\":[\"query\",\"mode\",\"limit\",\"filters\",\"options\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true},\"strict\":false}},{\"type\":\"function\",\"function\":{\"name\":\"strict\",\"description\":\"No extra keys.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather\",\"description\":\"Structured output.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"search\",\"description\":\"Search with filters.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"pattern\":\"^\\\\S\"},\"mode\":{\"anyOf\":[{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},{\"type\":\"null\"}]},\"limit\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},{\"type\":\"null\"}]},\"filters\":{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"],\"additionalProperties\":false}},{\"type\":\"null\"}]},\"options\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"highlight\":{\"anyOf\":[{\"type\":\"boolean\"},{\"type\":\"null\"}]}},\"required\":[\"highlight\"],\"additionalProperties\":false},{\"type\":\"null\"}]}},\"required\":[\"query\",\"mode\",\"limit\",\"filters\",\"options\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true},\"strict\":false}},{\"type\":\"function\",\"function\":{\"name\":\"strict\",\"description\":\"No extra keys.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false},\"strict\":true}},{\"type\":\"function\",\"function\":{\"name\":\"weather\",\"description\":\"Structured output.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"},\"mode\":{\"description\":\"How hard to look.\",\"enum\":[\"fast\",\"exact\"]},\"limit\":{\"type\":\"integer\"},\"filters\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"field\",\"value\"]}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}},\"additionalProperties\":false}},\"additionalProperties\":false,\"required\":[\"query\"]},\"strict\":true},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"additionalProperties\":false,\"required\":[\"choice\"]},\"strict\":true},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"id\"]},\"strict\":true},{\"name\":\"weather\",\"description\":\"Structured output.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"city\"]},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"},\"mode\":{\"description\":\"How hard to look.\",\"enum\":[\"fast\",\"exact\"]},\"limit\":{\"type\":\"integer\"},\"filters\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"field\",\"value\"]}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}},\"additionalProperties\":false}},\"additionalProperties\":false,\"required\":[\"query\"]},\"strict\":true},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"additionalProperties\":false,\"required\":[\"choice\"]},\"strict\":true},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"id\"]},\"strict\":true},{\"name\":\"weather\",\"description\":\"Structured output.\",\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"additionalProperties\":false,\"required\":[\"city\"]},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},\"filters\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"]}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}}}},\"required\":[\"query\"]}},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"]}},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false}},{\"name\":\"weather\",\"description\":\"Structured output.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}]}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"search\",\"description\":\"Search with filters.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"exact\"],\"description\":\"How hard to look.\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100},\"filters\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"field\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"field\",\"value\"]}},\"options\":{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"boolean\"}}}},\"required\":[\"query\"]}},{\"name\":\"pick\",\"description\":\"A oneOf argument.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"choice\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}},\"required\":[\"choice\"]}},{\"name\":\"annotate\",\"description\":\"Extra keys allowed.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"note\":{\"type\":\"string\"}},\"additionalProperties\":true}},{\"name\":\"strict\",\"description\":\"No extra keys.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"required\":[\"id\"],\"additionalProperties\":false}},{\"name\":\"weather\",\"description\":\"Structured output.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}]}]}",
+    ),
+];
+/// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+/// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+/// the binding's schema (`brain-harness tools --format` says why where not).
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub fn definitions(
+    api: ::brain_runtime::ModelApi,
+    tenant: ::std::option::Option<&str>,
+) -> ::brain_runtime::__codegen::serde_json::Value {
+    ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
+}
 /// The host config these bindings were generated from.
 #[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-    ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
+    ::brain_runtime::__codegen::StaticBinding::host_config(
+        &BINDINGS,
+        ::std::option::Option::None,
+    )
 }

@@ -184,6 +184,18 @@ impl ToolCall {
             }
         }
     }
+    /// A call from a name and the arguments a model produced from `api`'s definitions:
+    /// a `null` for an optional property that does not accept `null` becomes absent
+    /// (strict definitions make every property required), then as [`ToolCall::parse`].
+    pub fn parse_from(
+        api: ::brain_runtime::ModelApi,
+        name: &str,
+        mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+    ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+        let tool: ToolName = name.parse()?;
+        tool.binding().unproject(api, &mut arguments);
+        ToolCall::parse(name, arguments)
+    }
 }
 #[allow(clippy::all, dead_code, unreachable_pub)]
 impl ::brain_runtime::__codegen::TypedCall for ToolCall {
@@ -232,11 +244,84 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
+        strict: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
+/// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+/// generated: for every tool, and for each tenant's.
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub static DEFINITIONS: &[(
+    ::brain_runtime::ModelApi,
+    ::std::option::Option<&str>,
+    &str,
+)] = &[
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Mcp,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAi,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::OpenAiChat,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Anthropic,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::None,
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
+    ),
+    (
+        ::brain_runtime::ModelApi::Gemini,
+        ::std::option::Option::Some("local"),
+        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
+    ),
+];
+/// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+/// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+/// the binding's schema (`brain-harness tools --format` says why where not).
+#[allow(clippy::all, dead_code, unreachable_pub)]
+pub fn definitions(
+    api: ::brain_runtime::ModelApi,
+    tenant: ::std::option::Option<&str>,
+) -> ::brain_runtime::__codegen::serde_json::Value {
+    ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
+}
 /// The host config these bindings were generated from.
 #[allow(clippy::all, dead_code, unreachable_pub)]
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-    ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS)
+    ::brain_runtime::__codegen::StaticBinding::host_config(
+        &BINDINGS,
+        ::std::option::Option::None,
+    )
 }

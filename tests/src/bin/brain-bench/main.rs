@@ -940,6 +940,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
         );
     }
     let config = HostConfig {
+        model_apis: None,
         schema: None,
         tools,
     };
