@@ -50,6 +50,18 @@ async def progress(steps: int, ctx: Context) -> str:
     return f"done {steps} steps"
 
 
+class Window(BaseModel):
+    start: str
+    end: str = "now"
+
+
+@server.tool()
+def search(query: str, limit: int = 10, lang: str = "en", window: Window = Window(start="-1d")) -> dict:
+    """Search, with optional arguments: returns the arguments as the server read them (a `null`
+    for an optional argument would fail pydantic's validation)."""
+    return {"query": query, "limit": limit, "lang": lang, "window": window.model_dump()}
+
+
 @server.tool()
 def weather(city: str) -> Weather:
     """Structured weather for a city."""

@@ -6,7 +6,9 @@
 # session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
 # (node_modules); for stdio bindings, @modelcontextprotocol/server-filesystem@2026.8.31
 # (node_modules) and mcp-server-time==2026.10.19 (in .venv-time); for the OAuth tests, the
-# authorization server oidc-provider@9.13.3 (node_modules, run by oauth_server.mjs). Idempotent and quick once done;
+# authorization server oidc-provider@9.13.3 (node_modules, run by oauth_server.mjs); and the
+# model APIs' SDKs openai-agents==0.24.0, anthropic==2.10.0, google-genai==3.3.0 (in .venv-models,
+# whose code checks brain's tool definitions: model_apis.py). Idempotent and quick once done;
 # `cargo xtask ci` runs it.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,6 +37,14 @@ if ! .venv-time/bin/python -c 'import importlib.metadata as m, sys; sys.exit(m.v
   .venv-time/bin/pip install --quiet --disable-pip-version-check "mcp-server-time==2026.10.19"
 fi
 
+# The model APIs' own SDKs, whose code checks brain's tool definitions (model_apis.py); pydantic
+# pinned too (google-genai's check is pydantic's).
+MODEL_PINS=("openai-agents==0.24.0" "anthropic==2.10.0" "google-genai==3.3.0" "pydantic==2.14.4")
+if ! .venv-models/bin/python -c 'import importlib.metadata as m, sys; sys.exit(any(m.version(p) != v for p, v in (a.split("==") for a in sys.argv[1:])))' "${MODEL_PINS[@]}" 2>/dev/null; then
+  python3 -m venv .venv-models
+  .venv-models/bin/pip install --quiet --disable-pip-version-check "${MODEL_PINS[@]}"
+fi
+
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
   || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ] \
   || [ ! -f node_modules/oidc-provider/package.json ]; then
@@ -42,4 +52,4 @@ if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
 fi
 version() { "$1/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'; }
 npm_version() { node -p "require('./node_modules/@modelcontextprotocol/$1/package.json').version"; }
-echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), oidc-provider $(node -p "require('./node_modules/oidc-provider/package.json').version"), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))')"
+echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), oidc-provider $(node -p "require('./node_modules/oidc-provider/package.json').version"), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))'), model SDKs $(.venv-models/bin/python -c 'import importlib.metadata as m; print(", ".join(p + " " + m.version(p) for p in ("openai-agents", "anthropic", "google-genai")))')"
