@@ -4,6 +4,8 @@
 //! google-genai 3.3.0; `tests/interop/setup.sh` installs them), and `call --from openai` against
 //! the official Python SDK server with every optional argument `null`.
 
+#![allow(clippy::print_stderr)] // the SDKs' report and each API's counts, printed for the record
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
