@@ -187,7 +187,14 @@ impl Builder {
 /// The config at `path`, or its diagnostics printed to stderr as `cargo xtask check` prints them.
 fn load(path: &Path) -> Result<HostConfig, Error> {
     match brain_config::load_file(path) {
-        Ok(config) => Ok(config),
+        Ok(config) => {
+            // Shown by cargo when the build fails, or with `-vv`: each tool that cannot be
+            // strict, and why (as `cargo xtask check` prints them).
+            for (api, note) in brain_config::model_api::strictness_notes(&config) {
+                eprintln!("note: {api}: {note}");
+            }
+            Ok(config)
+        }
         Err(ConfigError::Invalid(diagnostics)) => {
             eprintln!("{diagnostics}");
             Err(Error::Invalid(diagnostics))

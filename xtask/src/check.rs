@@ -10,6 +10,9 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     match brain_config::load_file(path) {
         Ok(config) => {
             println!("ok: {}: {}", path.display(), summary(&config));
+            for (api, note) in brain_config::model_api::strictness_notes(&config) {
+                println!("note: {api}: {note}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(ConfigError::Invalid(diagnostics)) => {

@@ -1071,6 +1071,14 @@ pub fn definitions(
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(
         &BINDINGS,
-        ::std::option::Option::None,
+        ::std::option::Option::Some(
+            &[
+                ::brain_runtime::ModelApi::Mcp,
+                ::brain_runtime::ModelApi::OpenAi,
+                ::brain_runtime::ModelApi::OpenAiChat,
+                ::brain_runtime::ModelApi::Anthropic,
+                ::brain_runtime::ModelApi::Gemini,
+            ],
+        ),
     )
 }

@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 
 pub use unproject::unproject;
 
-use crate::model::{ModelApi, ToolBinding};
+use crate::model::{HostConfig, ModelApi, ToolBinding};
 
 /// What a projection did to one tool beyond copying it, or why it did not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +149,29 @@ pub fn definitions<'a>(
         document,
         tools,
     }
+}
+
+/// What `cargo xtask check` and `compile_config` report as notes: each tool that cannot be
+/// strict for a model API with a strict mode (those `model_apis` names, else OpenAI's and
+/// Anthropic's), and why — each tool alone, before any per-request limit.
+pub fn strictness_notes(config: &HostConfig) -> Vec<(ModelApi, Note)> {
+    let apis: Vec<ModelApi> = match &config.model_apis {
+        Some(apis) => apis.iter().copied().filter(|api| api.has_strict_mode()).collect(),
+        None => vec![ModelApi::OpenAi, ModelApi::Anthropic],
+    };
+    let mut out = Vec::new();
+    for api in apis {
+        for binding in &config.tools {
+            out.extend(
+                project(api, binding)
+                    .notes
+                    .into_iter()
+                    .filter(|note| note.kind == NoteKind::NotStrict)
+                    .map(|note| (api, note)),
+            );
+        }
+    }
+    out
 }
 
 /// One binding projected for `api`, alone (no per-request limits).
