@@ -11,6 +11,14 @@ use crate::workspace::{cargo_build, target_dir};
 /// The example crates, each a binary of the same name, in the order they run.
 const EXAMPLES: &[&str] = &["library-host", "typed-host", "agent-loop"];
 
+/// Each run: the example and its arguments (agent-loop once per model API format it shows).
+const RUNS: &[(&str, &[&str])] = &[
+    ("library-host", &[]),
+    ("typed-host", &[]),
+    ("agent-loop", &["openai"]),
+    ("agent-loop", &["anthropic"]),
+];
+
 /// The port the examples' host configs name.
 const PORT: &str = "8931";
 
@@ -37,9 +45,10 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         anyhow::bail!("brain-test-server did not start on port {PORT} (is the port taken?)");
     }
     println!("test server: {}", url.trim());
-    for example in EXAMPLES {
-        println!("\n--- {example}");
+    for (example, args) in RUNS {
+        println!("\n--- {example} {}", args.join(" "));
         let status = Command::new(target_dir().join("debug").join(example))
+            .args(*args)
             .status()
             .with_context(|| format!("cannot run {example}"))?;
         if !status.success() {
@@ -49,7 +58,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let _ = server.kill();
     let _ = server.wait();
     if failed.is_empty() {
-        println!("\nexamples: {} ran, all passed", EXAMPLES.len());
+        println!("\nexamples: {} runs, all passed", RUNS.len());
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("error: examples failed: {}", failed.join(", "));

@@ -156,7 +156,11 @@ pub fn definitions<'a>(
 /// Anthropic's), and why — each tool alone, before any per-request limit.
 pub fn strictness_notes(config: &HostConfig) -> Vec<(ModelApi, Note)> {
     let apis: Vec<ModelApi> = match &config.model_apis {
-        Some(apis) => apis.iter().copied().filter(|api| api.has_strict_mode()).collect(),
+        Some(apis) => apis
+            .iter()
+            .copied()
+            .filter(|api| api.has_strict_mode())
+            .collect(),
         None => vec![ModelApi::OpenAi, ModelApi::Anthropic],
     };
     let mut out = Vec::new();

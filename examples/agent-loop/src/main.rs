@@ -1,9 +1,10 @@
 //! agent-loop: an agent host's turn loop with brain running the tools (see README.md). The model
-//! is scripted: `ScriptedModel` stands in for an LLM API.
+//! is scripted: `ScriptedModel` stands in for an LLM API, and is shown the tools in that API's
+//! format (`openai`, the default, or `anthropic`: `cargo run -p agent-loop -- anthropic`).
 
 #![allow(clippy::print_stdout)]
 
-use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use brain_runtime::{CallRequest, ContentBlock, Event, ModelApi, Runtime, Scope, ToolResult};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -34,26 +35,36 @@ struct ToolCall {
     arguments: Value,
 }
 
-/// A tool as the model is shown it.
-#[derive(Debug, Clone)]
-struct ToolSpec {
-    name: String,
-    description: String,
-    parameters: Value,
+/// The tools as the model API's request carries them: `{"tools": [...]}` in its format.
+struct Tools {
+    api: ModelApi,
+    document: Value,
+}
+
+impl Tools {
+    /// The definition of the tool `name`, if the model was shown it.
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.document["tools"]
+            .as_array()?
+            .iter()
+            .find(|tool| tool["name"] == name)
+    }
 }
 
 /// Stands in for an LLM API: **scripted, not a model**. First turn: asks for `echo` and
 /// `long_task` (when it was shown them); once the transcript has their results: a text answer.
+/// Like a model in strict mode, it gives every property a strict definition requires, and
+/// `null` for the ones it has no value for.
 struct ScriptedModel;
 
 impl ScriptedModel {
-    fn respond(&self, tools: &[ToolSpec], transcript: &[Message]) -> Message {
+    fn respond(&self, tools: &Tools, transcript: &[Message]) -> Message {
         let results: Vec<&Message> = transcript
             .iter()
             .filter(|m| matches!(m, Message::Tool { .. }))
             .collect();
         if results.is_empty() {
-            let offered = |name: &str| tools.iter().any(|tool| tool.name == name);
+            let offered = |name: &str| tools.get(name).is_some();
             let mut tool_calls = Vec::new();
             if offered("echo") {
                 tool_calls.push(ToolCall {
@@ -62,11 +73,21 @@ impl ScriptedModel {
                     arguments: json!({"message": "the user asked for a status report"}),
                 });
             }
-            if offered("long_task") {
+            if let Some(tool) = tools.get("long_task") {
+                let mut arguments = json!({"steps": 3});
+                // OpenAI's strict definition requires `delay_ms` (nullable): the model says
+                // "no value" with null, and brain maps it back to absent.
+                let required = &tool["parameters"]["required"];
+                if required
+                    .as_array()
+                    .is_some_and(|r| r.contains(&json!("delay_ms")))
+                {
+                    arguments["delay_ms"] = Value::Null;
+                }
                 tool_calls.push(ToolCall {
                     id: "turn1-long-task".into(),
                     name: "long_task".into(),
-                    arguments: json!({"steps": 3, "delay_ms": 100}),
+                    arguments,
                 });
             }
             return Message::Assistant {
@@ -94,29 +115,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config =
         brain_config::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/host.json").as_ref())?;
     let runtime = Runtime::new(&config)?;
+    let api: ModelApi = match std::env::args().nth(1) {
+        Some(name) => name.parse()?,
+        None => ModelApi::OpenAi,
+    };
     let scope = Scope {
         tenant_id: "local".into(),
         session_id: "agent-loop".into(),
     };
-    // The model sees only the tools this tenant may call.
-    let tools: Vec<ToolSpec> = runtime
-        .bindings()
-        .into_iter()
-        .filter(|binding| binding.tenants.contains(&scope.tenant_id))
-        .map(|binding| ToolSpec {
-            name: binding.name.clone(),
-            description: binding.description.clone(),
-            parameters: binding.input_schema.clone(),
-        })
-        .collect();
-    // What a model API's request would carry as its tool definitions.
-    println!("tools shown to the model:");
-    for tool in &tools {
-        println!(
-            "  {}: {} (arguments: {})",
-            tool.name, tool.description, tool.parameters
-        );
+    // The model sees only the tools this tenant may call, as its API takes them (computed
+    // once, on first use; strict where faithful, each note says why not).
+    let definitions = runtime.definitions(api, Some(&scope.tenant_id));
+    for note in definitions.notes() {
+        println!("note: {note}");
     }
+    let tools = Tools {
+        api,
+        document: definitions.document.clone(),
+    };
+    println!(
+        "tools shown to the model ({}): {}",
+        tools.api, tools.document
+    );
 
     let model = ScriptedModel;
     let mut transcript = vec![Message::User("Give me a status report.".into())];
@@ -141,7 +161,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         // The calls run at once; each one's progress is printed as it arrives.
         let results = futures_util::future::join_all(
-            tool_calls.iter().map(|call| run(&runtime, &scope, call)),
+            tool_calls
+                .iter()
+                .map(|call| run(&runtime, &scope, api, call)),
         )
         .await;
         for (call, result) in tool_calls.iter().zip(results) {
@@ -156,10 +178,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Err("the model did not answer within 4 turns".into())
 }
 
-/// Runs one tool call through brain, printing its progress; its one result.
-async fn run(runtime: &Runtime, scope: &Scope, call: &ToolCall) -> ToolResult {
-    let request =
-        CallRequest::new(&call.name, scope.clone(), call.arguments.clone()).with_call_id(&call.id);
+/// Runs one tool call through brain, printing its progress; its one result. `from`: the API
+/// whose definitions the model's arguments follow (brain maps them back to the binding's schema).
+async fn run(runtime: &Runtime, scope: &Scope, api: ModelApi, call: &ToolCall) -> ToolResult {
+    let request = CallRequest::new(&call.name, scope.clone(), call.arguments.clone())
+        .with_call_id(&call.id)
+        .with_from(api);
     let mut events = runtime.call(request);
     while let Some(event) = events.next().await {
         match event {
