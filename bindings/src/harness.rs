@@ -581,7 +581,14 @@ fn tools(config: &HostConfig, runtime: &Runtime, format: ToolsFormat, tenant: Op
                 "{api}: {shown} of {} tools, {strict} strict",
                 definitions.tools.len()
             );
-            println!("{}", definitions.document);
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let written = serde_json::to_writer(&mut out, &definitions.document)
+                .map_err(std::io::Error::from)
+                .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+                .and_then(|()| std::io::Write::flush(&mut out));
+            if let Err(error) = written {
+                eprintln!("error: cannot write the definitions: {error}");
+            }
         }
     }
 }

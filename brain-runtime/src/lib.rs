@@ -65,6 +65,7 @@ mod http;
 pub mod journal;
 mod mcp;
 mod outcome;
+mod request;
 mod revision;
 mod routing;
 mod runtime;
@@ -79,7 +80,8 @@ mod wire;
 pub use brain_config::ModelApi;
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
-pub use runtime::{__bench, Call, CallRequest, Runtime, RuntimeBuilder, RuntimeError};
+pub use request::CallRequest;
+pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{
     MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,
     SessionTokenError, verify_session_token,

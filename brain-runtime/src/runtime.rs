@@ -19,6 +19,7 @@ use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::journal::{Journal, Journaling, Key, Ticket};
 use crate::outcome::{Fact, Failure};
+use crate::request::CallRequest;
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::telemetry::{Instruments, Peer};
 use crate::tool::{Scope, Tool, Unavailable};
@@ -453,79 +454,6 @@ impl std::fmt::Debug for Runtime {
         let mut names: Vec<&String> = self.inner.tools.keys().collect();
         names.sort();
         f.debug_struct("Runtime").field("tools", &names).finish()
-    }
-}
-
-/// One call to make: [`CallRequest::new`], then `with_…` for the optional parts.
-///
-/// ```
-/// use brain_runtime::{CallRequest, Scope};
-///
-/// let scope = Scope { tenant_id: "local".into(), session_id: "s1".into() };
-/// let request = CallRequest::new("echo", scope, serde_json::json!({"message": "hi"}))
-///     .with_call_id("call-1");
-/// assert_eq!(request.call_id.as_deref(), Some("call-1"));
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct CallRequest {
-    /// The binding's name (the name the model sees).
-    pub tool: String,
-    /// Who is calling.
-    pub scope: Scope,
-    /// The call's id, also the progress token; a UUID is generated when absent.
-    pub call_id: Option<String>,
-    /// The arguments, validated against the binding's `input_schema`.
-    pub arguments: Value,
-    /// The model API whose definitions the arguments were produced from: a `null` where the
-    /// binding's schema has an optional property without `null` is read as "absent" (strict
-    /// definitions make every property required) before the gate validates them. `None`: the
-    /// arguments follow the binding's own schema.
-    pub from: Option<ModelApi>,
-    /// The span the call's span is a child of (its trace continues at the server through
-    /// `_meta.traceparent`); the current span when `None`.
-    pub parent: Option<tracing::Span>,
-}
-
-impl CallRequest {
-    /// A call of the binding `tool` by `scope` with `arguments`; its call id is generated and its
-    /// span is a child of the current span unless set.
-    pub fn new(tool: impl Into<String>, scope: Scope, arguments: Value) -> Self {
-        CallRequest {
-            tool: tool.into(),
-            scope,
-            call_id: None,
-            arguments,
-            from: None,
-            parent: None,
-        }
-    }
-
-    /// The call's id (also its progress token and its key in the call journal: a retry with the
-    /// same id is answered from the journal, never sent twice).
-    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
-        self.call_id = Some(call_id.into());
-        self
-    }
-
-    /// The call's id when there is one ([`with_call_id`](Self::with_call_id)), else a generated
-    /// UUID.
-    pub fn with_optional_call_id(mut self, call_id: Option<String>) -> Self {
-        self.call_id = call_id;
-        self
-    }
-
-    /// The span the call's span is a child of.
-    pub fn with_parent(mut self, parent: tracing::Span) -> Self {
-        self.parent = Some(parent);
-        self
-    }
-
-    /// The model API whose definitions ([`Runtime::definitions`]) the model produced the
-    /// arguments from: they are mapped back to the binding's schema before the gate.
-    pub fn with_from(mut self, api: ModelApi) -> Self {
-        self.from = Some(api);
-        self
     }
 }
 

@@ -9,8 +9,12 @@
 use std::process::ExitCode;
 
 pub(crate) fn run(quick: bool, require_sdks: bool) -> anyhow::Result<ExitCode> {
-    println!("=== cargo build --release --workspace --bin brain-bench --bin brain-test-server");
-    let release = crate::dist::release_build(&["brain-bench", "brain-test-server"])?;
+    println!(
+        "=== cargo build --release --workspace --bin brain-bench --bin brain-test-server --bin \
+         brain-harness"
+    );
+    let release =
+        crate::dist::release_build(&["brain-bench", "brain-test-server", "brain-harness"])?;
     let mut command = std::process::Command::new(release.join("brain-bench"));
     if quick {
         command.arg("--quick");

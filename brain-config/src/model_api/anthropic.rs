@@ -7,9 +7,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::openai::NotStrict;
-use super::schema::{Unresolved, free_form, self_contained, types};
-use super::{ANNOTATIONS, NoteKind, Notes, Projection, describe_moved};
+use super::projection::{
+    ANNOTATIONS, NotStrict, Note, NoteKind, Notes, Projection, describe_moved,
+};
+use super::schema::{Unresolved, free_form, owned, self_contained, types};
 use crate::model::ToolBinding;
 use crate::source::escape_token;
 
@@ -68,9 +69,14 @@ fn belongs(kind: &str, key: &str) -> bool {
 }
 
 /// The tool's `input_schema`, and whether it is strict.
-pub(super) fn input_schema(input_schema: &Value, notes: &mut Notes<'_>) -> (Option<Value>, bool) {
+pub(super) fn input_schema(
+    input_schema: &Value,
+    allowed: Result<(), &str>,
+    notes: &mut Notes<'_>,
+) -> (Option<Value>, bool) {
     let inlined = self_contained(input_schema);
     let strict = match &inlined {
+        Ok(_) if let Err(why) = allowed => Err(not_strict("", why)),
         Ok(schema) => {
             let mut changes = Notes {
                 tool: notes.tool,
@@ -91,7 +97,7 @@ pub(super) fn input_schema(input_schema: &Value, notes: &mut Notes<'_>) -> (Opti
         Err(NotStrict { pointer, why }) => {
             notes.push(NoteKind::NotStrict, &pointer, why);
             (
-                Some(inlined.unwrap_or_else(|_| input_schema.clone())),
+                Some(inlined.map_or_else(|_| input_schema.clone(), owned)),
                 false,
             )
         }
@@ -292,7 +298,7 @@ fn drop_rest(map: &Map<String, Value>, pointer: &str, kept: &[&str], notes: &mut
     for key in map.keys() {
         let key = key.as_str();
         if kept.contains(&key)
-            || matches!(key, "description" | "title" | "format")
+            || matches!(key, "description" | "title" | "format" | "$schema")
             || ANNOTATIONS.contains(&key)
         {
             continue;
@@ -366,7 +372,7 @@ pub(super) fn request_limits(tools: &mut [Projection], bindings: &[&ToolBinding]
             }
             Some(limit) => {
                 let fallback = self_contained(&binding.input_schema)
-                    .unwrap_or_else(|_| binding.input_schema.clone());
+                    .map_or_else(|_| binding.input_schema.clone(), owned);
                 definition["input_schema"] = fallback;
                 if let Value::Object(fields) = definition {
                     fields.remove("strict");
@@ -374,7 +380,7 @@ pub(super) fn request_limits(tools: &mut [Projection], bindings: &[&ToolBinding]
                 tool.strict = false;
                 tool.notes
                     .retain(|note| !matches!(note.kind, NoteKind::Dropped | NoteKind::Moved));
-                tool.notes.push(super::Note {
+                tool.notes.push(Note {
                     tool: tool.name.clone(),
                     kind: NoteKind::NotStrict,
                     pointer: String::new(),

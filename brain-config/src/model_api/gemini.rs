@@ -1,10 +1,12 @@
 //! Gemini's function declarations: `parametersJsonSchema` (JSON Schema, in Gemini's documented
 //! subset) under a name Gemini accepts. Gemini has no strict mode.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
+use serde_json::{Map, Value};
+
+use super::projection::{ANNOTATIONS, NoteKind, Notes, describe_moved, object};
 use super::schema::self_contained;
-use super::{ANNOTATIONS, NoteKind, Notes, describe_moved};
 use crate::model::ToolBinding;
 use crate::source::escape_token;
 
@@ -60,14 +62,14 @@ pub(super) fn declaration(binding: &ToolBinding, notes: &mut Notes<'_>) -> Optio
     }
     // A schema that cannot be inlined (a recursive one) keeps its `$defs` and `$ref`s, which
     // Gemini's subset has.
-    let schema =
-        self_contained(&binding.input_schema).unwrap_or_else(|_| binding.input_schema.clone());
+    let schema = self_contained(&binding.input_schema)
+        .map_or_else(|_| Cow::Borrowed(&binding.input_schema), |schema| schema);
     let parameters = subset(&schema, "", notes);
-    Some(json!({
-        "name": binding.name,
-        "description": binding.description,
-        "parametersJsonSchema": parameters,
-    }))
+    Some(object([
+        ("name", Value::String(binding.name.clone())),
+        ("description", Value::String(binding.description.clone())),
+        ("parametersJsonSchema", parameters),
+    ]))
 }
 
 /// `schema` in Gemini's subset: keywords outside it dropped (the gate enforces them) or moved
@@ -85,13 +87,14 @@ fn subset(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Value {
                 format!("`{key}` beside a `$ref`, which Gemini takes alone"),
             );
         }
-        return json!({"$ref": reference});
+        return object([("$ref", reference.clone())]);
     }
     let mut out = Map::new();
     let mut moved = Vec::new();
     for (key, value) in map {
         let here = format!("{pointer}/{}", escape_token(key));
         match key.as_str() {
+            "$schema" => {}
             "properties" | "$defs" => {
                 let children = value
                     .as_object()

@@ -24,84 +24,20 @@
 mod anthropic;
 mod gemini;
 mod openai;
+mod projection;
 pub(crate) mod schema;
 #[cfg(test)]
 mod tests;
 mod unproject;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
+pub use projection::{Note, NoteKind, Projection};
 pub use unproject::unproject;
 
+use projection::{Notes, object};
+
 use crate::model::{HostConfig, ModelApi, ToolBinding};
-
-/// What a projection did to one tool beyond copying it, or why it did not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    /// The binding's name.
-    pub tool: String,
-    /// What kind of note.
-    pub kind: NoteKind,
-    /// Where, as a JSON pointer into the binding's `input_schema` (empty: the whole tool).
-    pub pointer: String,
-    /// What, and why.
-    pub message: String,
-}
-
-/// The kinds of [`Note`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum NoteKind {
-    /// The tool is not strict: making it strict would not be faithful (or a limit is passed).
-    NotStrict,
-    /// A lossless repair (e.g. `items: {}` on an array without `items`).
-    Repaired,
-    /// A keyword the API refuses and the gate enforces was dropped: brain still validates every
-    /// call against the original schema before any I/O.
-    Dropped,
-    /// A keyword the gate does not enforce (`default`, `examples`, a `format`) was moved into
-    /// the description.
-    Moved,
-    /// The API cannot take the tool: it is left out of the definitions.
-    Rejected,
-}
-
-impl NoteKind {
-    /// A word for messages: `not strict`, `repaired`, `dropped`, `moved`, `left out`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoteKind::NotStrict => "not strict",
-            NoteKind::Repaired => "repaired",
-            NoteKind::Dropped => "dropped",
-            NoteKind::Moved => "moved",
-            NoteKind::Rejected => "left out",
-        }
-    }
-}
-
-impl std::fmt::Display for Note {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.tool, self.kind.as_str())?;
-        if !self.pointer.is_empty() {
-            write!(f, " at {}", self.pointer)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-/// One tool projected for one API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Projection {
-    /// The binding's name (the name the model sees).
-    pub name: String,
-    /// The tool definition, exactly as the API's `tools` takes it; `None` when the API cannot
-    /// take the tool.
-    pub definition: Option<Value>,
-    /// Whether the definition is strict (the model's arguments constrained to the schema).
-    pub strict: bool,
-    /// Everything the projection changed, and why it is not strict.
-    pub notes: Vec<Note>,
-}
 
 /// The definitions of a set of bindings for one API.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,11 +75,15 @@ pub fn definitions<'a>(
         .iter()
         .filter_map(|tool| tool.definition.clone())
         .collect();
-    let document = match api {
-        ModelApi::Gemini if definitions.is_empty() => json!({"tools": []}),
-        ModelApi::Gemini => json!({"tools": [{"functionDeclarations": definitions}]}),
-        _ => json!({"tools": definitions}),
+    let definitions = match api {
+        ModelApi::Gemini if definitions.is_empty() => Vec::new(),
+        ModelApi::Gemini => vec![object([(
+            "functionDeclarations",
+            Value::Array(definitions),
+        )])],
+        _ => definitions,
     };
+    let document = object([("tools", Value::Array(definitions))]);
     Definitions {
         api,
         document,
@@ -187,37 +127,41 @@ pub fn project(api: ModelApi, binding: &ToolBinding) -> Projection {
     let (definition, strict) = match api {
         ModelApi::Mcp => (Some(mcp(binding)), false),
         ModelApi::OpenAi | ModelApi::OpenAiChat => {
-            let (parameters, strict) = openai::parameters(&binding.input_schema, &mut notes);
+            let (parameters, strict) =
+                openai::parameters(&binding.input_schema, strict_allowed(binding), &mut notes);
             let definition = parameters.map(|parameters| {
-                let function = json!({
-                    "name": binding.name,
-                    "description": binding.description,
-                    "parameters": parameters,
-                    "strict": strict,
-                });
+                let function = [
+                    ("name", Value::String(binding.name.clone())),
+                    ("description", Value::String(binding.description.clone())),
+                    ("parameters", parameters),
+                    ("strict", Value::Bool(strict)),
+                ];
                 if api == ModelApi::OpenAi {
-                    let mut tool = Map::new();
-                    tool.insert("type".into(), "function".into());
-                    tool.extend(function.as_object().cloned().unwrap_or_default());
-                    Value::Object(tool)
+                    object(
+                        [("type", Value::from("function"))]
+                            .into_iter()
+                            .chain(function),
+                    )
                 } else {
-                    json!({"type": "function", "function": function})
+                    object([
+                        ("type", Value::from("function")),
+                        ("function", object(function)),
+                    ])
                 }
             });
             (definition, strict)
         }
         ModelApi::Anthropic => {
-            let (input_schema, strict) = anthropic::input_schema(&binding.input_schema, &mut notes);
+            let (input_schema, strict) =
+                anthropic::input_schema(&binding.input_schema, strict_allowed(binding), &mut notes);
             let definition = input_schema.map(|input_schema| {
-                let mut tool = json!({
-                    "name": binding.name,
-                    "description": binding.description,
-                    "input_schema": input_schema,
-                });
-                if strict {
-                    tool["strict"] = Value::Bool(true);
-                }
-                tool
+                let tool = [
+                    ("name", Value::String(binding.name.clone())),
+                    ("description", Value::String(binding.description.clone())),
+                    ("input_schema", input_schema),
+                ];
+                let strict = strict.then_some(("strict", Value::Bool(true)));
+                object(tool.into_iter().chain(strict))
             });
             (definition, strict)
         }
@@ -232,67 +176,32 @@ pub fn project(api: ModelApi, binding: &ToolBinding) -> Projection {
     }
 }
 
+/// `Err(why)` when the binding opts out of strict mode (`"strict": false`).
+fn strict_allowed(binding: &ToolBinding) -> Result<(), &'static str> {
+    match binding.strict {
+        Some(false) => Err("the binding says `\"strict\": false`"),
+        _ => Ok(()),
+    }
+}
+
 /// The pinned MCP Tool object: `name` is the binding's name.
 fn mcp(binding: &ToolBinding) -> Value {
-    let mut tool = json!({
-        "name": binding.name,
-        "description": binding.description,
-        "inputSchema": binding.input_schema,
-    });
-    if let Some(output) = &binding.output_schema {
-        tool["outputSchema"] = output.clone();
-    }
-    if let Some(annotations) = &binding.annotations {
-        tool["annotations"] = Value::Object(annotations.clone());
-    }
-    tool
-}
-
-/// Keywords nothing enforces (the gate validates with them as annotations): a projection that
-/// cannot pass them on moves them into the description.
-pub(crate) const ANNOTATIONS: &[&str] =
-    &["default", "examples", "deprecated", "readOnly", "writeOnly"];
-
-/// Appends `moved` keywords to `schema`'s description as `(key: value; …)`, with a note each.
-pub(crate) fn describe_moved(
-    schema: &mut Map<String, Value>,
-    moved: &[(String, Value)],
-    pointer: &str,
-    notes: &mut Notes<'_>,
-) {
-    if moved.is_empty() {
-        return;
-    }
-    let said: Vec<String> = moved.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-    let description = match schema.get("description").and_then(Value::as_str) {
-        Some(description) if !description.is_empty() => {
-            format!("{description} ({})", said.join("; "))
-        }
-        _ => format!("({})", said.join("; ")),
-    };
-    schema.insert("description".into(), Value::String(description));
-    for (key, _) in moved {
-        notes.push(
-            NoteKind::Moved,
-            &format!("{pointer}/{}", crate::source::escape_token(key)),
-            format!("`{key}` moved into the description (nothing enforces it)"),
-        );
-    }
-}
-
-/// The notes of one tool's projection, as it goes.
-pub(crate) struct Notes<'a> {
-    pub(crate) tool: &'a str,
-    pub(crate) notes: Vec<Note>,
-}
-
-impl Notes<'_> {
-    pub(crate) fn push(&mut self, kind: NoteKind, pointer: &str, message: impl Into<String>) {
-        self.notes.push(Note {
-            tool: self.tool.to_owned(),
-            kind,
-            pointer: pointer.to_owned(),
-            message: message.into(),
-        });
-    }
+    let fields = [
+        ("name", Some(Value::String(binding.name.clone()))),
+        (
+            "description",
+            Some(Value::String(binding.description.clone())),
+        ),
+        ("inputSchema", Some(binding.input_schema.clone())),
+        ("outputSchema", binding.output_schema.clone()),
+        (
+            "annotations",
+            binding.annotations.clone().map(Value::Object),
+        ),
+    ];
+    object(
+        fields
+            .into_iter()
+            .filter_map(|(key, value)| Some((key, value?))),
+    )
 }

@@ -8,8 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::schema::{Unresolved, accepts_null, free_form, self_contained, types};
-use super::{ANNOTATIONS, NoteKind, Notes, describe_moved};
+use super::projection::{ANNOTATIONS, NotStrict, NoteKind, Notes, describe_moved, object};
+use super::schema::{Unresolved, accepts_null, free_form, owned, self_contained, types};
 use crate::source::escape_token;
 
 /// OpenAI's documented limits on a strict schema.
@@ -78,9 +78,14 @@ const ENFORCED: &[&str] = &[
 ];
 
 /// The function's `parameters`, and whether it is strict. `None`: OpenAI cannot take the tool.
-pub(super) fn parameters(input_schema: &Value, notes: &mut Notes<'_>) -> (Option<Value>, bool) {
+pub(super) fn parameters(
+    input_schema: &Value,
+    allowed: Result<(), &str>,
+    notes: &mut Notes<'_>,
+) -> (Option<Value>, bool) {
     let inlined = self_contained(input_schema);
     let strict = match &inlined {
+        Ok(_) if let Err(why) = allowed => Err(not_strict("", why)),
         Ok(schema) => strict(schema, notes.tool).and_then(|projected| {
             limits(&projected)?;
             Ok(projected)
@@ -97,17 +102,11 @@ pub(super) fn parameters(input_schema: &Value, notes: &mut Notes<'_>) -> (Option
         }
         Err(NotStrict { pointer, why }) => {
             notes.push(NoteKind::NotStrict, &pointer, why);
-            let mut schema = inlined.unwrap_or_else(|_| input_schema.clone());
+            let mut schema = inlined.map_or_else(|_| input_schema.clone(), owned);
             repair(&mut schema, "", true, notes);
             (Some(schema), false)
         }
     }
-}
-
-/// Why a tool cannot be strict.
-pub(super) struct NotStrict {
-    pub(super) pointer: String,
-    pub(super) why: String,
 }
 
 /// A strict schema and what was changed to make it.
@@ -175,7 +174,7 @@ fn node(
     let mut out = Map::new();
     let mut moved = Vec::new();
     for (key, value) in map {
-        let here = format!("{pointer}/{}", escape_token(key));
+        let here = || format!("{pointer}/{}", escape_token(key));
         match key.as_str() {
             "properties"
             | "required"
@@ -183,7 +182,8 @@ fn node(
             | "patternProperties"
             | "items"
             | "anyOf"
-            | "oneOf" => {}
+            | "oneOf"
+            | "$schema" => {}
             "format" => match value.as_str() {
                 Some(format) if FORMATS.contains(&format) => {
                     out.insert(key.clone(), value.clone());
@@ -196,12 +196,12 @@ fn node(
             k if ANNOTATIONS.contains(&k) => moved.push((key.as_str(), value)),
             k if ENFORCED.contains(&k) => changes.push(
                 NoteKind::Dropped,
-                &here,
+                &here(),
                 format!("`{key}`, which strict mode refuses (the gate still enforces it)"),
             ),
             _ => changes.push(
                 NoteKind::Dropped,
-                &here,
+                &here(),
                 format!("`{key}`, which strict mode does not know"),
             ),
         }
@@ -240,14 +240,15 @@ fn node(
                 ),
             ));
         }
-        let properties = map["properties"].as_object().cloned().unwrap_or_default();
+        let empty = Map::new();
+        let properties = map["properties"].as_object().unwrap_or(&empty);
         let required: Vec<&str> = map
             .get("required")
             .and_then(Value::as_array)
             .map(|names| names.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let mut projected = Map::new();
-        for (name, property) in &properties {
+        for (name, property) in properties {
             let here = format!("{pointer}/properties/{}", escape_token(name));
             let inner = node(property, &here, false, changes)?;
             if required.contains(&name.as_str()) {
@@ -268,9 +269,16 @@ fn node(
                      property its `null` would be ambiguous",
                 ));
             }
-            projected.insert(name.clone(), json!({"anyOf": [inner, {"type": "null"}]}));
+            let null = object([("type", Value::from("null"))]);
+            projected.insert(
+                name.clone(),
+                object([("anyOf", Value::Array(vec![inner, null]))]),
+            );
         }
-        let names: Vec<Value> = properties.keys().map(|name| json!(name)).collect();
+        let names: Vec<Value> = properties
+            .keys()
+            .map(|name| Value::from(name.as_str()))
+            .collect();
         out.insert("properties".into(), Value::Object(projected));
         out.insert("required".into(), Value::Array(names));
         out.insert("additionalProperties".into(), Value::Bool(false));
@@ -394,7 +402,11 @@ pub(super) fn repair(schema: &mut Value, pointer: &str, root: bool, notes: &mut 
             "`properties: {}` added to the root (OpenAI requires it; it changes nothing)",
         );
     }
-    let is_array = types(&Value::Object(map.clone())).contains(&"array");
+    let is_array = match map.get("type") {
+        Some(Value::String(kind)) => kind == "array",
+        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "array"),
+        _ => false,
+    };
     if is_array && !map.contains_key("items") && !map.contains_key("prefixItems") {
         map.insert("items".into(), json!({}));
         notes.push(
@@ -405,6 +417,27 @@ pub(super) fn repair(schema: &mut Value, pointer: &str, root: bool, notes: &mut 
         );
     }
     for (key, value) in map.iter_mut() {
+        if !matches!(
+            key.as_str(),
+            "properties"
+                | "patternProperties"
+                | "$defs"
+                | "definitions"
+                | "dependentSchemas"
+                | "anyOf"
+                | "oneOf"
+                | "allOf"
+                | "prefixItems"
+                | "items"
+                | "additionalProperties"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+        ) {
+            continue;
+        }
         let here = format!("{pointer}/{}", escape_token(key));
         match key.as_str() {
             "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {

@@ -2,6 +2,8 @@
 //! API sees one self-contained tree), draft-07's forms read as 2020-12's, and the questions the
 //! rules ask — is this object free-form, does this schema accept `null`.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::source::escape_token;
@@ -34,8 +36,47 @@ pub(crate) struct Unresolved {
 /// replaced by what it names, `$defs`/`definitions`, `$schema`, `$id` and `$comment` removed,
 /// and draft-07's tuple `items` (an array) read as `prefixItems`. A recursive or remote
 /// reference, or a `$ref` beside keywords that constrain, cannot be inlined.
-pub(crate) fn self_contained(root: &Value) -> Result<Value, Unresolved> {
-    inline(root, root, "", &mut Vec::new())
+pub(crate) fn self_contained(root: &Value) -> Result<Cow<'_, Value>, Unresolved> {
+    if already_self_contained(root, true) {
+        return Ok(Cow::Borrowed(root));
+    }
+    inline(root, root, "", &mut Vec::new()).map(Cow::Owned)
+}
+
+/// The root's `$schema` aside, the keywords inlining would change: none means the schema is
+/// self-contained as it is (most are), and a projection reads it without a copy. Projections
+/// pass over a root `$schema`.
+const INLINED: &[&str] = &["$ref", "$defs", "definitions", "$id", "$comment"];
+
+fn already_self_contained(schema: &Value, root: bool) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().all(|(key, value)| {
+            !INLINED.contains(&key.as_str())
+                && (root || key != "$schema")
+                && !(key == "items" && value.is_array())
+                && match key.as_str() {
+                    // Values that are data, not schemas.
+                    "enum" | "const" | "default" | "examples" | "required" => true,
+                    "properties" | "patternProperties" | "dependentSchemas" => {
+                        value.as_object().is_none_or(|children| {
+                            children.values().all(|c| already_self_contained(c, false))
+                        })
+                    }
+                    _ => already_self_contained(value, false),
+                }
+        }),
+        Value::Array(items) => items.iter().all(|item| already_self_contained(item, false)),
+        _ => true,
+    }
+}
+
+/// `schema` owned, without a root `$schema` (a projection's output carries none).
+pub(crate) fn owned(schema: Cow<'_, Value>) -> Value {
+    let mut schema = schema.into_owned();
+    if let Value::Object(map) = &mut schema {
+        map.shift_remove("$schema");
+    }
+    schema
 }
 
 /// `expanding`: the references being inlined around this node (one that comes back is
@@ -290,7 +331,7 @@ mod tests {
             "properties": {"at": {"$ref": "#/definitions/point", "description": "Where."}}
         });
         assert_eq!(
-            self_contained(&schema).unwrap(),
+            self_contained(&schema).unwrap().into_owned(),
             json!({"type": "object", "properties": {"at": {
                 "type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}],
                 "items": false, "description": "Where."}}})

@@ -40,7 +40,8 @@ fn every_projection_keeps_the_property_tree() {
                 continue;
             };
             let projected = projected_schema(api, &definition);
-            let projected = self_contained(projected).unwrap_or_else(|_| projected.clone());
+            let projected = self_contained(projected)
+                .map_or_else(|_| projected.clone(), std::borrow::Cow::into_owned);
             assert_eq!(
                 property_tree(&projected),
                 property_tree(&original),
@@ -321,4 +322,24 @@ fn gemini_names_and_the_documents() {
     let chat = definitions(ModelApi::OpenAiChat, [&ok]);
     assert_eq!(chat.document["tools"][0]["type"], "function");
     assert_eq!(chat.document["tools"][0]["function"]["strict"], true);
+}
+
+#[test]
+fn strict_false_opts_a_binding_out() {
+    let mut tool = binding(
+        "search",
+        json!({"type": "object", "required": ["q"],
+        "properties": {"q": {"type": "string"}}}),
+    );
+    assert!(project(ModelApi::OpenAi, &tool).strict);
+    tool.strict = Some(false);
+    for api in [ModelApi::OpenAi, ModelApi::OpenAiChat, ModelApi::Anthropic] {
+        let projection = project(api, &tool);
+        assert!(!projection.strict, "{api}");
+        assert!(
+            projection.notes[0].message.contains("strict\": false"),
+            "{:?}",
+            projection.notes
+        );
+    }
 }

@@ -34,6 +34,7 @@ use serde_json::{Value, json};
 use tests::process::{children, memory_mb};
 
 mod harness;
+mod model_apis;
 mod tls;
 
 use harness::{
@@ -56,6 +57,9 @@ struct Args {
     /// Measure only the call journal's target (P9).
     #[arg(long)]
     only_journal: bool,
+    /// Measure only the model API definitions' targets (M1, M2).
+    #[arg(long)]
+    only_model_apis: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -207,6 +211,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         );
         return Ok(true);
     }
+    if args.only_model_apis {
+        let mut targets = Vec::new();
+        model_apis::targets(&mut targets)?;
+        return Ok(report(&targets, &[]));
+    }
     if args.only_journal {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
         journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
@@ -328,6 +337,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     tls::memory(args.require_sdks, &mut targets).await?;
     targets.extend(discovery_and_codegen(plan.rounds).await?);
     journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
+    model_apis::targets(&mut targets)?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
