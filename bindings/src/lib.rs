@@ -70,4 +70,37 @@ mod tests {
         assert!(error.to_string().contains("minimum"), "{error}");
         assert!(ToolCall::parse("nope", serde_json::json!({})).is_err());
     }
+
+    /// The definitions compiled in are the runtime's (one projection), per API and tenant.
+    #[test]
+    fn compiled_in_definitions_are_the_runtime_s() {
+        use brain_runtime::ModelApi;
+        let runtime = brain_runtime::Runtime::builder(&host_config())
+            .allow_missing_tokens()
+            .build()
+            .unwrap();
+        for &api in ModelApi::ALL {
+            for tenant in [None, Some("local"), Some("nobody")] {
+                assert_eq!(
+                    crate::generated::definitions(api, tenant),
+                    runtime.definitions(api, tenant).document,
+                    "{api} {tenant:?}"
+                );
+            }
+        }
+        let none = crate::generated::definitions(ModelApi::OpenAi, Some("nobody"));
+        assert_eq!(none, serde_json::json!({"tools": []}));
+    }
+
+    /// A strict model's null for an optional argument parses as absent with `parse_from`.
+    #[test]
+    fn parse_from_maps_a_model_s_nulls_back() {
+        use brain_runtime::ModelApi;
+        let arguments = serde_json::json!({"steps": 2, "delay_ms": null});
+        assert!(ToolCall::parse("long_task", arguments.clone()).is_err());
+        let call = ToolCall::parse_from(ModelApi::OpenAi, "long_task", arguments).unwrap();
+        let typed = brain_runtime::TypedCall::arguments(&call);
+        assert_eq!(typed["steps"], 2);
+        assert!(typed.get("delay_ms").is_none_or(serde_json::Value::is_null), "{typed}");
+    }
 }
