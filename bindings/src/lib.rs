@@ -101,6 +101,9 @@ mod tests {
         let call = ToolCall::parse_from(ModelApi::OpenAi, "long_task", arguments).unwrap();
         let typed = brain_runtime::TypedCall::arguments(&call);
         assert_eq!(typed["steps"], 2);
-        assert!(typed.get("delay_ms").is_none_or(serde_json::Value::is_null), "{typed}");
+        assert!(
+            typed.get("delay_ms").is_none_or(serde_json::Value::is_null),
+            "{typed}"
+        );
     }
 }

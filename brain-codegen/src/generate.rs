@@ -113,15 +113,25 @@ fn root(
         .collect();
     tenants.sort_unstable();
     tenants.dedup();
+    // Each distinct document once (a `const`), the table naming it per API and tenant.
+    let mut documents: Vec<String> = Vec::new();
     let mut definitions = Vec::new();
     for api in ModelApi::ALL {
         let ident = api_ident(api);
-        let document = |tenant: Option<&str>| {
+        let mut document = |tenant: Option<&str>| {
             let chosen = bindings
                 .iter()
                 .filter(|b| tenant.is_none_or(|t| b.tenants.iter().any(|bt| bt == t)));
             let document = brain_config::model_api::definitions(*api, chosen).document;
-            serde_json::to_string(&document).expect("JSON")
+            let text = serde_json::to_string(&document).expect("JSON");
+            let index = documents
+                .iter()
+                .position(|d| *d == text)
+                .unwrap_or_else(|| {
+                    documents.push(text);
+                    documents.len() - 1
+                });
+            format_ident!("DEFINITIONS_{index}")
         };
         let all = document(None);
         definitions.push(quote!((#ident, ::std::option::Option::None, #all)));
@@ -130,6 +140,13 @@ fn root(
             definitions.push(quote!((#ident, ::std::option::Option::Some(#tenant), #text)));
         }
     }
+    let document_consts = documents.iter().enumerate().map(|(index, text)| {
+        let name = format_ident!("DEFINITIONS_{index}");
+        quote! {
+            #[allow(clippy::all, dead_code, unreachable_pub)]
+            const #name: &str = #text;
+        }
+    });
     let modules: Vec<TokenStream> = bindings
         .iter()
         .map(|b| syn::parse_str(&module_ident(&b.name)).expect("an identifier"))
@@ -255,6 +272,8 @@ fn root(
         /// Every binding, in config order, with its schemas embedded.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; #count] = [ #( #statics ),* ];
+
+        #( #document_consts )*
 
         /// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
         /// generated: for every tool, and for each tenant's.

@@ -248,6 +248,16 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
+#[allow(clippy::all, dead_code, unreachable_pub)]
+const DEFINITIONS_0: &str = "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}";
+#[allow(clippy::all, dead_code, unreachable_pub)]
+const DEFINITIONS_1: &str = "{\"tools\":[{\"type\":\"function\",\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}";
+#[allow(clippy::all, dead_code, unreachable_pub)]
+const DEFINITIONS_2: &str = "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}";
+#[allow(clippy::all, dead_code, unreachable_pub)]
+const DEFINITIONS_3: &str = "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}";
+#[allow(clippy::all, dead_code, unreachable_pub)]
+const DEFINITIONS_4: &str = "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}";
 /// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
 /// generated: for every tool, and for each tenant's.
 #[allow(clippy::all, dead_code, unreachable_pub)]
@@ -256,55 +266,35 @@ pub static DEFINITIONS: &[(
     ::std::option::Option<&str>,
     &str,
 )] = &[
-    (
-        ::brain_runtime::ModelApi::Mcp,
-        ::std::option::Option::None,
-        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}",
-    ),
+    (::brain_runtime::ModelApi::Mcp, ::std::option::Option::None, DEFINITIONS_0),
     (
         ::brain_runtime::ModelApi::Mcp,
         ::std::option::Option::Some("local"),
-        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}}}]}",
+        DEFINITIONS_0,
     ),
-    (
-        ::brain_runtime::ModelApi::OpenAi,
-        ::std::option::Option::None,
-        "{\"tools\":[{\"type\":\"function\",\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
-    ),
+    (::brain_runtime::ModelApi::OpenAi, ::std::option::Option::None, DEFINITIONS_1),
     (
         ::brain_runtime::ModelApi::OpenAi,
         ::std::option::Option::Some("local"),
-        "{\"tools\":[{\"type\":\"function\",\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}]}",
+        DEFINITIONS_1,
     ),
-    (
-        ::brain_runtime::ModelApi::OpenAiChat,
-        ::std::option::Option::None,
-        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
-    ),
+    (::brain_runtime::ModelApi::OpenAiChat, ::std::option::Option::None, DEFINITIONS_2),
     (
         ::brain_runtime::ModelApi::OpenAiChat,
         ::std::option::Option::Some("local"),
-        "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parameters\":{\"type\":\"object\",\"properties\":{},\"required\":[],\"additionalProperties\":false},\"strict\":true}}]}",
+        DEFINITIONS_2,
     ),
-    (
-        ::brain_runtime::ModelApi::Anthropic,
-        ::std::option::Option::None,
-        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
-    ),
+    (::brain_runtime::ModelApi::Anthropic, ::std::option::Option::None, DEFINITIONS_3),
     (
         ::brain_runtime::ModelApi::Anthropic,
         ::std::option::Option::Some("local"),
-        "{\"tools\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"input_schema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},\"strict\":true}]}",
+        DEFINITIONS_3,
     ),
-    (
-        ::brain_runtime::ModelApi::Gemini,
-        ::std::option::Option::None,
-        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
-    ),
+    (::brain_runtime::ModelApi::Gemini, ::std::option::Option::None, DEFINITIONS_4),
     (
         ::brain_runtime::ModelApi::Gemini,
         ::std::option::Option::Some("local"),
-        "{\"tools\":[{\"functionDeclarations\":[{\"name\":\"notes_read\",\"description\":\"Read the knowledge graph.\",\"parametersJsonSchema\":{\"type\":\"object\",\"properties\":{}}}]}]}",
+        DEFINITIONS_4,
     ),
 ];
 /// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
