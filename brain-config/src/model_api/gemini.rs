@@ -63,7 +63,7 @@ pub(super) fn declaration(binding: &ToolBinding, notes: &mut Notes<'_>) -> Optio
     // A schema that cannot be inlined (a recursive one) keeps its `$defs` and `$ref`s, which
     // Gemini's subset has.
     let schema = self_contained(&binding.input_schema)
-        .map_or_else(|_| Cow::Borrowed(&binding.input_schema), |schema| schema);
+        .unwrap_or_else(|_| Cow::Borrowed(&binding.input_schema));
     let parameters = subset(&schema, "", notes);
     Some(object([
         ("name", Value::String(binding.name.clone())),
