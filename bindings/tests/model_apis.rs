@@ -166,13 +166,47 @@ fn a_model_s_nulls_for_optional_arguments_reach_the_python_sdk_server_as_absent(
     assert_eq!(read["limit"], json!(3));
     assert_eq!(peer.tool_calls(), 2);
 
+    // The journal's key and digest are of the arguments mapped back: a retry with the same call
+    // id is answered from the journal whether the model wrote `null` or left the property out,
+    // and other arguments under that id are a conflict. Nothing more reaches the server.
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let journaled = |arguments: &Value, from: Option<&str>| {
+        let arguments = arguments.to_string();
+        let mut args = vec![
+            "--config", config, "--state", &state, "call", "--tenant", "local",
+        ];
+        args.extend(["--call-id", "model-1"]);
+        if let Some(from) = from {
+            args.extend(["--from", from]);
+        }
+        args.extend(["search", arguments.as_str()]);
+        let output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        serde_json::from_str::<Value>(stdout.lines().last().unwrap()).unwrap()
+    };
+    let first = journaled(
+        &json!({"query": "journal", "limit": null, "lang": null, "window": null}),
+        Some("openai"),
+    );
+    assert_eq!(first["is_error"], json!(false), "{first}");
+    assert_eq!(peer.tool_calls(), 3);
+    let again = journaled(&json!({"query": "journal"}), None);
+    assert_eq!(again["replayed"], json!(true), "{again}");
+    assert_eq!(again["content"], first["content"]);
+    let other = journaled(&json!({"query": "journal", "limit": 5}), Some("openai"));
+    assert_eq!(other["kind"], json!("journal_conflict"), "{other}");
+    assert_eq!(peer.tool_calls(), 3);
+
     // Without --from, the arguments are the binding's own: the gate refuses the nulls, and
     // nothing reaches the server.
     let (code, result) = call(None, &all_null);
     assert_eq!(code, Some(1));
     assert_eq!(result["kind"], json!("refused"), "{result}");
     assert_eq!(result["unknown_outcome"], json!(false));
-    assert_eq!(peer.tool_calls(), 2);
+    assert_eq!(peer.tool_calls(), 3);
 
     // A constraint strict mode cannot carry is dropped from the definition, and the gate still
     // enforces it: a longer message is refused before any I/O.
@@ -223,8 +257,8 @@ fn a_model_s_nulls_for_optional_arguments_reach_the_python_sdk_server_as_absent(
             .contains("longer than 3"),
         "{result}"
     );
-    assert_eq!(peer.tool_calls(), 2);
+    assert_eq!(peer.tool_calls(), 3);
     let (code, result) = echo("abc");
     assert_eq!(code, Some(0), "{result}");
-    assert_eq!(peer.tool_calls(), 3);
+    assert_eq!(peer.tool_calls(), 4);
 }

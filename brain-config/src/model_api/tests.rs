@@ -343,3 +343,24 @@ fn strict_false_opts_a_binding_out() {
         );
     }
 }
+
+/// A binding a model API would reject fails the check only when `model_apis` names that API.
+#[test]
+fn a_rejected_binding_fails_only_where_its_api_is_named() {
+    let config = |apis: &str| {
+        format!(
+            r#"{{"model_apis": {apis}, "tools": [{{"name": "3d_render", "description": "Render.",
+            "input_schema": {{"type": "object", "properties": {{}}}}, "url": "https://mcp.example.com/mcp",
+            "mcp_tool": "render", "tenants": ["local"]}}]}}"#
+        )
+    };
+    for passes in [r#"["openai", "anthropic"]"#, r#"["mcp"]"#] {
+        crate::parse(config(passes).as_bytes(), "host.json").expect(passes);
+    }
+    let errors =
+        crate::parse(config(r#"["openai", "gemini"]"#).as_bytes(), "host.json").unwrap_err();
+    assert_eq!(errors.errors.len(), 1, "{errors}");
+    assert_eq!(errors.errors[0].rule, crate::Rule::ModelApiRejects);
+    assert_eq!(errors.errors[0].pointer, "/tools/0/name");
+    assert!(errors.errors[0].help.contains("rename the binding"));
+}
