@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::projection::{
-    ANNOTATIONS, NotStrict, Note, NoteKind, Notes, Projection, describe_moved,
+    ANNOTATIONS, NotStrict, Note, NoteKind, Notes, Projection, describe_moved, not_strict, union,
 };
 use super::schema::{Unresolved, free_form, owned, self_contained, types};
 use crate::model::ToolBinding;
@@ -104,13 +104,6 @@ pub(super) fn input_schema(
     }
 }
 
-fn not_strict(pointer: &str, why: impl Into<String>) -> NotStrict {
-    NotStrict {
-        pointer: pointer.to_owned(),
-        why: why.into(),
-    }
-}
-
 fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, NotStrict> {
     let Value::Object(map) = schema else {
         return Err(not_strict(
@@ -164,22 +157,7 @@ fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, N
         }
         out.insert("const".into(), value.clone());
         drop_rest(map, pointer, &["const", "type"], notes);
-    } else if let Some(union) = map.get("anyOf").or_else(|| map.get("oneOf")) {
-        let key = if map.contains_key("anyOf") {
-            "anyOf"
-        } else {
-            "oneOf"
-        };
-        let Value::Array(branches) = union else {
-            return Err(not_strict(pointer, format!("`{key}` is not an array")));
-        };
-        if key == "oneOf" {
-            notes.push(
-                NoteKind::Dropped,
-                &format!("{pointer}/oneOf"),
-                "`oneOf` became `anyOf` (the gate still requires exactly one branch)",
-            );
-        }
+    } else if let Some((key, branches)) = union(map, pointer, notes)? {
         let branches = branches
             .iter()
             .enumerate()

@@ -8,7 +8,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::projection::{ANNOTATIONS, NotStrict, NoteKind, Notes, describe_moved, object};
+use super::projection::{
+    ANNOTATIONS, NotStrict, NoteKind, Notes, describe_moved, not_strict, object, union,
+};
 use super::schema::{Unresolved, accepts_null, free_form, owned, self_contained, types};
 use crate::source::escape_token;
 
@@ -130,13 +132,6 @@ fn strict<'a>(schema: &Value, tool: &'a str) -> Result<Projected<'a>, NotStrict>
     Ok(Projected { schema, changes })
 }
 
-fn not_strict(pointer: &str, why: impl Into<String>) -> NotStrict {
-    NotStrict {
-        pointer: pointer.to_owned(),
-        why: why.into(),
-    }
-}
-
 /// One schema made strict. `in_union`: it is a branch of an `anyOf`, where an object's optional
 /// properties could not be told apart when the arguments are mapped back.
 fn node(
@@ -160,7 +155,7 @@ fn node(
             "a tuple (`prefixItems`, or draft-07's `items` array), which strict mode refuses",
         ));
     }
-    let union = map.get("anyOf").or_else(|| map.get("oneOf"));
+    let union = union(map, pointer, changes)?;
     if union.is_none()
         && !map.contains_key("type")
         && !map.contains_key("enum")
@@ -206,22 +201,7 @@ fn node(
             ),
         }
     }
-    if let Some(union) = union {
-        let Value::Array(branches) = union else {
-            return Err(not_strict(pointer, "`anyOf` is not an array"));
-        };
-        let key = if map.contains_key("anyOf") {
-            "anyOf"
-        } else {
-            "oneOf"
-        };
-        if key == "oneOf" {
-            changes.push(
-                NoteKind::Dropped,
-                &format!("{pointer}/oneOf"),
-                "`oneOf` became `anyOf` (the gate still requires exactly one branch)",
-            );
-        }
+    if let Some((key, branches)) = union {
         let branches = branches
             .iter()
             .enumerate()

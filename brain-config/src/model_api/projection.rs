@@ -136,3 +136,38 @@ pub(crate) struct NotStrict {
     pub(crate) pointer: String,
     pub(crate) why: String,
 }
+
+/// Why the schema at `pointer` cannot be strict.
+pub(crate) fn not_strict(pointer: &str, why: impl Into<String>) -> NotStrict {
+    NotStrict {
+        pointer: pointer.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// A union's key and branches, when the schema is one: `anyOf`, else `oneOf`, which strict
+/// modes write as `anyOf` (noted: the gate still requires exactly one branch).
+pub(crate) fn union<'a>(
+    map: &'a Map<String, Value>,
+    pointer: &str,
+    notes: &mut Notes<'_>,
+) -> Result<Option<(&'static str, &'a [Value])>, NotStrict> {
+    let Some((key, union)) = map
+        .get("anyOf")
+        .map(|union| ("anyOf", union))
+        .or_else(|| map.get("oneOf").map(|union| ("oneOf", union)))
+    else {
+        return Ok(None);
+    };
+    let Value::Array(branches) = union else {
+        return Err(not_strict(pointer, format!("`{key}` is not an array")));
+    };
+    if key == "oneOf" {
+        notes.push(
+            NoteKind::Dropped,
+            &format!("{pointer}/oneOf"),
+            "`oneOf` became `anyOf` (the gate still requires exactly one branch)",
+        );
+    }
+    Ok(Some((key, branches)))
+}
