@@ -36,6 +36,51 @@ async fn lists_the_compiled_in_bindings() {
     assert!(out.contains("\nlong_task "), "{out}");
 }
 
+/// `tools --tenant` lists that tenant's bindings only; `--json` (as `--format json`) one object
+/// per binding; `--format openai` the definitions document, on stdout alone.
+#[tokio::test]
+async fn tools_by_tenant_and_format() {
+    let output = harness(&["tools", "--tenant", "staging"], &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.starts_with("long_task ") && out.lines().count() == 1,
+        "{out}"
+    );
+
+    let output = harness(&["tools", "--json", "--tenant", "local"], &[]).await;
+    let listed: Vec<serde_json::Value> = lines(&output);
+    assert_eq!(listed.len(), 7, "{listed:?}");
+    assert_eq!(listed[0]["name"], "echo");
+    assert_eq!(listed[0]["kind"], "mcp");
+    assert_eq!(listed[1]["kind"], "stdio");
+    let same = harness(&["tools", "--format", "json", "--tenant", "local"], &[]).await;
+    assert_eq!(same.stdout, output.stdout);
+
+    let output = harness(&["tools", "--format", "openai", "--tenant", "staging"], &[]).await;
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = document["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["long_task"]);
+    assert!(
+        stderr(&output).contains("openai: 1 of 1 tools, 1 strict"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = harness(&["tools", "--format", "claude"], &[]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("unknown format \"claude\""),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[tokio::test]
 async fn a_call_prints_json_lines_and_exits_0() {
     let server = TestServer::start(Faults::default()).await.unwrap();
