@@ -49,7 +49,7 @@ async fn tools_by_tenant_and_format() {
     );
 
     let output = harness(&["tools", "--json", "--tenant", "local"], &[]).await;
-    let listed: Vec<serde_json::Value> = lines(&output);
+    let listed: Vec<Value> = lines(&output);
     assert_eq!(listed.len(), 7, "{listed:?}");
     assert_eq!(listed[0]["name"], "echo");
     assert_eq!(listed[0]["kind"], "mcp");
@@ -58,7 +58,7 @@ async fn tools_by_tenant_and_format() {
     assert_eq!(same.stdout, output.stdout);
 
     let output = harness(&["tools", "--format", "openai", "--tenant", "staging"], &[]).await;
-    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
     let names: Vec<&str> = document["tools"]
         .as_array()
         .unwrap()

@@ -8,9 +8,10 @@
 use serde_json::{Map, Value, json};
 
 use super::projection::{
-    ANNOTATIONS, NotStrict, Note, NoteKind, Notes, Projection, describe_moved, not_strict, union,
+    ANNOTATIONS, NotStrict, Note, NoteKind, Notes, Projection, describe_moved, not_strict,
+    strict_or_not, union,
 };
-use super::schema::{Unresolved, free_form, owned, self_contained, types};
+use super::schema::{as_sent, free_form, types};
 use crate::model::ToolBinding;
 use crate::source::escape_token;
 
@@ -73,35 +74,14 @@ pub(super) fn input_schema(
     input_schema: &Value,
     allowed: Result<(), &str>,
     notes: &mut Notes<'_>,
-) -> (Option<Value>, bool) {
-    let inlined = self_contained(input_schema);
-    let strict = match &inlined {
-        Ok(_) if let Err(why) = allowed => Err(not_strict("", why)),
-        Ok(schema) => {
-            let mut changes = Notes {
-                tool: notes.tool,
-                notes: Vec::new(),
-            };
-            node(schema, "", &mut changes).map(|schema| (schema, changes))
-        }
-        Err(Unresolved { pointer, why }) => Err(NotStrict {
-            pointer: pointer.clone(),
-            why: why.clone(),
-        }),
-    };
-    match strict {
-        Ok((schema, changes)) => {
-            notes.notes.extend(changes.notes);
-            (Some(schema), true)
-        }
-        Err(NotStrict { pointer, why }) => {
-            notes.push(NoteKind::NotStrict, &pointer, why);
-            (
-                Some(inlined.map_or_else(|_| input_schema.clone(), owned)),
-                false,
-            )
-        }
-    }
+) -> (Value, bool) {
+    strict_or_not(
+        input_schema,
+        allowed,
+        notes,
+        |schema, changes| node(schema, "", changes),
+        |_, _| {},
+    )
 }
 
 fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, NotStrict> {
@@ -349,9 +329,7 @@ pub(super) fn request_limits(tools: &mut [Projection], bindings: &[&ToolBinding]
                 unions += u;
             }
             Some(limit) => {
-                let fallback = self_contained(&binding.input_schema)
-                    .map_or_else(|_| binding.input_schema.clone(), owned);
-                definition["input_schema"] = fallback;
+                definition["input_schema"] = as_sent(&binding.input_schema);
                 if let Value::Object(fields) = definition {
                     fields.remove("strict");
                 }

@@ -129,7 +129,7 @@ pub fn project(api: ModelApi, binding: &ToolBinding) -> Projection {
         ModelApi::OpenAi | ModelApi::OpenAiChat => {
             let (parameters, strict) =
                 openai::parameters(&binding.input_schema, strict_allowed(binding), &mut notes);
-            let definition = parameters.map(|parameters| {
+            let definition = {
                 let function = [
                     ("name", Value::String(binding.name.clone())),
                     ("description", Value::String(binding.description.clone())),
@@ -148,13 +148,13 @@ pub fn project(api: ModelApi, binding: &ToolBinding) -> Projection {
                         ("function", object(function)),
                     ])
                 }
-            });
-            (definition, strict)
+            };
+            (Some(definition), strict)
         }
         ModelApi::Anthropic => {
             let (input_schema, strict) =
                 anthropic::input_schema(&binding.input_schema, strict_allowed(binding), &mut notes);
-            let definition = input_schema.map(|input_schema| {
+            let definition = {
                 let tool = [
                     ("name", Value::String(binding.name.clone())),
                     ("description", Value::String(binding.description.clone())),
@@ -162,8 +162,8 @@ pub fn project(api: ModelApi, binding: &ToolBinding) -> Projection {
                 ];
                 let strict = strict.then_some(("strict", Value::Bool(true)));
                 object(tool.into_iter().chain(strict))
-            });
-            (definition, strict)
+            };
+            (Some(definition), strict)
         }
         ModelApi::Gemini => (gemini::declaration(binding, &mut notes), false),
     };

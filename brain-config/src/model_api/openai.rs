@@ -9,9 +9,10 @@
 use serde_json::{Map, Value, json};
 
 use super::projection::{
-    ANNOTATIONS, NotStrict, NoteKind, Notes, describe_moved, not_strict, object, union,
+    ANNOTATIONS, NotStrict, NoteKind, Notes, describe_moved, not_strict, object, strict_or_not,
+    union,
 };
-use super::schema::{Unresolved, accepts_null, free_form, owned, self_contained, types};
+use super::schema::{accepts_null, free_form, types};
 use crate::source::escape_token;
 
 /// OpenAI's documented limits on a strict schema.
@@ -79,57 +80,28 @@ const ENFORCED: &[&str] = &[
     "contentSchema",
 ];
 
-/// The function's `parameters`, and whether it is strict. `None`: OpenAI cannot take the tool.
+/// The function's `parameters`, and whether they are strict.
 pub(super) fn parameters(
     input_schema: &Value,
     allowed: Result<(), &str>,
     notes: &mut Notes<'_>,
-) -> (Option<Value>, bool) {
-    let inlined = self_contained(input_schema);
-    let strict = match &inlined {
-        Ok(_) if let Err(why) = allowed => Err(not_strict("", why)),
-        Ok(schema) => strict(schema, notes.tool).and_then(|projected| {
-            limits(&projected)?;
-            Ok(projected)
-        }),
-        Err(Unresolved { pointer, why }) => Err(NotStrict {
-            pointer: pointer.clone(),
-            why: why.clone(),
-        }),
-    };
-    match strict {
-        Ok(Projected { schema, changes }) => {
-            notes.notes.extend(changes.notes);
-            (Some(schema), true)
-        }
-        Err(NotStrict { pointer, why }) => {
-            notes.push(NoteKind::NotStrict, &pointer, why);
-            let mut schema = inlined.map_or_else(|_| input_schema.clone(), owned);
-            repair(&mut schema, "", true, notes);
-            (Some(schema), false)
-        }
-    }
+) -> (Value, bool) {
+    strict_or_not(input_schema, allowed, notes, strict, |schema, notes| {
+        repair(schema, "", true, notes);
+    })
 }
 
-/// A strict schema and what was changed to make it.
-struct Projected<'a> {
-    schema: Value,
-    changes: Notes<'a>,
-}
-
-fn strict<'a>(schema: &Value, tool: &'a str) -> Result<Projected<'a>, NotStrict> {
+/// `schema` (self-contained) in strict mode, within OpenAI's limits.
+fn strict(schema: &Value, changes: &mut Notes<'_>) -> Result<Value, NotStrict> {
     if schema.get("anyOf").is_some() || schema.get("oneOf").is_some() {
-        return Err(NotStrict {
-            pointer: String::new(),
-            why: "the root is a union (`anyOf`/`oneOf`), which strict mode refuses".into(),
-        });
+        return Err(not_strict(
+            "",
+            "the root is a union (`anyOf`/`oneOf`), which strict mode refuses",
+        ));
     }
-    let mut changes = Notes {
-        tool,
-        notes: Vec::new(),
-    };
-    let schema = node(schema, "", false, &mut changes)?;
-    Ok(Projected { schema, changes })
+    let schema = node(schema, "", false, changes)?;
+    limits(&schema)?;
+    Ok(schema)
 }
 
 /// One schema made strict. `in_union`: it is a branch of an `anyOf`, where an object's optional
@@ -290,7 +262,7 @@ fn node(
 }
 
 /// OpenAI's documented limits on a strict schema.
-fn limits(projected: &Projected<'_>) -> Result<(), NotStrict> {
+fn limits(schema: &Value) -> Result<(), NotStrict> {
     #[derive(Default)]
     struct Count {
         properties: usize,
@@ -331,7 +303,7 @@ fn limits(projected: &Projected<'_>) -> Result<(), NotStrict> {
         }
     }
     let mut count = Count::default();
-    walk(&projected.schema, "", 0, &mut count);
+    walk(schema, "", 0, &mut count);
     let over = |what: String| Err(not_strict("", what));
     if count.depth > MAX_DEPTH {
         return over(format!(

@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use super::schema::{Unresolved, owned, self_contained};
+
 /// What a projection did to one tool beyond copying it, or why it did not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
@@ -135,6 +137,40 @@ pub(crate) fn object<'a>(fields: impl IntoIterator<Item = (&'a str, Value)>) -> 
 pub(crate) struct NotStrict {
     pub(crate) pointer: String,
     pub(crate) why: String,
+}
+
+/// A tool's schema for a strict-mode API: what `attempt` makes of it (its changes noted), when
+/// strict mode is `allowed` and the schema can be made self-contained; otherwise the schema
+/// itself (self-contained where it can be), passed through `fallback`, with a `not strict` note.
+pub(crate) fn strict_or_not(
+    input_schema: &Value,
+    allowed: Result<(), &str>,
+    notes: &mut Notes<'_>,
+    attempt: impl FnOnce(&Value, &mut Notes<'_>) -> Result<Value, NotStrict>,
+    fallback: impl FnOnce(&mut Value, &mut Notes<'_>),
+) -> (Value, bool) {
+    let inlined = self_contained(input_schema);
+    let mut changes = Notes {
+        tool: notes.tool,
+        notes: Vec::new(),
+    };
+    let strict = match (&inlined, allowed) {
+        (_, Err(why)) => Err(not_strict("", why)),
+        (Ok(schema), Ok(())) => attempt(schema, &mut changes),
+        (Err(Unresolved { pointer, why }), Ok(())) => Err(not_strict(pointer, why.clone())),
+    };
+    match strict {
+        Ok(schema) => {
+            notes.notes.extend(changes.notes);
+            (schema, true)
+        }
+        Err(NotStrict { pointer, why }) => {
+            notes.push(NoteKind::NotStrict, &pointer, why);
+            let mut schema = inlined.map_or_else(|_| input_schema.clone(), owned);
+            fallback(&mut schema, notes);
+            (schema, false)
+        }
+    }
 }
 
 /// Why the schema at `pointer` cannot be strict.

@@ -70,6 +70,11 @@ fn already_self_contained(schema: &Value, root: bool) -> bool {
     }
 }
 
+/// The schema a non-strict projection sends: self-contained where it can be, else as written.
+pub(crate) fn as_sent(schema: &Value) -> Value {
+    self_contained(schema).map_or_else(|_| schema.clone(), owned)
+}
+
 /// `schema` owned, without a root `$schema` (a projection's output carries none).
 pub(crate) fn owned(schema: Cow<'_, Value>) -> Value {
     let mut schema = schema.into_owned();
