@@ -46,6 +46,7 @@ fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
         binding
     };
     let config = brain_config::HostConfig {
+        serve: None,
         model_apis: None,
         schema: None,
         tools: vec![binding("research", 30), binding("research_short", 2)],

@@ -32,6 +32,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
     let HostConfig {
         schema: _,
         model_apis,
+        serve,
         tools,
     } = config;
     let header = format!(
@@ -47,7 +48,13 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
     }
     Ok(render(
         &header,
-        root(tools, model_apis.as_deref(), &modules, &args),
+        root(
+            tools,
+            model_apis.as_deref(),
+            serve.as_ref(),
+            &modules,
+            &args,
+        ),
     ))
 }
 
@@ -95,6 +102,7 @@ impl syn::visit_mut::VisitMut for DeriveFirst {
 fn root(
     bindings: &[ToolBinding],
     model_apis: Option<&[ModelApi]>,
+    serve: Option<&brain_config::Serve>,
     items: &[TokenStream],
     args: &[String],
 ) -> TokenStream {
@@ -106,6 +114,8 @@ fn root(
         let apis = apis.iter().map(api_ident);
         quote!(&[ #( #apis ),* ])
     }));
+    // `serve` as JSON text, read back by `host_config()`.
+    let serve = option(serve.map(|serve| serde_json::to_string(serve).expect("JSON")));
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -294,7 +304,7 @@ fn root(
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve)
         }
     }
 }

@@ -67,6 +67,7 @@ fn server(fixture: &Value) -> Server {
 /// The corpus config, and the report of what became of every server's tools.
 fn bind_corpus() -> (HostConfig, String) {
     let mut config = HostConfig {
+        serve: None,
         model_apis: None,
         schema: None,
         tools: Vec::new(),
@@ -110,6 +111,7 @@ fn bind_corpus() -> (HostConfig, String) {
                 writeln!(report, "  {lint}").unwrap();
             }
             let alone = HostConfig {
+                serve: None,
                 model_apis: None,
                 schema: None,
                 tools: vec![binding.clone()],

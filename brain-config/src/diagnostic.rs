@@ -138,6 +138,18 @@ rules! {
     /// The binding says `"strict": true`, and its schema cannot be made strict faithfully for a
     /// model API with a strict mode.
     StrictNotFaithful = "strict-not-faithful",
+    /// A `serve` client's tenant is allowed by no binding.
+    ServeTenantUnknown = "serve-tenant-unknown",
+    /// Two `serve` clients read their token from one variable.
+    ServeTokenEnvDuplicate = "serve-token-env-duplicate",
+    /// A `serve` client's variable is also a binding's upstream secret (`token_env`, or an
+    /// `auth` variable): one name would mean an inbound secret here and an upstream one there.
+    ServeTokenEnvUpstream = "serve-token-env-upstream",
+    /// A `serve` bound is zero or larger than its maximum.
+    ServeBoundRange = "serve-bound-range",
+    /// `serve.authorization` is unusable: an issuer or resource that is not an `https` URL
+    /// (`http` on loopback), or a blank `tenant_claim`.
+    ServeAuthorizationInvalid = "serve-authorization-invalid",
 }
 
 impl fmt::Display for Rule {

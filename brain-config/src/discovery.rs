@@ -525,6 +525,7 @@ mod tests {
             json!({"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}});
         let ours = binding_from_tool(&tool, &settings());
         let mut config = HostConfig {
+            serve: None,
             model_apis: None,
             schema: None,
             tools: vec![ours.clone()],
@@ -646,6 +647,7 @@ mod tests {
         let a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
         let b = binding_from_tool(&json!({"name": "b", "description": "B."}), &settings());
         let mut config = HostConfig {
+            serve: None,
             model_apis: None,
             schema: None,
             tools: vec![a.clone(), b.clone()],
@@ -669,6 +671,7 @@ mod tests {
         let mut a = binding_from_tool(&json!({"name": "a", "description": "A."}), &settings());
         a.on_input_request = Some(OnInputRequest::Decline);
         let mut config = HostConfig {
+            serve: None,
             model_apis: None,
             schema: None,
             tools: vec![a],

@@ -32,6 +32,7 @@ mod load;
 mod model;
 pub mod model_api;
 mod schema;
+mod serve;
 mod source;
 
 pub use check::{is_valid_name, validate};
@@ -44,4 +45,9 @@ pub use model::{
     TASK_REVISION, TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport, UnknownModelApi,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
+pub use serve::{
+    DEFAULT_CONCURRENT_CALLS, DEFAULT_CONCURRENT_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSIONS_PER_CLIENT, SERVE_BOUND_MAXIMA, Serve,
+    ServeAuthorization, ServeClient,
+};
 pub use source::Location;

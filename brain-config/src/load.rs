@@ -11,6 +11,7 @@ use crate::check::{Draft, check};
 use crate::diagnostic::{Diagnostic, Diagnostics, Rule};
 use crate::model::{HostConfig, MAX_CONFIG_BYTES, ModelApi, ToolBinding};
 use crate::schema::{FIELDS, Field};
+use crate::serve::Serve;
 use crate::source::{Location, SourceIndex, escape_token};
 
 /// Why a config could not be loaded.
@@ -70,8 +71,13 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
             )
         })
         .collect();
-    let (schema, model_apis, drafts) = read_document(document, &mut errors);
-    errors.extend(check(&drafts, model_apis.as_deref()));
+    let Document {
+        schema,
+        model_apis,
+        serve,
+        drafts,
+    } = read_document(document, &mut errors);
+    errors.extend(check(&drafts, model_apis.as_deref(), serve.as_ref()));
 
     let names: Vec<Option<&str>> = tool_names(&drafts);
     for diagnostic in &mut errors {
@@ -89,6 +95,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
     Ok(HostConfig {
         schema,
         model_apis,
+        serve,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
     })
 }
@@ -162,7 +169,13 @@ fn json_error(error: &serde_json::Error) -> Diagnostic {
 }
 
 /// The root's fields, and each binding.
-type Document = (Option<String>, Option<Vec<ModelApi>>, Vec<Draft>);
+#[derive(Default)]
+struct Document {
+    schema: Option<String>,
+    model_apis: Option<Vec<ModelApi>>,
+    serve: Option<Serve>,
+    drafts: Vec<Draft>,
+}
 
 /// Reads the root object and each binding, reporting unknown, missing and mistyped fields.
 fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
@@ -173,7 +186,7 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
             format!("the config is {}, not a JSON object", describe(&document)),
             "write `{\"tools\": [ ... ]}`",
         ));
-        return (None, None, Vec::new());
+        return Document::default();
     };
     unknown_fields(&mut root, "", &FIELDS.root, errors);
     let schema = match root.remove("$schema") {
@@ -193,6 +206,9 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
     let model_apis = root
         .remove("model_apis")
         .map(|value| read_model_apis(value, errors));
+    let serve = root
+        .remove("serve")
+        .and_then(|value| read_serve(&value, errors));
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -220,7 +236,51 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         .enumerate()
         .filter_map(|(index, value)| read_binding(index, value, errors))
         .collect();
-    (schema, model_apis, drafts)
+    Document {
+        schema,
+        model_apis,
+        serve,
+        drafts,
+    }
+}
+
+/// `serve`: read whole; the first unknown, missing or mistyped field in it is reported (and the
+/// rules about `serve` then stay silent).
+fn read_serve(value: &Value, errors: &mut Vec<Diagnostic>) -> Option<Serve> {
+    let error = match serde_path_to_error::deserialize::<_, Serve>(value) {
+        Ok(serve) => return Some(serve),
+        Err(error) => error,
+    };
+    let path = error.path().to_string();
+    let pointer = match path_to_pointer(&path) {
+        at if at.is_empty() => "/serve".to_owned(),
+        at => format!("/serve/{at}"),
+    };
+    let message = error.inner().to_string();
+    let (rule, help) = if message.starts_with("unknown field") {
+        (
+            Rule::UnknownField,
+            "remove it, or check its spelling against the message",
+        )
+    } else if message.starts_with("missing field") {
+        (
+            Rule::MissingField,
+            "add it: a client needs `tenant` and `token_env`; `authorization` needs `issuer`, \
+             `resource` and `tenant_claim`",
+        )
+    } else {
+        (
+            Rule::InvalidType,
+            "see the `serve` section of the host config reference",
+        )
+    };
+    errors.push(Diagnostic::new(
+        rule,
+        pointer,
+        format!("`serve`: {message}"),
+        help,
+    ));
+    None
 }
 
 /// `model_apis`: a list of API names; each unknown one reported (with the nearest known).

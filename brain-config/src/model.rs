@@ -58,6 +58,9 @@ pub struct HostConfig {
     /// cannot take is left out of that API's definitions with a note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_apis: Option<Vec<ModelApi>>,
+    /// How `brain-harness serve` serves these bindings to MCP hosts: its clients and bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<crate::serve::Serve>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }
@@ -488,10 +491,14 @@ pub enum BindingKind {
 }
 
 impl HostConfig {
-    /// A digest of the bindings (everything but `$schema`), in canonical JSON: generated code
+    /// A digest of the config (everything but `$schema`), in canonical JSON: generated code
     /// records it, and `bindings/build.rs` compares it to prove the code fresh.
     pub fn digest(&self) -> String {
-        sha256(&serde_json::to_string(&self.tools).expect("a config serializes"))
+        let config = HostConfig {
+            schema: None,
+            ..self.clone()
+        };
+        sha256(&serde_json::to_string(&config).expect("a config serializes"))
     }
 }
 

@@ -186,3 +186,49 @@ fn json_schema_accepts_valid_configs_and_rejects_invalid_ones() {
         );
     }
 }
+
+/// A mistake inside `serve` is reported where it is, as the binding fields' are.
+#[test]
+fn serve_fields_are_checked_where_they_are() {
+    let config = |serve: Value| {
+        serde_json::to_string_pretty(&json!({"serve": serve, "tools": [binding("docs_search")]}))
+            .unwrap()
+    };
+    let cases = [
+        (
+            json!({"client": []}),
+            Rule::UnknownField,
+            "/serve/client",
+            "unknown field `client`",
+        ),
+        (
+            json!({"clients": [{"tenant": "local"}]}),
+            Rule::MissingField,
+            "/serve/clients/0",
+            "missing field `token_env`",
+        ),
+        (
+            json!({"concurrent_calls": "8"}),
+            Rule::InvalidType,
+            "/serve/concurrent_calls",
+            "invalid type",
+        ),
+    ];
+    for (serve, rule, pointer, words) in cases {
+        let errors = parse(config(serve).as_bytes(), "host.json").unwrap_err();
+        assert_eq!(errors.errors.len(), 1, "{errors}");
+        let error = &errors.errors[0];
+        assert_eq!((error.rule, error.pointer.as_str()), (rule, pointer));
+        assert!(error.message.contains(words), "{errors}");
+        assert!(error.location.is_some(), "{errors}");
+    }
+    let loaded = parse(
+        config(json!({"clients": [{"tenant": "local", "token_env": "BRAIN_SERVE_TOKEN"}]}))
+            .as_bytes(),
+        "host.json",
+    )
+    .unwrap();
+    let serve = loaded.serve.unwrap();
+    assert_eq!(serve.clients[0].tenant, "local");
+    assert_eq!(serve.concurrent_calls_per_client(), 64);
+}

@@ -171,10 +171,17 @@ impl StaticBinding {
         }
     }
 
-    /// The host config of a table of bindings and the config's `model_apis`.
-    pub fn host_config(bindings: &[StaticBinding], model_apis: Option<&[ModelApi]>) -> HostConfig {
+    /// The host config of a table of bindings, the config's `model_apis`, and its `serve` as
+    /// JSON.
+    pub fn host_config(
+        bindings: &[StaticBinding],
+        model_apis: Option<&[ModelApi]>,
+        serve: Option<&str>,
+    ) -> HostConfig {
         HostConfig {
             model_apis: model_apis.map(<[ModelApi]>::to_vec),
+            serve: serve
+                .map(|text| serde_json::from_str(text).expect("codegen embeds valid serve JSON")),
             schema: None,
             tools: bindings.iter().map(StaticBinding::to_binding).collect(),
         }

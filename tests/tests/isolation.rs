@@ -137,6 +137,7 @@ async fn a_remote_ref_causes_no_request() {
     // A config built in code, past the compiler: the runtime refuses to compile the schema.
     let tool: brain_config::ToolBinding = serde_json::from_value(binding).unwrap();
     let config = HostConfig {
+        serve: None,
         model_apis: None,
         schema: None,
         tools: vec![tool],

@@ -88,6 +88,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let count = discovered.len();
     let errors = brain_config::validate(&HostConfig {
         model_apis: None,
+        serve: None,
         schema: None,
         tools: discovered,
     });

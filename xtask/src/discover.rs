@@ -510,6 +510,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
     } else {
         HostConfig {
             model_apis: None,
+            serve: None,
             schema: None,
             tools: Vec::new(),
         }

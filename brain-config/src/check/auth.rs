@@ -1,11 +1,9 @@
 //! Credentials: a static bearer token (`token_env`) or OAuth (`auth`), and where a token may
 //! be sent.
 
-use std::net::IpAddr;
+use url::Url;
 
-use url::{Host, Url};
-
-use super::context::{Draft, is_env_name};
+use super::context::{Draft, is_env_name, loopback};
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::BindingKind;
 
@@ -25,13 +23,7 @@ pub(super) fn token_over_plain_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
     let Some(Ok(url)) = draft.binding.url.as_deref().map(Url::parse) else {
         return;
     };
-    let loopback = match url.host() {
-        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-        Some(Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        None => false,
-    };
-    if url.scheme() == "http" && !loopback {
+    if url.scheme() == "http" && !loopback(&url) {
         out.push(draft.error(
             Rule::TokenOverPlainHttp,
             "url",

@@ -2,6 +2,9 @@
 //! share. It names none of its siblings, so each family can use it without a cycle.
 
 use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use url::{Host, Url};
 
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::ToolBinding;
@@ -45,4 +48,14 @@ pub(super) fn is_env_name(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `url`'s host is loopback: `localhost`, 127.0.0.0/8 or `::1`.
+pub(super) fn loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    }
 }

@@ -16,6 +16,7 @@ mod model_apis;
 mod names;
 mod pins;
 mod schemas;
+mod serve;
 mod stdio;
 
 use std::collections::BTreeSet;
@@ -25,6 +26,7 @@ pub use names::is_valid_name;
 
 use crate::diagnostic::Diagnostic;
 use crate::model::{HostConfig, ModelApi};
+use crate::serve::Serve;
 
 /// Checks a config built in code (for example by discovery) against every rule. Positions are not
 /// known, so the diagnostics carry pointers only.
@@ -39,11 +41,15 @@ pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
             unusable: BTreeSet::new(),
         })
         .collect();
-    check(&drafts, config.model_apis.as_deref())
+    check(&drafts, config.model_apis.as_deref(), config.serve.as_ref())
 }
 
-/// Runs every rule over the bindings; `model_apis` is the config's.
-pub(crate) fn check(drafts: &[Draft], model_apis: Option<&[ModelApi]>) -> Vec<Diagnostic> {
+/// Runs every rule over the bindings and `serve`; `model_apis` is the config's.
+pub(crate) fn check(
+    drafts: &[Draft],
+    model_apis: Option<&[ModelApi]>,
+    serve: Option<&Serve>,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for draft in drafts {
         names::name_pattern(draft, &mut out);
@@ -76,5 +82,8 @@ pub(crate) fn check(drafts: &[Draft], model_apis: Option<&[ModelApi]>) -> Vec<Di
     }
     names::duplicate_names(drafts, &mut out);
     names::ident_collisions(drafts, &mut out);
+    if let Some(config) = serve {
+        serve::serve(config, drafts, &mut out);
+    }
     out
 }

@@ -97,6 +97,7 @@ async fn main() -> ExitCode {
     // A tool whose binding breaks a rule (an invalid `x-mcp-header`, a remote `$ref`, ...) is
     // excluded, as `cargo xtask check` would refuse it.
     let errors = brain_config::validate(&HostConfig {
+        serve: None,
         model_apis: None,
         schema: None,
         tools: bindings.clone(),
@@ -114,6 +115,7 @@ async fn main() -> ExitCode {
         }
     }
     let config = HostConfig {
+        serve: None,
         model_apis: None,
         schema: None,
         tools: bindings
