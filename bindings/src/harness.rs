@@ -7,7 +7,14 @@
 //! brain-harness [--config PATH] [--state URL] login --tenant T TOOL
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
 //! brain-harness [--state URL] tokens [--json]
+//! brain-harness [--config PATH] [--state URL] serve --stdio --tenant T [--session S]
+//! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S]
 //! ```
+//!
+//! `serve` offers the bindings as one MCP server (see `serve/mod.rs` and the book's guide
+//! "Serving brain's tools to any MCP host"): over stdio for one local host and one tenant, or
+//! Streamable HTTP at `/mcp` for clients authenticated by the config's `serve` section. Every
+//! `tools/call` goes through the same gate and journal as `call`; one line per call on stderr.
 //!
 //! Every call is journaled (see `brain_runtime::journal`): a call id is sent at most once
 //! across retries, crashes and processes. The journal is `--state URL`, else
@@ -153,6 +160,31 @@ enum Command {
         /// The binding's name.
         tool: String,
     },
+    /// Serve the bindings as one MCP server, over stdio or Streamable HTTP.
+    Serve {
+        /// Serve one MCP session on stdin and stdout (the command line a host's MCP config
+        /// takes); needs `--tenant`.
+        #[arg(long, conflicts_with = "listen", requires = "tenant")]
+        stdio: bool,
+        /// With `--stdio`: the tenant every call runs as.
+        #[arg(long, requires = "stdio")]
+        tenant: Option<String>,
+        /// Serve Streamable HTTP at `http://ADDR/mcp` (e.g. `127.0.0.1:8080`); clients
+        /// authenticate as the config's `serve` section says.
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
+        /// A browser origin allowed besides loopback ones, e.g. `https://app.example.com`
+        /// (`:*` for any port); repeatable.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+        /// A `Host` allowed besides loopback ones: the name clients reach this server by, e.g.
+        /// `brain.example.com`; repeatable.
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_host: Vec<String>,
+        /// The session of calls whose `_meta` names none (else `default`).
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -237,6 +269,35 @@ fn run(cli: Cli) -> ExitCode {
                     ExitCode::from(2)
                 }
             }
+        }
+        Command::Serve {
+            stdio,
+            tenant,
+            listen,
+            allow_origin,
+            allow_host,
+            session,
+        } => {
+            let tokio = tokio();
+            let journal = match tokio.block_on(state_store(&config, state)) {
+                Ok(journal) => journal,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio.block_on(async { runtime(&config, Some(journal.clone())) }) {
+                Ok(runtime) => runtime,
+                Err(code) => return code,
+            };
+            let options = crate::serve::Options {
+                stdio_tenant: tenant.filter(|_| stdio),
+                session,
+                listen,
+                origins: allow_origin,
+                hosts: allow_host,
+            };
+            crate::serve::run(&config, Some(journal), runtime, tokio, options)
         }
         Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),
@@ -324,7 +385,7 @@ fn run(cli: Cli) -> ExitCode {
 }
 
 /// The harness's tokio runtime.
-fn tokio() -> tokio::runtime::Runtime {
+pub(crate) fn tokio() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -23,6 +23,7 @@
 pub mod generated;
 pub mod harness;
 mod journal;
+mod serve;
 mod telemetry;
 
 #[cfg(test)]

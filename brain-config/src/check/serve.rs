@@ -37,7 +37,7 @@ fn clients(serve: &Serve, drafts: &[Draft], out: &mut Vec<Diagnostic>) {
         let at = format!("/serve/clients/{index}");
         if !drafts
             .iter()
-            .any(|d| d.binding.tenants.iter().any(|t| *t == client.tenant))
+            .any(|d| d.binding.tenants.contains(&client.tenant))
         {
             out.push(Diagnostic::new(
                 Rule::ServeTenantUnknown,

@@ -1,0 +1,222 @@
+//! `brain-harness serve`: the bindings as one MCP server, over stdio (one local host, one tenant)
+//! or Streamable HTTP (clients authenticated per request, each with its tenant). A front end like
+//! `call`: each `tools/call` becomes a [`brain_runtime::CallRequest`] on the runtime, and its
+//! result a `CallToolResult`.
+
+#![allow(clippy::print_stderr)]
+
+mod clients;
+mod facade;
+mod http;
+mod log;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use brain_config::{HostConfig, Serve};
+use brain_runtime::Runtime;
+use brain_runtime::journal::Journal;
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use facade::{Client, Facade};
+
+/// How long calls in flight may take to finish after SIGTERM before they are cancelled (and
+/// journaled as what they are: unknown once sent).
+pub(crate) const DRAIN_BOUND: Duration = Duration::from_secs(10);
+/// How long cancelled calls' cleanup (telling the servers) may take after that.
+const CLEANUP_BOUND: Duration = Duration::from_secs(2);
+
+/// What `serve` was asked for on the command line.
+pub(crate) struct Options {
+    /// Serve over stdin and stdout, for this tenant.
+    pub(crate) stdio_tenant: Option<String>,
+    /// `--session`: the session of calls whose `_meta` names none.
+    pub(crate) session: Option<String>,
+    /// Serve Streamable HTTP here.
+    pub(crate) listen: Option<SocketAddr>,
+    /// `--allow-origin`.
+    pub(crate) origins: Vec<String>,
+    /// `--allow-host`.
+    pub(crate) hosts: Vec<String>,
+}
+
+/// Runs `serve` until stdin closes (stdio), or SIGTERM or SIGINT.
+pub(crate) fn run(
+    config: &HostConfig,
+    journal: Option<Journal>,
+    runtime: Runtime,
+    tokio: tokio::runtime::Runtime,
+    options: Options,
+) -> ExitCode {
+    let serve = config.serve.clone().unwrap_or_default();
+    let json_log = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bounds = (
+        serve.concurrent_calls_per_client(),
+        serve.concurrent_calls(),
+    );
+    let bindings: Vec<_> = config.tools.clone();
+    match (options.stdio_tenant, options.listen) {
+        (Some(tenant), None) => {
+            if !bindings.iter().any(|b| b.tenants.contains(&tenant)) {
+                eprintln!("error: no binding allows tenant {tenant:?}: serve would offer no tool");
+                return ExitCode::from(2);
+            }
+            let client = Client {
+                tenant,
+                id: "stdio".into(),
+            };
+            let stop = CancellationToken::new();
+            let facade = Facade::new(
+                runtime,
+                &bindings,
+                Some(client),
+                options.session,
+                bounds,
+                json_log,
+                stop.clone(),
+            );
+            tokio.block_on(stdio(facade, stop))
+        }
+        (None, Some(addr)) => {
+            let (clients, disabled) =
+                match clients::Clients::read(&serve, |var| std::env::var(var).ok()) {
+                    Ok(read) => read,
+                    Err(message) => {
+                        eprintln!("error: {message}");
+                        return ExitCode::from(2);
+                    }
+                };
+            for notice in disabled {
+                eprintln!("note: {notice}");
+            }
+            if clients.is_empty() {
+                eprintln!(
+                    "error: no client could authenticate: set the variable of a client in the \
+                     config's `serve.clients` ({}), or declare `serve.authorization`",
+                    names(&serve)
+                );
+                return ExitCode::from(2);
+            }
+            let stop = CancellationToken::new();
+            let facade = Facade::new(
+                runtime,
+                &bindings,
+                None,
+                options.session,
+                bounds,
+                json_log,
+                stop.clone(),
+            );
+            let listen = http::Listen {
+                addr,
+                origins: options.origins,
+                hosts: options.hosts,
+            };
+            tokio.block_on(listen_http(facade, &serve, clients, journal, listen, stop))
+        }
+        _ => {
+            eprintln!("error: serve needs exactly one of --stdio and --listen ADDR");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The variables of the config's clients, for a message.
+fn names(serve: &Serve) -> String {
+    if serve.clients.is_empty() {
+        return "there are none".into();
+    }
+    serve
+        .clients
+        .iter()
+        .map(|c| c.token_env.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// stdio: one session on stdin and stdout until stdin closes or a signal comes; calls still in
+/// flight then are cancelled (the host is gone) and journaled as what they are.
+async fn stdio(facade: Facade, stop: CancellationToken) -> ExitCode {
+    let running = match facade.clone().serve(rmcp::transport::io::stdio()).await {
+        Ok(running) => running,
+        Err(error) => {
+            eprintln!("error: the MCP session did not start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cancel = running.cancellation_token();
+    let signal = signals();
+    tokio::select! {
+        _ = running.waiting() => {}
+        code = signal => {
+            stop.cancel();
+            cancel.cancel();
+            let _ = tokio::time::timeout(CLEANUP_BOUND, facade.runtime().wait_for_cleanup()).await;
+            return ExitCode::from(code);
+        }
+    }
+    stop.cancel();
+    let _ = tokio::time::timeout(CLEANUP_BOUND, facade.runtime().wait_for_cleanup()).await;
+    ExitCode::SUCCESS
+}
+
+/// HTTP: serves until SIGTERM or SIGINT; then new requests get 503, calls in flight have
+/// [`DRAIN_BOUND`] to finish, and the rest are cancelled.
+async fn listen_http(
+    facade: Facade,
+    serve: &Serve,
+    clients: clients::Clients,
+    journal: Option<Journal>,
+    listen: http::Listen,
+    stop: CancellationToken,
+) -> ExitCode {
+    let transport = CancellationToken::new();
+    let server = http::serve(
+        facade.clone(),
+        serve,
+        clients,
+        journal,
+        listen,
+        transport.clone(),
+        |addr| eprintln!("brain serve: listening on http://{addr}/mcp"),
+    );
+    tokio::pin!(server);
+    let code = tokio::select! {
+        served = &mut server => {
+            return match served {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: cannot serve: {error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        code = signals() => code,
+    };
+    facade.drain();
+    eprintln!(
+        "brain serve: stopping: {} call(s) in flight get up to {} s to finish",
+        facade.in_flight(),
+        DRAIN_BOUND.as_secs()
+    );
+    let _ = tokio::time::timeout(DRAIN_BOUND, facade.idle()).await;
+    stop.cancel();
+    let _ = tokio::time::timeout(CLEANUP_BOUND, facade.idle()).await;
+    transport.cancel();
+    let _ = tokio::time::timeout(CLEANUP_BOUND, &mut server).await;
+    let _ = tokio::time::timeout(CLEANUP_BOUND, facade.runtime().wait_for_cleanup()).await;
+    ExitCode::from(code)
+}
+
+/// Waits for SIGTERM (exit code 143) or SIGINT (130).
+async fn signals() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = signal(SignalKind::interrupt()).expect("SIGINT can be handled");
+    let mut sigterm = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
+    tokio::select! {
+        _ = sigint.recv() => 130,
+        _ = sigterm.recv() => 143,
+    }
+}

@@ -1,0 +1,367 @@
+//! `brain-harness serve`, tried as a host would: the official Python SDK client (mcp 2.3.0,
+//! `tests/interop/serve_client.py`) over stdio and Streamable HTTP, at both eras (`legacy`: the
+//! initialize handshake and a 2025-11-25 session; `auto`: `server/discover` and 2026-07-28),
+//! through serve to the official Python SDK server, whose own counter says what reached it.
+
+#![allow(clippy::print_stderr)] // what serve logged, printed when a test fails
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tests::peers::{Peer, discover};
+
+const ACME: &str = "acme-token-0123456789";
+const GLOBEX: &str = "globex-token-9876543210";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A config with `echo`, `progress` and `slow` of the Python SDK server: `progress` for acme
+/// only, the others for acme and globex; each tenant a client with a token.
+fn config(dir: &Path, peer: &Peer, serve_patch: impl Fn(&mut Value)) -> String {
+    let discovery = discover(&peer.url);
+    let binding = |name: &str, tenants: &[&str]| {
+        let tool = discovery
+            .tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("the server lists {name}"));
+        json!({"name": name, "description": tool["description"], "url": peer.url,
+            "mcp_tool": name, "input_schema": tool["inputSchema"], "tenants": tenants,
+            "timeout_seconds": 30})
+    };
+    let mut serve = json!({"clients": [
+        {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
+        {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
+    ]});
+    serve_patch(&mut serve);
+    let config = json!({"serve": serve, "tools": [
+        binding("echo", &["acme", "globex"]),
+        binding("progress", &["acme"]),
+        binding("slow", &["acme", "globex"]),
+    ]});
+    let path = dir.join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// `serve --listen 127.0.0.1:0`, killed when dropped; its stderr kept.
+struct Serving {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Serving {
+    fn start(config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args([
+                "--config",
+                config,
+                "--state",
+                state,
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("BRAIN_SERVE_TOKEN_ACME", ACME)
+            .env("BRAIN_SERVE_TOKEN_GLOBEX", GLOBEX)
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("brain-harness runs");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (found, url) = std::sync::mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().unwrap());
+        let kept = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("brain serve: listening on ") {
+                    let _ = found.send(url.to_owned());
+                }
+                let mut kept = kept.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        let url = url
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("serve did not listen: {}", stderr.lock().unwrap()));
+        Serving { child, url, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// `host:port`.
+    fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The revision each client mode negotiates with serve.
+fn revision(mode: &str) -> &'static str {
+    if mode == "legacy" {
+        "2025-11-25"
+    } else {
+        "2026-07-28"
+    }
+}
+
+/// Runs the Python SDK client on `plan`; one JSON value per line it printed after the first,
+/// which must name the revision its mode negotiates.
+fn client(plan: Value) -> Vec<Value> {
+    let interop = workspace().join("tests/interop");
+    let output = Command::new(interop.join(".venv/bin/python"))
+        .arg(interop.join("serve_client.py"))
+        .arg(plan.to_string())
+        .output()
+        .expect("tests/interop/setup.sh installed .venv");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let first = lines.remove(0);
+    let mode = plan["mode"].as_str().unwrap();
+    assert_eq!(first["protocol_version"], json!(revision(mode)), "{mode}");
+    lines
+}
+
+fn names(listed: &Value) -> Vec<&str> {
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect()
+}
+
+fn outcome(line: &Value) -> &Value {
+    &line["result"]["_meta"]["brain.dev/outcome"]
+}
+
+fn text(line: &Value) -> &str {
+    line["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// A POST to serve with `headers`: (status, response head, body).
+fn post(authority: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// stdio, at both eras: the tenant's tools, a call, its replay (the server counts one), progress
+/// relayed in order with the client's token, an unknown tool.
+#[test]
+fn stdio_serves_one_tenant_with_the_journal_at_both_eras() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |_| {});
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let mut expected_calls = 0;
+    for mode in ["legacy", "auto"] {
+        let command = json!([
+            env!("CARGO_BIN_EXE_brain-harness"),
+            "--config",
+            config,
+            "--state",
+            state,
+            "serve",
+            "--stdio",
+            "--tenant",
+            "globex"
+        ]);
+        let call_id = format!("stdio-{mode}");
+        let lines = client(json!({"command": command, "mode": mode, "steps": [
+            {"list": true},
+            {"call": "echo", "arguments": {"message": "hi"}, "meta": {"brain.dev/call_id": call_id}},
+            {"call": "echo", "arguments": {"message": "hi"}, "meta": {"brain.dev/call_id": call_id}},
+            {"call": "progress", "arguments": {"steps": 2}},
+            {"call": "nope", "arguments": {}},
+        ]}));
+        assert_eq!(names(&lines[0]), ["echo", "slow"], "{mode}: {}", lines[0]);
+        assert_eq!(text(&lines[1]), "hi", "{mode}: {}", lines[1]);
+        assert_eq!(outcome(&lines[1])["replayed"], json!(false), "{}", lines[1]);
+        assert_eq!(outcome(&lines[1])["call_id"], json!(call_id));
+        assert_eq!(outcome(&lines[2])["replayed"], json!(true), "{}", lines[2]);
+        assert_eq!(lines[2]["result"]["content"], lines[1]["result"]["content"]);
+        // Another tenant's tool answers exactly as one that does not exist.
+        assert_eq!(lines[3]["code"], json!(-32602), "{}", lines[3]);
+        assert_eq!(lines[4]["code"], json!(-32602), "{}", lines[4]);
+        assert_eq!(
+            lines[3]["error"].as_str().unwrap().replace("progress", "X"),
+            lines[4]["error"].as_str().unwrap().replace("nope", "X"),
+        );
+        expected_calls += 1;
+        assert_eq!(peer.tool_calls(), expected_calls, "{mode}");
+    }
+}
+
+/// HTTP: tokens name tenants; a missing or wrong token is 401, a foreign Origin 403; each
+/// tenant sees and calls only its own tools; one tenant's call id is not another's; progress is
+/// relayed; a retry is replayed at both eras; the concurrency bound refuses with nothing sent;
+/// no token reaches the log, even at trace level.
+#[test]
+fn http_serves_each_client_its_tenant() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |serve| {
+        serve["concurrent_calls_per_client"] = json!(1);
+    });
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&config, &state, &[("RUST_LOG", "trace")]);
+    let authority = serving.authority();
+
+    let (status, head, _) = post(&authority, &[]);
+    assert_eq!(status, 401, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{head}"
+    );
+    let (status, _, _) = post(&authority, &[("Authorization", "Bearer not-a-token")]);
+    assert_eq!(status, 401);
+    let (status, _, _) = post(&authority, &[("Authorization", "Bearer ")]);
+    assert_eq!(status, 401);
+    let bearer = format!("Bearer {ACME}");
+    let (status, _, body) = post(
+        &authority,
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "https://evil.example.com"),
+        ],
+    );
+    assert_eq!(status, 403, "{body}");
+    let (status, _, body) = post(
+        &authority,
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://localhost:5173"),
+        ],
+    );
+    assert_eq!(status, 200, "{body}");
+
+    let mut upstream = 0;
+    for mode in ["legacy", "auto"] {
+        let acme = |steps: Value| {
+            client(json!({"url": serving.url, "token": ACME, "mode": mode, "steps": steps}))
+        };
+        let globex = |steps: Value| {
+            client(json!({"url": serving.url, "token": GLOBEX, "mode": mode, "steps": steps}))
+        };
+        let shared = format!("shared-{mode}");
+        let lines = acme(json!([
+            {"list": true},
+            {"call": "echo", "arguments": {"message": "from acme"}, "meta": {"brain.dev/call_id": shared}},
+            {"call": "echo", "arguments": {"message": "from acme"}, "meta": {"brain.dev/call_id": shared}},
+            {"call": "progress", "arguments": {"steps": 3}, "progress": true},
+        ]));
+        assert_eq!(names(&lines[0]), ["echo", "progress", "slow"], "{mode}");
+        assert_eq!(text(&lines[1]), "from acme", "{}", lines[1]);
+        assert_eq!(outcome(&lines[2])["replayed"], json!(true), "{}", lines[2]);
+        assert_eq!(text(&lines[3]), "done 3 steps", "{}", lines[3]);
+        let progress: Vec<f64> = lines[3]["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_f64().unwrap())
+            .collect();
+        assert_eq!(progress, [1.0, 2.0, 3.0], "{}", lines[3]);
+        upstream += 2;
+        assert_eq!(peer.tool_calls(), upstream, "{mode}");
+
+        // globex: its own tools; acme's call id is its own call, acme's tool does not exist.
+        let lines = globex(json!([
+            {"list": true},
+            {"call": "echo", "arguments": {"message": "from globex"}, "meta": {"brain.dev/call_id": shared, "brain.dev/scope": {"tenant_id": "acme"}}},
+            {"call": "progress", "arguments": {"steps": 1}},
+        ]));
+        assert_eq!(names(&lines[0]), ["echo", "slow"], "{mode}");
+        assert_eq!(text(&lines[1]), "from globex", "{}", lines[1]);
+        assert_eq!(outcome(&lines[1])["replayed"], json!(false), "{}", lines[1]);
+        assert_eq!(lines[2]["code"], json!(-32602), "{}", lines[2]);
+        upstream += 1;
+        assert_eq!(peer.tool_calls(), upstream, "{mode}");
+
+        // One call in flight per client: the second is refused, nothing sent.
+        let lines = acme(json!([{"parallel": [
+            {"call": "slow", "arguments": {"seconds": 1.5}},
+            {"call": "slow", "arguments": {"seconds": 1.5}},
+        ]}]));
+        let refused: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["result"]["isError"] == json!(true))
+            .collect();
+        assert_eq!(refused.len(), 1, "{lines:?}");
+        assert_eq!(outcome(refused[0])["error_type"], json!("refused"));
+        assert_eq!(outcome(refused[0])["unknown_outcome"], json!(false));
+        assert!(
+            text(refused[0]).contains("concurrent_calls_per_client"),
+            "{}",
+            refused[0]
+        );
+        upstream += 1;
+        assert_eq!(peer.tool_calls(), upstream, "{mode}");
+    }
+    let log = serving.stderr();
+    for token in [ACME, GLOBEX] {
+        assert!(!log.contains(token), "a token reached the log");
+    }
+    let calls = log
+        .lines()
+        .filter(|line| line.contains("\"event\":\"tools/call\""))
+        .count();
+    // acme's three, globex's echo (its unknown tool is a protocol error), the bounded two.
+    assert_eq!(calls, 2 * 6, "one line per call");
+}
