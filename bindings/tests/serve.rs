@@ -60,15 +60,13 @@ struct Serving {
 
 impl Serving {
     fn start(config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
+        Serving::start_at("127.0.0.1:0", config, state, env)
+    }
+
+    fn start_at(listen: &str, config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
             .args([
-                "--config",
-                config,
-                "--state",
-                state,
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
+                "--config", config, "--state", state, "serve", "--listen", listen,
             ])
             .env("BRAIN_SERVE_TOKEN_ACME", ACME)
             .env("BRAIN_SERVE_TOKEN_GLOBEX", GLOBEX)
@@ -364,4 +362,102 @@ fn http_serves_each_client_its_tenant() {
         .count();
     // acme's three, globex's echo (its unknown tool is a protocol error), the bounded two.
     assert_eq!(calls, 2 * 6, "one line per call");
+}
+
+/// brain as an OAuth resource server: JWT access tokens of the repository's oidc-provider
+/// authorization server (`BRAIN_TEST_AS_JWT=1`), each naming its tenant in a claim; no static
+/// client at all. A 401 names the protected resource metadata, which names the issuer; a token
+/// whose signature was altered is refused; each token's tenant sees its own tools.
+#[test]
+fn http_serves_oauth_clients_by_the_tenant_of_their_jwt() {
+    use tests::oauth::{
+        AuthorizationServer, GLOBEX_CLIENT, GLOBEX_SECRET, SERVICE_CLIENT, SERVICE_SECRET,
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let authorization =
+        AuthorizationServer::start_with(&resource, 300, &[("BRAIN_TEST_AS_JWT", "1")]);
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |serve| {
+        *serve = json!({"authorization": {"issuer": authorization.issuer,
+            "resource": resource, "tenant_claim": "tenant"}});
+    });
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start_at(&format!("127.0.0.1:{port}"), &config, &state, &[]);
+    let authority = serving.authority();
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let acme =
+        tokio.block_on(authorization.client_credentials(SERVICE_CLIENT, SERVICE_SECRET, &resource));
+    let globex =
+        tokio.block_on(authorization.client_credentials(GLOBEX_CLIENT, GLOBEX_SECRET, &resource));
+    assert_eq!(acme.split('.').count(), 3, "a JWT");
+
+    let (status, head, _) = post(&authority, &[]);
+    assert_eq!(status, 401);
+    let metadata = format!("http://{authority}/.well-known/oauth-protected-resource/mcp");
+    assert!(
+        head.contains(&format!("resource_metadata=\"{metadata}\"")),
+        "{head}"
+    );
+    let get = |path: &str| {
+        let mut stream = TcpStream::connect(&authority).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        serde_json::from_str::<Value>(response.split_once("\r\n\r\n").unwrap().1).unwrap()
+    };
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let document = get(path);
+        assert_eq!(document["resource"], json!(resource));
+        assert_eq!(
+            document["authorization_servers"],
+            json!([authorization.issuer])
+        );
+    }
+    let mut altered = acme.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    let (status, head, _) = post(
+        &authority,
+        &[("Authorization", &format!("Bearer {altered}"))],
+    );
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("error=\"invalid_token\""), "{head}");
+
+    for mode in ["legacy", "auto"] {
+        let lines = client(
+            json!({"url": serving.url, "token": acme, "mode": mode, "steps": [
+                {"list": true},
+                {"call": "echo", "arguments": {"message": "jwt"}},
+            ]}),
+        );
+        assert_eq!(names(&lines[0]), ["echo", "progress", "slow"], "{mode}");
+        assert_eq!(text(&lines[1]), "jwt", "{}", lines[1]);
+        let lines = client(
+            json!({"url": serving.url, "token": globex, "mode": mode, "steps": [
+                {"list": true},
+                {"call": "progress", "arguments": {"steps": 1}},
+            ]}),
+        );
+        assert_eq!(names(&lines[0]), ["echo", "slow"], "{mode}");
+        assert_eq!(lines[1]["code"], json!(-32602), "{}", lines[1]);
+    }
+    assert_eq!(peer.tool_calls(), 2);
+    let log = serving.stderr();
+    assert!(
+        !log.contains(&acme) && !log.contains(&globex),
+        "a token reached the log"
+    );
 }

@@ -10,12 +10,18 @@
 // when presented again, as on a server with a reuse grace period. BRAIN_TEST_AS_REFRESH_DELAY_MS
 // delays the answer to the first refresh (after the server spent the token), so that a test can
 // kill its client mid-refresh.
+//
+// BRAIN_TEST_AS_JWT=1 issues JWT access tokens (RFC 9068, signed with the provider's keys,
+// published at its jwks_uri) instead of opaque ones, each with a `tenant` claim: `acme` for the
+// client `brain-service`, `globex` for `brain-service-globex`.
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
 const [resource, ttlText] = process.argv.slice(2);
 const accessTtl = Number(ttlText || 300);
 const rotate = process.env.BRAIN_TEST_AS_ROTATE !== '0';
+const jwt = process.env.BRAIN_TEST_AS_JWT === '1';
+const tenants = { 'brain-service': 'acme', 'brain-service-globex': 'globex' };
 let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -27,6 +33,11 @@ const provider = new Provider(issuer, {
     // Machine to machine.
     {
       client_id: 'brain-service', client_secret: 'service-secret-0123456789',
+      grant_types: ['client_credentials'], response_types: [], redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    {
+      client_id: 'brain-service-globex', client_secret: 'globex-secret-0123456789',
       grant_types: ['client_credentials'], response_types: [], redirect_uris: [],
       token_endpoint_auth_method: 'client_secret_basic',
     },
@@ -56,11 +67,12 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: () => ({
         scope: 'mcp:basic mcp:admin',
         audience: resource,
-        accessTokenFormat: 'opaque',
+        accessTokenFormat: jwt ? 'jwt' : 'opaque',
         accessTokenTTL: accessTtl,
       }),
     },
   },
+  extraTokenClaims: (ctx, token) => (jwt ? { tenant: tenants[token.clientId] } : undefined),
   findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
   issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
   rotateRefreshToken: rotate,

@@ -22,6 +22,11 @@ pub const USER_CLIENT: &str = "brain-user";
 pub const RESOURCE_CLIENT: &str = "mcp-server";
 /// The secret of [`RESOURCE_CLIENT`].
 pub const RESOURCE_SECRET: &str = "mcp-server-secret-0123456789";
+/// A second machine client; with `BRAIN_TEST_AS_JWT=1` its tokens name tenant `globex` (and
+/// [`SERVICE_CLIENT`]'s `acme`).
+pub const GLOBEX_CLIENT: &str = "brain-service-globex";
+/// The secret of [`GLOBEX_CLIENT`].
+pub const GLOBEX_SECRET: &str = "globex-secret-0123456789";
 
 /// The authorization server process; killed when dropped.
 #[derive(Debug)]
@@ -101,6 +106,36 @@ impl AuthorizationServer {
         self.stats().await["token"][grant_type]
             .as_u64()
             .unwrap_or(0)
+    }
+
+    /// An access token for `resource` by the client credentials grant, as `client` (whose secret
+    /// is `secret`).
+    pub async fn client_credentials(
+        &self,
+        client_id: &str,
+        secret: &str,
+        resource: &str,
+    ) -> String {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "client_credentials")
+            .append_pair("resource", resource)
+            .append_pair("scope", "mcp:basic")
+            .finish();
+        let response: Value = client()
+            .post(format!("{}/token", self.issuer))
+            .basic_auth(client_id, Some(secret))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .expect("a token request")
+            .json()
+            .await
+            .expect("a JSON answer");
+        response["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no access token: {response}"))
+            .to_owned()
     }
 
     /// Revokes `token` (RFC 7009) as the public user client: an access token alone, or a refresh

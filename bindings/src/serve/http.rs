@@ -20,8 +20,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::clients::Clients;
-use super::facade::Facade;
+use brain_runtime::auth::{AccessTokenVerifier, TokenRejected};
+
+use super::clients::{Clients, bearer};
+use super::facade::{Client, Facade};
 
 /// Where and for whom `serve --listen` answers.
 pub(crate) struct Listen {
@@ -36,6 +38,9 @@ pub(crate) struct Listen {
 /// What brain's layer needs on every request.
 struct Gate {
     clients: Clients,
+    /// With `serve.authorization`: the JWT access token verifier, and where this resource's
+    /// metadata is (named in every 401).
+    oauth: Option<(AccessTokenVerifier, String)>,
     origins: Vec<String>,
     max_request_bytes: usize,
     sessions_per_client: usize,
@@ -86,21 +91,58 @@ pub(crate) async fn serve(
         .with_cancellation_token(stop.child_token());
     let service: StreamableHttpService<Facade, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(facade.clone()), Arc::clone(&sessions), config);
+    let oauth = match &serve.authorization {
+        Some(authorization) => {
+            let verifier = AccessTokenVerifier::new(
+                &authorization.issuer,
+                &authorization.resource,
+                &authorization.tenant_claim,
+            )
+            .map_err(std::io::Error::other)?;
+            Some((verifier, metadata_url(&authorization.resource)))
+        }
+        None => None,
+    };
+    let metadata = serve.authorization.as_ref().map(|authorization| {
+        json!({
+            "resource": authorization.resource,
+            "authorization_servers": [authorization.issuer],
+            "bearer_methods_supported": ["header"],
+        })
+        .to_string()
+    });
     let gate = Arc::new(Gate {
         clients,
+        oauth,
         origins,
         max_request_bytes,
         sessions_per_client: serve.sessions_per_client() as usize,
         sessions,
         owners: tokio::sync::Mutex::default(),
     });
-    let router = axum::Router::new()
+    let mut router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate, guard))
         .route(
             "/ready",
             axum::routing::get(move || ready_answer(journal.clone())),
         );
+    if let Some(metadata) = metadata {
+        // RFC 9728: the path-insert form for `/mcp`, and the root form.
+        let answer = move || {
+            let metadata = metadata.clone();
+            async move { ([(header::CONTENT_TYPE, "application/json")], metadata) }
+        };
+        router = router
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                axum::routing::get(answer.clone()),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource",
+                axum::routing::get(answer),
+            );
+    }
     ready(addr);
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { stop.cancelled_owned().await })
@@ -165,16 +207,9 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
-    let Some(client) = gate.clients.authenticate(authorization) else {
-        let mut response = rpc_error(
-            StatusCode::UNAUTHORIZED,
-            -32001,
-            "a valid bearer token is required",
-        );
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return response;
+    let client = match gate.authenticate(authorization).await {
+        Ok(client) => client,
+        Err(response) => return response,
     };
     let session = request
         .headers()
@@ -230,12 +265,71 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
 }
 
 impl Gate {
+    /// The client a request's `Authorization` names: a static token's, else a verified JWT
+    /// access token's; otherwise the answer to give (401, or 503 when the issuer's keys cannot
+    /// be read).
+    async fn authenticate(&self, authorization: &str) -> Result<Client, Response> {
+        if let Some(client) = self.clients.authenticate(authorization) {
+            return Ok(client);
+        }
+        let rejected = match (&self.oauth, bearer(authorization)) {
+            (Some((verifier, _)), Some(token)) => match verifier.verify(token).await {
+                Ok(verified) => {
+                    return Ok(Client {
+                        tenant: verified.tenant,
+                        id: format!("jwt:{}", verified.subject),
+                    });
+                }
+                Err(TokenRejected::KeysUnavailable(why)) => {
+                    tracing::warn!(%why, "no access token can be checked");
+                    return Err(rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32603,
+                        "the authorization server's keys cannot be read now; retry shortly",
+                    ));
+                }
+                Err(rejected) => Some(rejected.to_string()),
+            },
+            _ => None,
+        };
+        let mut challenge = "Bearer".to_owned();
+        if let Some((_, metadata)) = &self.oauth {
+            challenge.push_str(&format!(" resource_metadata=\"{metadata}\""));
+            if rejected.is_some() {
+                challenge.push_str(", error=\"invalid_token\"");
+            }
+        }
+        let message = rejected.unwrap_or_else(|| "a valid bearer token is required".to_owned());
+        let mut response = rpc_error(StatusCode::UNAUTHORIZED, -32001, &message);
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        Err(response)
+    }
+
     /// The sessions `client` holds that rmcp still has (ended and expired ones are forgotten).
     async fn live_sessions(&self, client: &str) -> usize {
         let live = self.sessions.sessions.read().await;
         let mut owners = self.owners.lock().await;
         owners.retain(|id, _| live.contains_key(id.as_str()));
         owners.values().filter(|owner| *owner == client).count()
+    }
+}
+
+/// Where the protected resource metadata of `resource` is (RFC 9728 §3.1: the well-known path
+/// inserted between the origin and the resource's path).
+fn metadata_url(resource: &str) -> String {
+    match url::Url::parse(resource) {
+        Ok(url) => {
+            let path = url.path().trim_end_matches('/');
+            format!(
+                "{}/.well-known/oauth-protected-resource{path}",
+                url.origin().ascii_serialization()
+            )
+        }
+        Err(_) => resource.to_owned(),
     }
 }
 

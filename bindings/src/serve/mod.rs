@@ -91,7 +91,7 @@ pub(crate) fn run(
             for notice in disabled {
                 eprintln!("note: {notice}");
             }
-            if clients.is_empty() {
+            if clients.is_empty() && serve.authorization.is_none() {
                 eprintln!(
                     "error: no client could authenticate: set the variable of a client in the \
                      config's `serve.clients` ({}), or declare `serve.authorization`",

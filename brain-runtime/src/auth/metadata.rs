@@ -216,6 +216,8 @@ pub(crate) struct ServerMetadata {
     /// `code_challenge_methods_supported` lists `S256` (assumed for a server that publishes no
     /// metadata, MCP 2025-03-26).
     pub(crate) pkce_s256: bool,
+    /// `jwks_uri`: where the issuer's signing keys are.
+    pub(crate) jwks_uri: Option<String>,
 }
 
 /// The metadata of the authorization server `issuer`: RFC 8414 then OpenID discovery, with the
@@ -288,6 +290,7 @@ pub(crate) async fn authorization_server(
             pkce_s256: strings(document.get("code_challenge_methods_supported"))
                 .iter()
                 .any(|method| method == "S256"),
+            jwks_uri: field("jwks_uri"),
         });
     }
     if legacy {
@@ -301,6 +304,7 @@ pub(crate) async fn authorization_server(
             client_id_metadata_document_supported: false,
             iss_parameter_supported: false,
             pkce_s256: true,
+            jwks_uri: None,
         });
     }
     Err(format!(
