@@ -461,3 +461,162 @@ fn http_serves_oauth_clients_by_the_tenant_of_their_jwt() {
         "a token reached the log"
     );
 }
+
+/// The fault-injecting test server and a config for its tools (acme and globex), served.
+fn test_server(tokio: &tokio::runtime::Runtime) -> tests::server::TestServer {
+    tokio
+        .block_on(tests::server::TestServer::start(
+            tests::server::Faults::default(),
+        ))
+        .unwrap()
+}
+
+fn test_server_config(dir: &Path, url: &str) -> String {
+    let tools = tests::server::bindings_json(url, |_, binding| {
+        binding["tenants"] = json!(["acme", "globex"]);
+    });
+    let config = json!({"serve": {"clients": [
+        {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
+        {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
+    ]}, "tools": tools});
+    let path = dir.join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// The Python SDK client on `plan`, not waited for.
+fn spawn_client(plan: &Value) -> Child {
+    let interop = workspace().join("tests/interop");
+    Command::new(interop.join(".venv/bin/python"))
+        .arg(interop.join("serve_client.py"))
+        .arg(plan.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `counter` reaches `at_least`.
+fn wait_for(counter: &std::sync::atomic::AtomicUsize, at_least: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while tests::server::Stats::get(counter) < at_least {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A client's cancellation reaches the upstream server: `notifications/cancelled` at a 2025
+/// session, and at 2026-07-28 a closed response stream (the client gone). At 2025 a dropped
+/// connection is not a cancel: the call finishes into the journal, and the retry gets its answer.
+#[test]
+fn cancellation_is_relayed_and_a_dropped_2025_connection_is_not_one() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let stats = &server.stats;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&config, &state, &[]);
+
+    // notifications/cancelled, at both eras of the client.
+    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
+        let lines = client(
+            json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [
+                {"call": "slow", "arguments": {"seconds": 5}, "cancel_after": 0.5},
+                {"sleep": 0.5},
+            ]}),
+        );
+        assert_eq!(lines[0], json!({"cancelled": true}), "{mode}");
+        wait_for(
+            &stats.cancelled_runs,
+            n + 1,
+            "the upstream run's cancellation",
+        );
+    }
+    assert_eq!(tests::server::Stats::get(&stats.calls), 2);
+
+    // 2026-07-28: the client goes away mid-call; its closed stream cancels the call.
+    let plan = json!({"url": serving.url, "token": ACME, "mode": "auto", "steps": [
+        {"call": "slow", "arguments": {"seconds": 5}, "meta": {"brain.dev/call_id": "gone-auto"}},
+    ]});
+    let mut gone = spawn_client(&plan);
+    wait_for(&stats.calls, 3, "the call");
+    std::thread::sleep(Duration::from_millis(200));
+    gone.kill().unwrap();
+    gone.wait().unwrap();
+    wait_for(
+        &stats.cancelled_runs,
+        3,
+        "the cancellation of a call whose stream closed",
+    );
+
+    // 2025: the client goes away mid-call; the call runs to its end, and the retry is answered
+    // from the journal.
+    let plan = json!({"url": serving.url, "token": ACME, "mode": "legacy", "steps": [
+        {"call": "slow", "arguments": {"seconds": 1.5}, "meta": {"brain.dev/call_id": "gone-legacy"}},
+    ]});
+    let mut gone = spawn_client(&plan);
+    wait_for(&stats.calls, 4, "the call");
+    std::thread::sleep(Duration::from_millis(200));
+    gone.kill().unwrap();
+    gone.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        tests::server::Stats::get(&stats.cancelled_runs),
+        3,
+        "not a cancel"
+    );
+    let lines = client(
+        json!({"url": serving.url, "token": ACME, "mode": "legacy", "steps": [
+            {"call": "slow", "arguments": {"seconds": 1.5}, "meta": {"brain.dev/call_id": "gone-legacy"}},
+        ]}),
+    );
+    assert_eq!(outcome(&lines[0])["replayed"], json!(true), "{}", lines[0]);
+    assert_eq!(lines[0]["result"]["isError"], json!(false), "{}", lines[0]);
+    assert_eq!(tests::server::Stats::get(&stats.calls), 4);
+}
+
+/// A serve process SIGKILLed while a call runs: the retry, through a new serve on the same
+/// state, is answered "unknown outcome" and nothing is sent again.
+#[test]
+fn after_a_sigkilled_serve_the_retry_is_unknown_and_not_sent() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let stats = &server.stats;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
+        let serving = Serving::start(&config, &state, &[]);
+        let call_id = format!("killed-{mode}");
+        let step = json!({"call": "slow", "arguments": {"seconds": 30},
+            "meta": {"brain.dev/call_id": call_id}});
+        let mut client_process = spawn_client(
+            &json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [step]}),
+        );
+        wait_for(&stats.calls, n + 1, "the call");
+        drop(serving); // SIGKILL
+        let _ = client_process.kill();
+        let _ = client_process.wait();
+        let serving = Serving::start(&config, &state, &[]);
+        let lines =
+            client(json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [step]}));
+        let outcome = outcome(&lines[0]);
+        assert_eq!(
+            outcome["unknown_outcome"],
+            json!(true),
+            "{mode}: {}",
+            lines[0]
+        );
+        assert_eq!(outcome["call_id"], json!(call_id));
+        assert_eq!(lines[0]["result"]["isError"], json!(true));
+        assert_eq!(
+            tests::server::Stats::get(&stats.calls),
+            n + 1,
+            "{mode}: sent once"
+        );
+    }
+}

@@ -6,8 +6,9 @@ prints one JSON line per step.
 PLAN: {"url": "http://127.0.0.1:PORT/mcp", "token": "…"} or {"command": ["brain-harness", …]},
 "mode": "legacy" (the initialize handshake, a 2025 session) or "auto" (server/discover, 2026-07-28),
 "steps": [{"list": true}, {"call": NAME, "arguments": {…}, "meta": {…}, "progress": true},
-{"parallel": [STEP, …]}, …] (a parallel step runs its calls at once and prints their lines in
-order).
+{"parallel": [STEP, …]}, {"sleep": SECONDS}, …] (a parallel step runs its calls at once and prints
+their lines in order). A call step with "cancel_after": SECONDS is cancelled then (the SDK tells
+the server as its revision says) and prints {"cancelled": true}.
 
 The first line is {"protocol_version": REVISION} (what the client negotiated). A list step prints {"tools": [Tool, …]}; a call step prints {"result": CallToolResult, "progress":
 [[progress, total, message], …]}; a step that fails prints {"error": message, "code": code}.
@@ -37,6 +38,15 @@ def transport(plan):
 
 async def step_line(client, step):
     try:
+        if "sleep" in step:
+            await asyncio.sleep(step["sleep"])
+            return {"slept": step["sleep"]}
+        if "cancel_after" in step:
+            call = step_line(client, {k: v for k, v in step.items() if k != "cancel_after"})
+            try:
+                return await asyncio.wait_for(call, step["cancel_after"])
+            except asyncio.TimeoutError:
+                return {"cancelled": True}
         if step.get("list"):
             listed = await client.list_tools()
             return {"tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed.tools]}
