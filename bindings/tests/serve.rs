@@ -170,12 +170,17 @@ fn text(line: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// A POST to serve with `headers`: (status, response head, body).
+/// An `initialize` POST to serve with `headers`: (status, response head, body).
 fn post(authority: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}})
     .to_string();
+    post_body(authority, headers, &body)
+}
+
+/// A POST of `body` to serve with `headers`: (status, response head, body).
+fn post_body(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -185,7 +190,7 @@ fn post(authority: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    request.push_str(&body);
+    request.push_str(body);
     let mut stream = TcpStream::connect(authority).unwrap();
     stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
@@ -619,4 +624,119 @@ fn after_a_sigkilled_serve_the_retry_is_unknown_and_not_sent() {
             "{mode}: sent once"
         );
     }
+}
+
+/// Two serve processes on one PostgreSQL, as two replicas behind a load balancer: a call id
+/// sent through one while it runs, retried through the other, is waited for and answered from
+/// the journal; the server counts one call per call id, at both eras.
+#[test]
+fn two_serve_replicas_on_one_postgresql_send_each_call_id_once() {
+    let cluster = tests::postgres::Cluster::start();
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let stats = &server.stats;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let one = Serving::start(&config, &cluster.url, &[]);
+    let two = Serving::start(&config, &cluster.url, &[]);
+    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
+        let step = json!({"call": "slow", "arguments": {"seconds": 1.5},
+            "meta": {"brain.dev/call_id": format!("replicas-{mode}")}});
+        let plan = |serving: &Serving| json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [step]});
+        let mut first = spawn_client(&plan(&one));
+        wait_for(&stats.calls, n + 1, "the call");
+        // The retry through the other replica waits for the call in progress there.
+        let lines = client(plan(&two));
+        assert_eq!(text(&lines[0]), "slept", "{mode}: {}", lines[0]);
+        assert_eq!(outcome(&lines[0])["replayed"], json!(true), "{}", lines[0]);
+        let lines = client(plan(&one));
+        assert_eq!(outcome(&lines[0])["replayed"], json!(true), "{}", lines[0]);
+        first.wait().unwrap();
+        assert_eq!(
+            tests::server::Stats::get(&stats.calls),
+            n + 1,
+            "{mode}: sent once"
+        );
+    }
+}
+
+/// SIGTERM: serve stops taking calls, lets the call in flight finish and answer, and exits 143.
+#[test]
+fn sigterm_lets_the_call_in_flight_finish() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let mut serving = Serving::start(&config, &state, &[]);
+    // The tools listed first: the SDK lists them after a call otherwise (for their output
+    // schemas), and the server is gone by then.
+    let plan = json!({"url": serving.url, "token": ACME, "mode": "legacy", "terminate": false,
+        "steps": [{"list": true}, {"call": "slow", "arguments": {"seconds": 1.5}}]});
+    let caller =
+        std::thread::spawn(move || std::panic::catch_unwind(|| client(plan)).map_err(|_| ()));
+    wait_for(&server.stats.calls, 1, "the call");
+    let started = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &serving.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let lines = caller.join().unwrap();
+    let lines = lines.unwrap_or_else(|()| panic!("serve said: {}", serving.stderr()));
+    assert_eq!(text(&lines[1]), "slept", "{}", lines[1]);
+    let exit = serving.child.wait().unwrap();
+    assert_eq!(exit.code(), Some(143), "{}", serving.stderr());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        serving.stderr().contains("1 call(s) in flight"),
+        "{}",
+        serving.stderr()
+    );
+}
+
+/// The bounds that are HTTP answers: the request body (413), one client's sessions (429, the
+/// other client unaffected); and `/ready`, which needs no token and names nothing secret.
+#[test]
+fn http_bounds_sessions_and_body_size_and_answers_ready() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |serve| {
+        serve["sessions_per_client"] = json!(2);
+        serve["max_request_bytes"] = json!(2048);
+    });
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&config, &state, &[]);
+    let authority = serving.authority();
+    let acme = format!("Bearer {ACME}");
+    let globex = format!("Bearer {GLOBEX}");
+    for _ in 0..2 {
+        assert_eq!(post(&authority, &[("Authorization", &acme)]).0, 200);
+    }
+    let (status, _, body) = post(&authority, &[("Authorization", &acme)]);
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("sessions_per_client"), "{body}");
+    assert_eq!(post(&authority, &[("Authorization", &globex)]).0, 200);
+    let large = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"padding": "x".repeat(4096)}})
+    .to_string();
+    let (status, _, _) = post_body(&authority, &[("Authorization", &globex)], &large);
+    assert_eq!(status, 413);
+
+    let mut stream = TcpStream::connect(&authority).unwrap();
+    write!(
+        stream,
+        "GET /ready HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let body: Value = serde_json::from_str(response.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body, json!({"ready": true, "state": "sqlite"}));
+    assert_eq!(peer.tool_calls(), 0, "nothing went upstream");
 }

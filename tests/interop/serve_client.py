@@ -33,7 +33,8 @@ def transport(plan):
     if plan.get("token") is not None:
         headers["Authorization"] = f"Bearer {plan['token']}"
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0))
-    return streamable_http_client(plan["url"], http_client=http)
+    # "terminate": false leaves the session open at exit (no DELETE), for a server that is gone.
+    return streamable_http_client(plan["url"], http_client=http, terminate_on_close=plan.get("terminate", True))
 
 
 async def step_line(client, step):

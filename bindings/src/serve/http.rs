@@ -49,15 +49,22 @@ struct Gate {
     owners: tokio::sync::Mutex<HashMap<String, String>>,
 }
 
-/// Serves until `stop` is cancelled; returns once the listener is closed and the connections
-/// have ended. `ready` is told the address once the socket is bound.
+/// When to stop: `accept` closes the listener (then the server returns once every connection
+/// has ended); `sessions` ends rmcp's sessions and their streams.
+pub(crate) struct Stop {
+    pub(crate) accept: CancellationToken,
+    pub(crate) sessions: CancellationToken,
+}
+
+/// Serves until `stop.accept` is cancelled; returns once the listener is closed and the
+/// connections have ended. `ready` is told the address once the socket is bound.
 pub(crate) async fn serve(
     facade: Facade,
     serve: &Serve,
     clients: Clients,
     journal: Option<Journal>,
     listen: Listen,
-    stop: CancellationToken,
+    stop: Stop,
     ready: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen.addr).await?;
@@ -88,7 +95,7 @@ pub(crate) async fn serve(
         .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_request_bytes)
-        .with_cancellation_token(stop.child_token());
+        .with_cancellation_token(stop.sessions.child_token());
     let service: StreamableHttpService<Facade, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(facade.clone()), Arc::clone(&sessions), config);
     let oauth = match &serve.authorization {
@@ -145,7 +152,7 @@ pub(crate) async fn serve(
     }
     ready(addr);
     axum::serve(listener, router)
-        .with_graceful_shutdown(async move { stop.cancelled_owned().await })
+        .with_graceful_shutdown(async move { stop.accept.cancelled_owned().await })
         .await
 }
 
@@ -155,12 +162,13 @@ async fn ready_answer(journal: Option<Journal>) -> Response {
     let Some(journal) = journal else {
         return json_response(StatusCode::OK, json!({"ready": true, "state": "none"}));
     };
+    // The store's kind only ("sqlite", "postgresql"), never its path or address.
     let kind = journal
         .describe()
-        .split(':')
+        .split([':', ' '])
         .next()
         .unwrap_or_default()
-        .to_owned();
+        .to_ascii_lowercase();
     let probe = Filter {
         limit: 1,
         ..Filter::default()

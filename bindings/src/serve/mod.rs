@@ -162,8 +162,9 @@ async fn stdio(facade: Facade, stop: CancellationToken) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// HTTP: serves until SIGTERM or SIGINT; then new requests get 503, calls in flight have
-/// [`DRAIN_BOUND`] to finish, and the rest are cancelled.
+/// HTTP: serves until SIGTERM or SIGINT; then new calls are refused, calls in flight have
+/// [`DRAIN_BOUND`] to finish (the rest are cancelled, and say whether they were sent), and the
+/// process exits within DRAIN_BOUND + 3 × CLEANUP_BOUND.
 async fn listen_http(
     facade: Facade,
     serve: &Serve,
@@ -172,14 +173,18 @@ async fn listen_http(
     listen: http::Listen,
     stop: CancellationToken,
 ) -> ExitCode {
-    let transport = CancellationToken::new();
+    let accept = CancellationToken::new();
+    let sessions = CancellationToken::new();
     let server = http::serve(
         facade.clone(),
         serve,
         clients,
         journal,
         listen,
-        transport.clone(),
+        http::Stop {
+            accept: accept.clone(),
+            sessions: sessions.clone(),
+        },
         |addr| eprintln!("brain serve: listening on http://{addr}/mcp"),
     );
     tokio::pin!(server);
@@ -201,11 +206,25 @@ async fn listen_http(
         facade.in_flight(),
         DRAIN_BOUND.as_secs()
     );
-    let _ = tokio::time::timeout(DRAIN_BOUND, facade.idle()).await;
-    stop.cancel();
-    let _ = tokio::time::timeout(CLEANUP_BOUND, facade.idle()).await;
-    transport.cancel();
-    let _ = tokio::time::timeout(CLEANUP_BOUND, &mut server).await;
+    let drained = tokio::time::timeout(DRAIN_BOUND, facade.idle())
+        .await
+        .is_ok();
+    if !drained {
+        // What is still running is cancelled: each result says whether it was sent.
+        stop.cancel();
+        let _ = tokio::time::timeout(CLEANUP_BOUND, facade.idle()).await;
+    }
+    // The listener closes; the answers written by now reach their clients (connections that
+    // stay open, such as a session's GET stream, get CLEANUP_BOUND), then the sessions end.
+    accept.cancel();
+    if tokio::time::timeout(CLEANUP_BOUND, &mut server)
+        .await
+        .is_err()
+    {
+        sessions.cancel();
+        let _ = tokio::time::timeout(CLEANUP_BOUND, &mut server).await;
+    }
+    sessions.cancel();
     let _ = tokio::time::timeout(CLEANUP_BOUND, facade.runtime().wait_for_cleanup()).await;
     ExitCode::from(code)
 }
