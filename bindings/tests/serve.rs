@@ -740,3 +740,88 @@ fn http_bounds_sessions_and_body_size_and_answers_ready() {
     assert_eq!(body, json!({"ready": true, "state": "sqlite"}));
     assert_eq!(peer.tool_calls(), 0, "nothing went upstream");
 }
+
+/// A Node program under `tests/interop`: (success, stdout, stderr).
+fn node(args: &[&str], cwd: &Path) -> (bool, String, String) {
+    let output = Command::new("node")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("node runs (tests/interop/setup.sh installs the packages)");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The TypeScript SDK client (1.32.2) and the MCP Inspector CLI (1.0.3): each lists its
+/// tenant's tools and calls one; a retried call id is replayed.
+#[test]
+fn the_typescript_sdk_client_and_the_inspector_cli_use_serve() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |_| {});
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&config, &state, &[]);
+    let interop = workspace().join("tests/interop");
+
+    let plan = json!({"url": serving.url, "token": GLOBEX, "steps": [
+        {"list": true},
+        {"call": "echo", "arguments": {"message": "ts"}, "meta": {"brain.dev/call_id": "ts-1"}},
+        {"call": "echo", "arguments": {"message": "ts"}, "meta": {"brain.dev/call_id": "ts-1"}},
+        {"call": "progress", "arguments": {"steps": 1}},
+    ]});
+    let (ok, stdout, stderr) = node(&["serve_client.mjs", &plan.to_string()], &interop);
+    assert!(ok, "{stdout}{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["protocol_version"], json!("2025-11-25"));
+    assert_eq!(names(&lines[1]), ["echo", "slow"]);
+    assert_eq!(text(&lines[2]), "ts", "{}", lines[2]);
+    assert_eq!(outcome(&lines[3])["replayed"], json!(true), "{}", lines[3]);
+    assert_eq!(lines[4]["code"], json!(-32602), "{}", lines[4]);
+    assert_eq!(peer.tool_calls(), 1);
+
+    // The Inspector CLI finds its own package.json relative to the working directory.
+    let inspector = interop.join("node_modules/@modelcontextprotocol/inspector-cli/build");
+    let bearer = format!("Authorization: Bearer {ACME}");
+    let base = [
+        "cli.js",
+        "--cli",
+        &serving.url,
+        "--transport",
+        "http",
+        "--header",
+        &bearer,
+    ];
+    let (ok, stdout, stderr) = node(
+        &[&base[..], &["--method", "tools/list"]].concat(),
+        &inspector,
+    );
+    assert!(ok, "{stdout}{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(names(&listed), ["echo", "progress", "slow"]);
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "message=inspected",
+        "--tool-metadata",
+        "brain.dev/call_id=inspector-1",
+    ];
+    for replayed in [false, true] {
+        let (ok, stdout, stderr) = node(&[&base[..], &call[..]].concat(), &inspector);
+        assert!(ok, "{stdout}{stderr}");
+        let result: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(result["content"][0]["text"], json!("inspected"), "{result}");
+        let outcome = &result["_meta"]["brain.dev/outcome"];
+        assert_eq!(outcome["call_id"], json!("inspector-1"));
+        assert_eq!(outcome["replayed"], json!(replayed), "{result}");
+    }
+    assert_eq!(peer.tool_calls(), 2);
+}

@@ -8,7 +8,9 @@
 # (node_modules) and mcp-server-time==2026.10.19 (in .venv-time); for the OAuth tests, the
 # authorization server oidc-provider@9.13.3 (node_modules, run by oauth_server.mjs); and the
 # model APIs' SDKs openai-agents==0.24.0, anthropic==2.10.0, google-genai==3.3.0 (in .venv-models,
-# whose code checks brain's tool definitions: model_apis.py). Idempotent and quick once done;
+# whose code checks brain's tool definitions: model_apis.py); for `serve`'s clients, the
+# TypeScript SDK @modelcontextprotocol/sdk@1.32.2 (serve_client.mjs) and the MCP Inspector CLI
+# @modelcontextprotocol/inspector-cli@1.0.3 (node_modules). Idempotent and quick once done;
 # `cargo xtask ci` runs it.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,9 +49,11 @@ fi
 
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
   || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ] \
-  || [ ! -f node_modules/oidc-provider/package.json ]; then
+  || [ ! -f node_modules/oidc-provider/package.json ] \
+  || [ ! -f node_modules/@modelcontextprotocol/inspector-cli/build/cli.js ] \
+  || [ "$(node -p "require('./node_modules/@modelcontextprotocol/sdk/package.json').version")" != 1.32.2 ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 version() { "$1/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'; }
 npm_version() { node -p "require('./node_modules/@modelcontextprotocol/$1/package.json').version"; }
-echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), oidc-provider $(node -p "require('./node_modules/oidc-provider/package.json').version"), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))'), model SDKs $(.venv-models/bin/python -c 'import importlib.metadata as m; print(", ".join(p + " " + m.version(p) for p in ("openai-agents", "anthropic", "google-genai")))')"
+echo "interop peers: mcp $(version .venv), $(version .venv-mcp1.9), $(version .venv-mcp1.12), server-everything $(npm_version server-everything), server-filesystem $(npm_version server-filesystem), sdk $(npm_version sdk), inspector-cli $(npm_version inspector-cli), oidc-provider $(node -p "require('./node_modules/oidc-provider/package.json').version"), mcp-server-time $(.venv-time/bin/python -c 'import importlib.metadata as m; print(m.version("mcp-server-time"))'), model SDKs $(.venv-models/bin/python -c 'import importlib.metadata as m; print(", ".join(p + " " + m.version(p) for p in ("openai-agents", "anthropic", "google-genai")))')"
