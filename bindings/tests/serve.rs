@@ -825,3 +825,58 @@ fn the_typescript_sdk_client_and_the_inspector_cli_use_serve() {
     }
     assert_eq!(peer.tool_calls(), 2);
 }
+
+/// OpenTelemetry as for `call`: each client request is a SERVER span that continues the
+/// client's trace (its `_meta.traceparent`), and brain's CLIENT span for the upstream call is its
+/// child.
+#[test]
+fn a_served_call_is_a_server_span_in_the_client_s_trace() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let collector = tokio.block_on(tests::otlp::Collector::start()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(
+        &config,
+        &state,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str())],
+    );
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let parent_id = "00f067aa0ba902b7";
+    let traceparent = format!("00-{trace_id}-{parent_id}-01");
+    let lines = client(
+        json!({"url": serving.url, "token": ACME, "mode": "auto", "steps": [
+            {"call": "echo", "arguments": {"message": "traced"}, "meta": {"traceparent": traceparent}},
+        ]}),
+    );
+    assert_eq!(text(&lines[0]), "traced", "{}", lines[0]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let spans = loop {
+        let spans: Vec<tests::otlp::Span> = collector
+            .spans()
+            .into_iter()
+            .filter(|span| span.trace_id == trace_id)
+            .collect();
+        if spans.iter().any(|s| s.kind == 3 && s.name == "tools/call echo") {
+            break spans;
+        }
+        assert!(std::time::Instant::now() < deadline, "no spans arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let served = spans
+        .iter()
+        .find(|span| span.kind == 2)
+        .unwrap_or_else(|| panic!("a SERVER span: {spans:#?}"));
+    assert_eq!(served.name, "tools/call echo");
+    assert_eq!(
+        served.parent_span_id, parent_id,
+        "the client's span is its parent"
+    );
+    assert_eq!(served.attributes["brain.tenant_id"], json!("acme"));
+    let upstream = spans
+        .iter()
+        .find(|span| span.kind == 3 && span.name == "tools/call echo")
+        .expect("brain's CLIENT span");
+    assert_eq!(upstream.parent_span_id, served.span_id, "{spans:#?}");
+}

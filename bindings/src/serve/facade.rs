@@ -345,11 +345,8 @@ impl ServerHandler for Facade {
                     tenant_id: client.tenant.clone(),
                     session_id: session.clone(),
                 };
-                let span = tracing::info_span!(
-                    "brain serve tools/call",
-                    otel.name = format!("tools/call {name}"),
-                    otel.kind = "server",
-                );
+                let span = server_span(&name, &client, &call_id, mcp_session.as_deref());
+                continue_trace(&span, &meta, &context);
                 let request = CallRequest::new(name.clone(), scope, arguments)
                     .with_call_id(upstream.clone())
                     .with_parent(span);
@@ -358,6 +355,53 @@ impl ServerHandler for Facade {
         };
         line.write(&result, started.elapsed(), self.inner.json_log);
         Ok(call_tool_result(&result, &call_id).into())
+    }
+}
+
+/// The client's request as a server span: the parent of brain's client span.
+fn server_span(
+    name: &str,
+    client: &Client,
+    call_id: &str,
+    mcp_session: Option<&str>,
+) -> tracing::Span {
+    tracing::info_span!(
+        "brain serve tools/call",
+        otel.name = format!("tools/call {name}"),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        mcp.session.id = mcp_session,
+        brain.tenant_id = client.tenant.as_str(),
+        brain.call_id = call_id,
+    )
+}
+
+/// Continues the client's trace: its `_meta` `traceparent` and `tracestate` (MCP's place for
+/// them), else the HTTP request's headers.
+fn continue_trace(span: &tracing::Span, meta: &Value, context: &RequestContext<RoleServer>) {
+    use opentelemetry::propagation::TextMapPropagator;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let mut carrier: HashMap<String, String> = HashMap::new();
+    for key in ["traceparent", "tracestate"] {
+        if let Some(value) = meta.get(key).and_then(Value::as_str) {
+            carrier.insert(key.to_owned(), value.to_owned());
+        }
+    }
+    if !carrier.contains_key("traceparent")
+        && let Some(parts) = context.extensions.get::<http::request::Parts>()
+    {
+        for key in ["traceparent", "tracestate"] {
+            if let Some(value) = parts.headers.get(key).and_then(|v| v.to_str().ok()) {
+                carrier.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    if carrier.contains_key("traceparent") {
+        let parent =
+            opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
+        let _ = span.set_parent(parent);
     }
 }
 
