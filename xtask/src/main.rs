@@ -27,6 +27,7 @@ mod check;
 mod ci;
 mod codegen;
 mod conformance;
+mod conformance_server;
 mod demo;
 mod discover;
 mod dist;

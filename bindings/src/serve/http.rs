@@ -33,6 +33,9 @@ pub(crate) struct Listen {
     pub(crate) origins: Vec<String>,
     /// `Host` values allowed besides loopback ones (the name clients reach this server by).
     pub(crate) hosts: Vec<String>,
+    /// `--anonymous-tenant`: a request without `Authorization` runs as this tenant (loopback
+    /// addresses only).
+    pub(crate) anonymous: Option<String>,
 }
 
 /// What brain's layer needs on every request.
@@ -41,6 +44,8 @@ struct Gate {
     /// With `serve.authorization`: the JWT access token verifier, and where this resource's
     /// metadata is (named in every 401).
     oauth: Option<(AccessTokenVerifier, String)>,
+    /// `--anonymous-tenant`.
+    anonymous: Option<String>,
     origins: Vec<String>,
     max_request_bytes: usize,
     sessions_per_client: usize,
@@ -121,6 +126,7 @@ pub(crate) async fn serve(
     let gate = Arc::new(Gate {
         clients,
         oauth,
+        anonymous: listen.anonymous.clone(),
         origins,
         max_request_bytes,
         sessions_per_client: serve.sessions_per_client() as usize,
@@ -279,6 +285,14 @@ impl Gate {
     async fn authenticate(&self, authorization: &str) -> Result<Client, Response> {
         if let Some(client) = self.clients.authenticate(authorization) {
             return Ok(client);
+        }
+        if authorization.is_empty()
+            && let Some(tenant) = &self.anonymous
+        {
+            return Ok(Client {
+                tenant: tenant.clone(),
+                id: "anonymous".into(),
+            });
         }
         let rejected = match (&self.oauth, bearer(authorization)) {
             (Some((verifier, _)), Some(token)) => match verifier.verify(token).await {

@@ -40,6 +40,8 @@ pub(crate) struct Options {
     pub(crate) origins: Vec<String>,
     /// `--allow-host`.
     pub(crate) hosts: Vec<String>,
+    /// `--anonymous-tenant`.
+    pub(crate) anonymous: Option<String>,
 }
 
 /// Runs `serve` until stdin closes (stdio), or SIGTERM or SIGINT.
@@ -91,7 +93,22 @@ pub(crate) fn run(
             for notice in disabled {
                 eprintln!("note: {notice}");
             }
-            if clients.is_empty() && serve.authorization.is_none() {
+            if let Some(tenant) = &options.anonymous {
+                if !addr.ip().is_loopback() {
+                    eprintln!(
+                        "error: --anonymous-tenant lets any request in without a credential: it \
+                         listens on a loopback address only (e.g. 127.0.0.1:8080), not {addr}"
+                    );
+                    return ExitCode::from(2);
+                }
+                if !bindings.iter().any(|b| b.tenants.contains(tenant)) {
+                    eprintln!(
+                        "error: no binding allows tenant {tenant:?}: serve would offer no tool"
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+            if clients.is_empty() && serve.authorization.is_none() && options.anonymous.is_none() {
                 eprintln!(
                     "error: no client could authenticate: set the variable of a client in the \
                      config's `serve.clients` ({}), or declare `serve.authorization`",
@@ -113,6 +130,7 @@ pub(crate) fn run(
                 addr,
                 origins: options.origins,
                 hosts: options.hosts,
+                anonymous: options.anonymous,
             };
             tokio.block_on(listen_http(facade, &serve, clients, journal, listen, stop))
         }
