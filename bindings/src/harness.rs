@@ -161,35 +161,7 @@ enum Command {
         tool: String,
     },
     /// Serve the bindings as one MCP server, over stdio or Streamable HTTP.
-    Serve {
-        /// Serve one MCP session on stdin and stdout (the command line a host's MCP config
-        /// takes); needs `--tenant`.
-        #[arg(long, conflicts_with = "listen", requires = "tenant")]
-        stdio: bool,
-        /// With `--stdio`: the tenant every call runs as.
-        #[arg(long, requires = "stdio")]
-        tenant: Option<String>,
-        /// Serve Streamable HTTP at `http://ADDR/mcp` (e.g. `127.0.0.1:8080`); clients
-        /// authenticate as the config's `serve` section says.
-        #[arg(long, value_name = "ADDR")]
-        listen: Option<std::net::SocketAddr>,
-        /// A browser origin allowed besides loopback ones, e.g. `https://app.example.com`
-        /// (`:*` for any port); repeatable.
-        #[arg(long = "allow-origin", value_name = "ORIGIN")]
-        allow_origin: Vec<String>,
-        /// A `Host` allowed besides loopback ones: the name clients reach this server by, e.g.
-        /// `brain.example.com`; repeatable.
-        #[arg(long = "allow-host", value_name = "HOST")]
-        allow_host: Vec<String>,
-        /// The session of calls whose `_meta` names none (else `default`).
-        #[arg(long)]
-        session: Option<String>,
-        /// With `--listen` on a loopback address: a request without `Authorization` runs as this
-        /// tenant (for a local client that cannot send a header, such as a test suite); a
-        /// request with a credential is still checked.
-        #[arg(long, value_name = "T", requires = "listen")]
-        anonymous_tenant: Option<String>,
-    },
+    Serve(crate::serve::ServeArgs),
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -275,15 +247,7 @@ fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Serve {
-            stdio,
-            tenant,
-            listen,
-            allow_origin,
-            allow_host,
-            session,
-            anonymous_tenant,
-        } => {
+        Command::Serve(args) => {
             let tokio = tokio();
             let journal = match tokio.block_on(state_store(&config, state)) {
                 Ok(journal) => journal,
@@ -292,19 +256,10 @@ fn run(cli: Cli) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = match tokio.block_on(async { runtime(&config, Some(journal.clone())) }) {
-                Ok(runtime) => runtime,
-                Err(code) => return code,
-            };
-            let options = crate::serve::Options {
-                stdio_tenant: tenant.filter(|_| stdio),
-                session,
-                listen,
-                origins: allow_origin,
-                hosts: allow_host,
-                anonymous: anonymous_tenant,
-            };
-            crate::serve::run(&config, Some(journal), runtime, tokio, options)
+            match tokio.block_on(async { runtime(&config, Some(journal.clone())) }) {
+                Ok(runtime) => crate::serve::run(&config, Some(journal), runtime, tokio, args),
+                Err(code) => code,
+            }
         }
         Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),

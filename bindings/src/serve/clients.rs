@@ -5,7 +5,16 @@
 use brain_config::Serve;
 use sha2::{Digest, Sha256};
 
-use super::facade::Client;
+/// Who a request comes from: the tenant its calls run as (from its credential, or the command
+/// line over stdio), and the client it counts against for the per-client bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Client {
+    /// The tenant.
+    pub(crate) tenant: String,
+    /// Names the client in bounds and logs (never a secret): `token:VAR`, `jwt:SUBJECT`,
+    /// `stdio`, `anonymous`.
+    pub(crate) id: String,
+}
 
 /// The clients whose variables were set, by token digest.
 pub(crate) struct Clients {

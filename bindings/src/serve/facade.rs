@@ -23,17 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::clients::Client;
 use super::log::CallLine;
-
-/// Who a request comes from: the tenant its calls run as (from its credential, or the command
-/// line over stdio), and the client it counts against for the per-client bounds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Client {
-    /// The tenant.
-    pub(crate) tenant: String,
-    /// Names the client in bounds and logs (never a secret): `token:VAR`, `jwt:SUBJECT`, `stdio`.
-    pub(crate) id: String,
-}
 
 /// The MCP server of one `serve` process; cheap to clone (rmcp makes one per session).
 #[derive(Clone)]

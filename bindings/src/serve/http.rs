@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use brain_runtime::auth::{AccessTokenVerifier, TokenRejected};
 
-use super::clients::{Clients, bearer};
-use super::facade::{Client, Facade};
+use super::clients::{Client, Clients, bearer};
+use super::facade::Facade;
 
 /// Where and for whom `serve --listen` answers.
 pub(crate) struct Listen {

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use brain_runtime::{OutcomeKind, ToolResult};
 use serde_json::json;
 
-use super::facade::Client;
+use super::clients::Client;
 
 /// What the line says about a call.
 pub(crate) struct CallLine<'a> {

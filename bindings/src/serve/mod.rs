@@ -20,7 +20,8 @@ use brain_runtime::journal::Journal;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use facade::{Client, Facade};
+use clients::Client;
+use facade::Facade;
 
 /// How long calls in flight may take to finish after SIGTERM before they are cancelled (and
 /// journaled as what they are: unknown once sent).
@@ -28,20 +29,36 @@ pub(crate) const DRAIN_BOUND: Duration = Duration::from_secs(10);
 /// How long cancelled calls' cleanup (telling the servers) may take after that.
 const CLEANUP_BOUND: Duration = Duration::from_secs(2);
 
-/// What `serve` was asked for on the command line.
-pub(crate) struct Options {
-    /// Serve over stdin and stdout, for this tenant.
-    pub(crate) stdio_tenant: Option<String>,
-    /// `--session`: the session of calls whose `_meta` names none.
-    pub(crate) session: Option<String>,
-    /// Serve Streamable HTTP here.
-    pub(crate) listen: Option<SocketAddr>,
-    /// `--allow-origin`.
-    pub(crate) origins: Vec<String>,
-    /// `--allow-host`.
-    pub(crate) hosts: Vec<String>,
-    /// `--anonymous-tenant`.
-    pub(crate) anonymous: Option<String>,
+/// `brain-harness serve`'s command line.
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve one MCP session on stdin and stdout (the command line a host's MCP config takes);
+    /// needs `--tenant`.
+    #[arg(long, conflicts_with = "listen", requires = "tenant")]
+    stdio: bool,
+    /// With `--stdio`: the tenant every call runs as.
+    #[arg(long, requires = "stdio")]
+    tenant: Option<String>,
+    /// Serve Streamable HTTP at `http://ADDR/mcp` (e.g. `127.0.0.1:8080`); clients authenticate
+    /// as the config's `serve` section says.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// A browser origin allowed besides loopback ones, e.g. `https://app.example.com` (`:*` for
+    /// any port); repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    origins: Vec<String>,
+    /// A `Host` allowed besides loopback ones: the name clients reach this server by, e.g.
+    /// `brain.example.com`; repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    hosts: Vec<String>,
+    /// The session of calls whose `_meta` names none (else `default`).
+    #[arg(long)]
+    session: Option<String>,
+    /// With `--listen` on a loopback address: a request without `Authorization` runs as this
+    /// tenant (for a local client that cannot send a header, such as a test suite); a request
+    /// with a credential is still checked.
+    #[arg(long = "anonymous-tenant", value_name = "T", requires = "listen")]
+    anonymous: Option<String>,
 }
 
 /// Runs `serve` until stdin closes (stdio), or SIGTERM or SIGINT.
@@ -50,7 +67,7 @@ pub(crate) fn run(
     journal: Option<Journal>,
     runtime: Runtime,
     tokio: tokio::runtime::Runtime,
-    options: Options,
+    options: ServeArgs,
 ) -> ExitCode {
     let serve = config.serve.clone().unwrap_or_default();
     let json_log = !std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -59,7 +76,7 @@ pub(crate) fn run(
         serve.concurrent_calls(),
     );
     let bindings: Vec<_> = config.tools.clone();
-    match (options.stdio_tenant, options.listen) {
+    match (options.tenant.filter(|_| options.stdio), options.listen) {
         (Some(tenant), None) => {
             if !bindings.iter().any(|b| b.tenants.contains(&tenant)) {
                 eprintln!("error: no binding allows tenant {tenant:?}: serve would offer no tool");

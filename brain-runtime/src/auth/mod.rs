@@ -54,7 +54,9 @@ pub(crate) use credentials::{Authorizing, Credentials, add_static};
 pub use error::AuthError;
 pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
 pub(crate) use oauth::{OAuth, Retry};
-pub use resource::{AccessTokenVerifier, REFETCH_INTERVAL, TokenRejected, VerifiedToken};
+pub use resource::{
+    AccessTokenVerifier, REFETCH_INTERVAL, TokenRejected, VerifiedToken, VerifierError,
+};
 pub use seal::STATE_KEY_ENV;
 pub(crate) use secret::Token;
 pub use store::{FileTokenStore, StoreKey, StoredTokens};

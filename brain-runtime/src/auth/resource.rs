@@ -38,6 +38,18 @@ pub enum TokenRejected {
     KeysUnavailable(String),
 }
 
+/// Why a verifier cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifierError {
+    /// The issuer is not an `https` URL (`http` only on loopback).
+    #[error("{0}")]
+    Issuer(String),
+    /// The HTTP client for the issuer's keys cannot be built (the platform's TLS roots).
+    #[error("cannot build the HTTP client for the issuer's keys: {0}")]
+    Http(String),
+}
+
 /// What a verified token says about its client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedToken {
@@ -75,13 +87,13 @@ struct Keys {
 impl AccessTokenVerifier {
     /// A verifier for tokens of `issuer` whose audience is `resource`, with the tenant in the
     /// claim `tenant_claim`. Nothing is fetched until the first token.
-    pub fn new(issuer: &str, resource: &str, tenant_claim: &str) -> Result<Self, String> {
-        require_secure(issuer, "the issuer")?;
+    pub fn new(issuer: &str, resource: &str, tenant_claim: &str) -> Result<Self, VerifierError> {
+        require_secure(issuer, "the issuer").map_err(VerifierError::Issuer)?;
         Ok(AccessTokenVerifier {
             issuer: issuer.to_owned(),
             resource: resource.to_owned(),
             tenant_claim: tenant_claim.to_owned(),
-            http: crate::http::client(false, &[])?,
+            http: crate::http::client(false, &[]).map_err(VerifierError::Http)?,
             keys: tokio::sync::Mutex::default(),
         })
     }

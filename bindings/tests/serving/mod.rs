@@ -1,0 +1,275 @@
+//! What the `serve` tests share: serve as a process, the SDK clients, raw HTTP, the servers
+//! upstream.
+
+#![allow(dead_code, unreachable_pub)] // each test file uses some of it
+#![allow(clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tests::peers::{Peer, discover};
+
+pub const ACME: &str = "acme-token-0123456789";
+pub const GLOBEX: &str = "globex-token-9876543210";
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A config with `echo`, `progress` and `slow` of the Python SDK server: `progress` for acme
+/// only, the others for acme and globex; each tenant a client with a token.
+pub fn config(dir: &Path, peer: &Peer, serve_patch: impl Fn(&mut Value)) -> String {
+    let discovery = discover(&peer.url);
+    let binding = |name: &str, tenants: &[&str]| {
+        let tool = discovery
+            .tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("the server lists {name}"));
+        json!({"name": name, "description": tool["description"], "url": peer.url,
+            "mcp_tool": name, "input_schema": tool["inputSchema"], "tenants": tenants,
+            "timeout_seconds": 30})
+    };
+    let mut serve = json!({"clients": [
+        {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
+        {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
+    ]});
+    serve_patch(&mut serve);
+    let config = json!({"serve": serve, "tools": [
+        binding("echo", &["acme", "globex"]),
+        binding("progress", &["acme"]),
+        binding("slow", &["acme", "globex"]),
+    ]});
+    let path = dir.join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// `serve --listen 127.0.0.1:0`, killed when dropped; its stderr kept.
+pub struct Serving {
+    pub child: Child,
+    pub url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Serving {
+    pub fn start(config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
+        Serving::start_at("127.0.0.1:0", config, state, env)
+    }
+
+    pub fn start_at(listen: &str, config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args([
+                "--config", config, "--state", state, "serve", "--listen", listen,
+            ])
+            .env("BRAIN_SERVE_TOKEN_ACME", ACME)
+            .env("BRAIN_SERVE_TOKEN_GLOBEX", GLOBEX)
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("brain-harness runs");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (found, url) = std::sync::mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().unwrap());
+        let kept = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("brain serve: listening on ") {
+                    let _ = found.send(url.to_owned());
+                }
+                let mut kept = kept.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        let url = url
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("serve did not listen: {}", stderr.lock().unwrap()));
+        Serving { child, url, stderr }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// `host:port`.
+    pub fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The revision each client mode negotiates with serve.
+pub fn revision(mode: &str) -> &'static str {
+    if mode == "legacy" {
+        "2025-11-25"
+    } else {
+        "2026-07-28"
+    }
+}
+
+/// Runs the Python SDK client on `plan`; one JSON value per line it printed after the first,
+/// which must name the revision its mode negotiates.
+pub fn client(plan: Value) -> Vec<Value> {
+    let interop = workspace().join("tests/interop");
+    let output = Command::new(interop.join(".venv/bin/python"))
+        .arg(interop.join("serve_client.py"))
+        .arg(plan.to_string())
+        .output()
+        .expect("tests/interop/setup.sh installed .venv");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let first = lines.remove(0);
+    let mode = plan["mode"].as_str().unwrap();
+    assert_eq!(first["protocol_version"], json!(revision(mode)), "{mode}");
+    lines
+}
+
+pub fn names(listed: &Value) -> Vec<&str> {
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect()
+}
+
+pub fn outcome(line: &Value) -> &Value {
+    &line["result"]["_meta"]["brain.dev/outcome"]
+}
+
+pub fn text(line: &Value) -> &str {
+    line["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// An `initialize` POST to serve with `headers`: (status, response head, body).
+pub fn post(authority: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    post_body(authority, headers, &body)
+}
+
+/// A POST of `body` to serve with `headers`: (status, response head, body).
+pub fn post_body(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// The `Mcp-Session-Id` of a response head.
+pub fn session_id(head: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head}"))
+}
+
+/// The fault-injecting test server and a config for its tools (acme and globex), served.
+pub fn test_server(tokio: &tokio::runtime::Runtime) -> tests::server::TestServer {
+    tokio
+        .block_on(tests::server::TestServer::start(
+            tests::server::Faults::default(),
+        ))
+        .unwrap()
+}
+
+pub fn test_server_config(dir: &Path, url: &str) -> String {
+    let tools = tests::server::bindings_json(url, |_, binding| {
+        binding["tenants"] = json!(["acme", "globex"]);
+    });
+    let config = json!({"serve": {"clients": [
+        {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
+        {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
+    ]}, "tools": tools});
+    let path = dir.join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// The Python SDK client on `plan`, not waited for.
+pub fn spawn_client(plan: &Value) -> Child {
+    let interop = workspace().join("tests/interop");
+    Command::new(interop.join(".venv/bin/python"))
+        .arg(interop.join("serve_client.py"))
+        .arg(plan.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `counter` reaches `at_least`.
+pub fn wait_for(counter: &std::sync::atomic::AtomicUsize, at_least: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while tests::server::Stats::get(counter) < at_least {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A Node program under `tests/interop`: (success, stdout, stderr).
+pub fn node(args: &[&str], cwd: &Path) -> (bool, String, String) {
+    let output = Command::new("node")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("node runs (tests/interop/setup.sh installs the packages)");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
