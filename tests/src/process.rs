@@ -32,6 +32,11 @@ impl ServerProcess {
         })
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts the `brain-test-server` built next to the running executable.
     pub fn start_sibling(flags: &[&str]) -> std::io::Result<ServerProcess> {
         let exe = std::env::current_exe()?;
@@ -62,7 +67,12 @@ pub fn test_server_binary() -> std::path::PathBuf {
 /// heap and stacks, not mapped files) or `VmHWM:` (peak); `None`
 /// when it cannot be read (not Linux): not measured, never 0.
 pub fn memory_mb(field: &str) -> Option<f64> {
-    std::fs::read_to_string("/proc/self/status")
+    memory_mb_of("self", field)
+}
+
+/// [`memory_mb`] of the process `pid` (`self` for this one).
+pub fn memory_mb_of(pid: &str, field: &str) -> Option<f64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
             status

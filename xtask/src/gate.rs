@@ -12,6 +12,8 @@ pub(crate) fn run(rebaseline: bool) -> anyhow::Result<ExitCode> {
             "brain-gate",
             "--bin",
             "brain-test-server",
+            "--bin",
+            "brain-harness",
         ],
         "brain-gate",
     )?;

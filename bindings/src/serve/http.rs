@@ -96,6 +96,7 @@ pub(crate) async fn serve(
     let max_request_bytes = serve.max_request_bytes() as usize;
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_json_response(true)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
@@ -237,7 +238,15 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
             return rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found");
         }
     }
-    let opens_session = request.method() == Method::POST && session.is_none();
+    // A request that may open a session: a POST without a session, unless its `Mcp-Method`
+    // (2026-07-28, checked against the body by rmcp) names another method.
+    let named_method = request
+        .headers()
+        .get("mcp-method")
+        .and_then(|value| value.to_str().ok());
+    let opens_session = request.method() == Method::POST
+        && session.is_none()
+        && named_method.is_none_or(|method| method == "initialize");
     if opens_session {
         // Read the body (within the bound) to see whether it is `initialize`.
         let (parts, body) = request.into_parts();

@@ -2,8 +2,6 @@
 //! the call (tool, tenant, client, session, the client's call id and the upstream one, the MCP
 //! session for telemetry) and its outcome — never an argument, a result or a credential.
 
-#![allow(clippy::print_stderr)]
-
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use brain_runtime::{OutcomeKind, ToolResult};
@@ -47,9 +45,9 @@ impl CallLine<'_> {
                 "error_type": error_type,
                 "ms": (ms * 1000.0).round() / 1000.0,
             });
-            eprintln!("{line}");
+            emit(line.to_string());
         } else {
-            eprintln!(
+            emit(format!(
                 "tools/call {} tenant={} client={} session={} call_id={} upstream_call_id={} \
                  is_error={} unknown_outcome={} replayed={} error_type={} ms={ms:.1}",
                 self.tool,
@@ -62,7 +60,15 @@ impl CallLine<'_> {
                 result.unknown_outcome,
                 result.replayed,
                 error_type.unwrap_or("-"),
-            );
+            ));
         }
     }
+}
+
+/// Writes `line` and a newline to stderr in one `write` (stderr is unbuffered: formatting into
+/// it directly costs a system call per piece).
+fn emit(mut line: String) {
+    use std::io::Write;
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

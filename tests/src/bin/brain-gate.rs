@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
+use brain_runtime::journal::{Durability, Journal};
 use brain_runtime::{CallRequest, Runtime, Scope};
 use clap::Parser;
 use serde_json::{Value, json};
@@ -38,6 +39,12 @@ struct Args {
     /// Internal: the CA file of a TLS server.
     #[arg(long, hide = true)]
     ca_file: Option<PathBuf>,
+    /// Internal: journal the calls in a SQLite state file in this directory.
+    #[arg(long, hide = true)]
+    journal: Option<PathBuf>,
+    /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
+    #[arg(long, hide = true)]
+    stats: Option<String>,
 }
 
 /// Calls measured per row, after the warm-up.
@@ -47,35 +54,63 @@ const SLACK_EVENTS: f64 = 2.0;
 /// Calls made before collection starts: connections, TLS sessions, caches, lazy statics.
 const WARM_UP: usize = 20;
 
-/// One row: a name, the server's flags, the revision.
+/// One row: a name, the server's flags, the revision, what stands between client and server.
 struct Row {
     name: &'static str,
     tls: bool,
     revision: &'static str,
+    path: Through,
 }
 
-const ROWS: [Row; 3] = [
+/// What a row's calls go through.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Through {
+    /// Straight to the test server.
+    Direct,
+    /// Straight, with the call journal on (SQLite, `synchronous=NORMAL`): the claim's cost.
+    Journaled,
+    /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
+    /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
+    Serve,
+}
+
+const ROWS: [Row; 5] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
         revision: "2026-07-28",
+        path: Through::Direct,
     },
     Row {
         name: "2025-11-25, HTTP/1.1",
         tls: false,
         revision: "2025-11-25",
+        path: Through::Direct,
     },
     Row {
         name: "2026-07-28, HTTPS (TLS 1.3, HTTP/2)",
         tls: true,
         revision: "2026-07-28",
+        path: Through::Direct,
+    },
+    Row {
+        name: "2026-07-28, journaled (SQLite)",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Journaled,
+    },
+    Row {
+        name: "2026-07-28, through serve",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Serve,
     },
 ];
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let outcome = match &args.measure {
-        Some(url) => measure(url, &args.revision, args.ca_file.as_deref()).map(|()| true),
+        Some(url) => measure(url, &args).map(|()| true),
         None => gate(args.rebaseline),
     };
     match outcome {
@@ -160,7 +195,7 @@ fn gate(rebaseline: bool) -> anyhow::Result<bool> {
                 (measured - base) / base * 100.0
             };
             let ok = match field.as_str() {
-                "instructions" => !same_cpu || change <= tolerance + 1e-9,
+                "instructions" | "serve_instructions" => !same_cpu || change <= tolerance + 1e-9,
                 "requests" => measured <= base + 1e-9,
                 // Connections and handshakes: at most two more in the whole window than the
                 // baseline (under callgrind's slowness a call can find its pooled connection
@@ -234,7 +269,7 @@ fn rustc_version() -> String {
         .unwrap_or_default()
 }
 
-/// Starts the row's server, runs the measurement under callgrind, reads its figures.
+/// Starts the row's server (and serve), runs the measurement under callgrind, reads its figures.
 fn run_row(row: &Row) -> anyhow::Result<Value> {
     let dir = tempfile::tempdir()?;
     let dir_text = dir.path().to_str().context("a UTF-8 temp dir")?.to_owned();
@@ -244,6 +279,10 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
         Vec::new()
     };
     let server = ServerProcess::start_sibling(&flags).context("cannot start brain-test-server")?;
+    let serve = match row.path {
+        Through::Serve => Some(Serve::start(&server.url, dir.path())?),
+        _ => None,
+    };
     let out = dir.path().join("callgrind.out");
     let mut command = Command::new("valgrind");
     command
@@ -252,9 +291,19 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
         .arg("--toggle-collect=*measured_calls*")
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(std::env::current_exe()?)
-        .args(["--measure", &server.url, "--revision", row.revision]);
+        .arg("--revision")
+        .arg(row.revision);
+    match &serve {
+        Some(serve) => command
+            .args(["--measure", &serve.url, "--stats"])
+            .arg(server.url.replace("/mcp", "/stats")),
+        None => command.args(["--measure", &server.url]),
+    };
     if row.tls {
         command.arg("--ca-file").arg(dir.path().join("ca.pem"));
+    }
+    if row.path == Through::Journaled {
+        command.arg("--journal").arg(dir.path());
     }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
@@ -267,12 +316,83 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     let counts: Value = serde_json::from_slice(&output.stdout)
         .with_context(|| format!("{}: {}", row.name, String::from_utf8_lossy(&output.stdout)))?;
     let total = callgrind_total(&out)?;
-    Ok(json!({
+    let mut figures = json!({
         "instructions": (total as f64 / CALLS as f64).round(),
         "connections": counts["connections"],
         "tls_handshakes": counts["tls_handshakes"],
         "requests": counts["requests"],
-    }))
+    });
+    if let Some(serve) = serve {
+        figures["serve_instructions"] = json!(serve.instructions()?);
+    }
+    Ok(figures)
+}
+
+/// `brain-harness serve` under callgrind, collecting inside its facade's `call_tool`.
+struct Serve {
+    child: std::process::Child,
+    url: String,
+    out: PathBuf,
+}
+
+impl Serve {
+    fn start(upstream: &str, dir: &Path) -> anyhow::Result<Serve> {
+        let config = json!({"tools": [{
+            "name": "echo", "description": "Echo.", "url": upstream, "mcp_tool": "echo",
+            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+            "tenants": ["local"], "protocol_version": "2026-07-28",
+        }]});
+        let config_path = dir.join("serve.json");
+        std::fs::write(&config_path, config.to_string())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let harness = std::env::current_exe()?
+            .parent()
+            .context("brain-gate has a directory")?
+            .join("brain-harness");
+        let out = dir.join("serve.callgrind.out");
+        let child = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg("--collect-atstart=no")
+            .arg("--toggle-collect=*serve::facade*call_tool*")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(&harness)
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--state")
+            .arg(format!("sqlite:{}", dir.join("serve-state.db").display()))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--anonymous-tenant", "local"])
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot run {} under valgrind", harness.display()))?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if std::time::Instant::now() > deadline {
+                bail!("brain-harness serve did not listen under valgrind");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(Serve {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            out,
+        })
+    }
+
+    /// Stops serve (SIGTERM: callgrind writes its file at exit) and reads its instructions per
+    /// call, warm-up calls included.
+    fn instructions(mut self) -> anyhow::Result<f64> {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        self.child.wait()?;
+        let total = callgrind_total(&self.out)?;
+        Ok((total as f64 / (WARM_UP + CALLS) as f64).round())
+    }
 }
 
 /// The instructions callgrind collected (its `totals:` or `summary:` line).
@@ -291,7 +411,8 @@ fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
 
 /// In the process under callgrind: warm up, then the measured calls; prints the server's counts
 /// per measured call as JSON.
-fn measure(url: &str, revision: &str, ca_file: Option<&Path>) -> anyhow::Result<()> {
+fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
+    let (revision, ca_file) = (args.revision.as_str(), args.ca_file.as_deref());
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -310,8 +431,15 @@ fn measure(url: &str, revision: &str, ca_file: Option<&Path>) -> anyhow::Result<
     }
     let text = json!({ "tools": [binding] }).to_string();
     let config = brain_config::parse(text.as_bytes(), "gate.json").map_err(anyhow::Error::msg)?;
-    let runtime = Runtime::new(&config)?;
-    let stats_url = url.replace("/mcp", "/stats");
+    let mut builder = Runtime::builder(&config);
+    if let Some(dir) = &args.journal {
+        builder = builder.journal(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?);
+    }
+    let runtime = builder.build()?;
+    let stats_url = args
+        .stats
+        .clone()
+        .unwrap_or_else(|| url.replace("/mcp", "/stats"));
     let mut stats_client = reqwest::Client::builder().use_rustls_tls();
     if let Some(path) = ca_file {
         stats_client = stats_client
@@ -326,7 +454,7 @@ fn measure(url: &str, revision: &str, ca_file: Option<&Path>) -> anyhow::Result<
             async move { anyhow::Ok(client.get(url).send().await?.json::<Value>().await?) },
         )
     };
-    run_calls(&tokio, &runtime, WARM_UP)?;
+    run_calls(&tokio, &runtime, WARM_UP, "warm")?;
     let before = stats(&stats_client)?;
     measured_calls(&tokio, &runtime, CALLS)?;
     let after = stats(&stats_client)?;
@@ -353,15 +481,17 @@ fn measured_calls(
     runtime: &Runtime,
     calls: usize,
 ) -> anyhow::Result<()> {
-    run_calls(tokio, runtime, calls)
+    run_calls(tokio, runtime, calls, "gate")
 }
 
 /// `calls` sequential `echo` calls, each waited for with its cleanup (a 2025-11-25 session's
-/// DELETE), so that every call's work is inside the caller's span.
+/// DELETE), so that every call's work is inside the caller's span; call ids `PREFIX-i` (each new
+/// to a journal).
 fn run_calls(
     tokio: &tokio::runtime::Runtime,
     runtime: &Runtime,
     calls: usize,
+    prefix: &str,
 ) -> anyhow::Result<()> {
     tokio.block_on(async {
         for i in 0..calls {
@@ -375,7 +505,7 @@ fn run_calls(
                         },
                         json!({"message": "hello"}),
                     )
-                    .with_call_id(format!("gate-{i}")),
+                    .with_call_id(format!("{prefix}-{i}")),
                 )
                 .result()
                 .await;

@@ -35,6 +35,7 @@ use tests::process::{children, memory_mb};
 
 mod harness;
 mod model_apis;
+mod serve;
 mod tls;
 
 use harness::{
@@ -60,10 +61,14 @@ struct Args {
     /// Measure only the model API definitions' targets (M1, M2).
     #[arg(long)]
     only_model_apis: bool,
+    /// Measure only `brain-harness serve`'s targets (P10).
+    #[arg(long)]
+    only_serve: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
-    /// journal), `brain-2026-memory` (with the memory journal), `floor`, `session-floor`),
+    /// journal), `brain-2026-memory` (with the memory journal), `floor`, `session-floor`,
+    /// `brain-2026@URL` (at another server's URL, tenant `local`)),
     /// CONCURRENCY at a time, and print their rate.
     #[arg(long, value_names = ["CLIENT", "CALLS", "CONCURRENCY"], num_args = 3)]
     profile: Option<Vec<String>>,
@@ -196,6 +201,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             }
             "floor" => Driver::floor(&server.url)?,
             "session-floor" => Driver::session_floor(&server.url)?,
+            // brain at 2026-07-28 against another server, e.g. `brain-harness serve
+            // --anonymous-tenant local` in front of a test server.
+            other if other.starts_with("brain-2026@") => {
+                Driver::brain(&other["brain-2026@".len()..], "2026-07-28")?
+            }
             other => bail!("--profile: unknown client {other}"),
         };
         let calls: usize = profile[1].parse().context("--profile: CALLS")?;
@@ -214,6 +224,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     if args.only_model_apis {
         let mut targets = Vec::new();
         model_apis::targets(&mut targets)?;
+        return Ok(report(&targets, &[]));
+    }
+    if args.only_serve {
+        let mut targets = Vec::new();
+        serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
         return Ok(report(&targets, &[]));
     }
     if args.only_journal {
@@ -338,6 +353,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     targets.extend(discovery_and_codegen(plan.rounds).await?);
     journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
     model_apis::targets(&mut targets)?;
+    serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
@@ -1023,11 +1039,12 @@ async fn journal(
         let calls = plan.calls(concurrency);
         eprintln!("P9: journal on vs off at concurrency {concurrency}...");
         let (on, without) = compare(&on_sqlite, &off, calls, concurrency, plan.rounds).await?;
-        targets.push(Target::ratio(
+        // Information since issue 40: one SQLite transaction per call is the floor against the
+        // fast test server (the perf gate guards the claim's instructions instead).
+        targets.push(Target::info(
             "P9",
             format!("journal on (SQLite, synchronous=NORMAL) vs off, 2026-07-28, c={concurrency}"),
             on.median_rate() / without.median_rate(),
-            0.8,
         ));
         scenarios.push((
             "brain, journal off (2026-07-28)".into(),
@@ -1052,11 +1069,7 @@ async fn journal(
                 let (on, without) =
                     compare(on_postgres, &off, calls, concurrency, plan.rounds).await?;
                 let ratio = on.median_rate() / without.median_rate();
-                targets.push(if concurrency == 32 {
-                    Target::ratio("P9", what, ratio, 0.5)
-                } else {
-                    Target::info("P9", what, ratio)
-                });
+                targets.push(Target::info("P9", what, ratio));
                 scenarios.push((
                     "brain, journal on: PostgreSQL".into(),
                     concurrency,

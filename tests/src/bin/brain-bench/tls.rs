@@ -383,7 +383,12 @@ fn request(tool: &str, arguments: Value, call_id: &str) -> CallRequest {
 /// This process's CPU time (user + system, every thread, ended ones included), from
 /// `/proc/self/stat` in USER_HZ ticks (100 a second on Linux).
 pub(super) fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    cpu_seconds_of("self")
+}
+
+/// The CPU time of the process `pid` (`self` for this one), as [`cpu_seconds`].
+pub(super) fn cpu_seconds_of(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command's closing parenthesis: state is field 3; utime 14, stime 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = rest.split_whitespace().collect();
