@@ -399,3 +399,85 @@ fn the_typescript_sdk_client_and_the_inspector_cli_use_serve() {
     }
     assert_eq!(peer.tool_calls(), 2);
 }
+
+/// The bindings compiled in declare `serve` clients; with none of their variables set, serve
+/// refuses to start instead of answering 401 to everyone.
+#[test]
+fn serve_without_a_usable_client_refuses_to_start() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .args(["--state", "memory:", "serve", "--listen", "127.0.0.1:0"])
+        .env_remove("BRAIN_SERVE_TOKEN_LOCAL")
+        .env_remove("BRAIN_SERVE_TOKEN_STAGING")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no client could authenticate"), "{stderr}");
+    assert!(stderr.contains("BRAIN_SERVE_TOKEN_LOCAL"), "{stderr}");
+    // --anonymous-tenant is for loopback only.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        .args([
+            "--state",
+            "memory:",
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--anonymous-tenant",
+            "local",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("loopback"));
+}
+
+/// At 2026-07-28, `tools/list` says its cache is private (lists differ per tenant) and
+/// `server/discover` offers tools without `listChanged`.
+#[test]
+fn stateless_lists_are_private_and_never_change() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &peer, |_| {});
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&config, &state, &[]);
+    let authority = serving.authority();
+    let bearer = format!("Bearer {ACME}");
+    let request = |method: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        let (status, _, body) = post_body(
+            &authority,
+            &[
+                ("Authorization", &bearer),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", method),
+            ],
+            &body,
+        );
+        assert_eq!(status, 200, "{body}");
+        let data = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data: "))
+            .unwrap_or(&body);
+        serde_json::from_str::<Value>(data).unwrap()["result"].clone()
+    };
+    let listed = request("tools/list");
+    assert_eq!(listed["cacheScope"], json!("private"), "{listed}");
+    assert_eq!(names(&listed), ["echo", "progress", "slow"]);
+    assert!(
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("execution").is_none())
+    );
+    let discovered = request("server/discover");
+    assert!(
+        discovered["capabilities"]["tools"]
+            .get("listChanged")
+            .is_none(),
+        "{discovered}"
+    );
+}
