@@ -247,20 +247,12 @@ fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Serve(args) => {
-            let tokio = tokio();
-            let journal = match tokio.block_on(state_store(&config, state)) {
-                Ok(journal) => journal,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            match tokio.block_on(async { runtime(&config, Some(journal.clone())) }) {
-                Ok(runtime) => crate::serve::run(&config, Some(journal), runtime, tokio, args),
-                Err(code) => code,
+        Command::Serve(args) => match journaled_runtime(&config, state) {
+            Ok((tokio, journal, runtime)) => {
+                crate::serve::run(&config, Some(journal), runtime, tokio, args)
             }
-        }
+            Err(code) => code,
+        },
         Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),
         Command::Tokens { json } => {
@@ -304,16 +296,8 @@ fn run(cli: Cli) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let tokio = tokio();
-            let journal = match tokio.block_on(state_store(&config, state)) {
-                Ok(journal) => journal,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            let runtime = match tokio.block_on(async { runtime(&config, Some(journal)) }) {
-                Ok(runtime) => runtime,
+            let (tokio, runtime) = match journaled_runtime(&config, state) {
+                Ok((tokio, _, runtime)) => (tokio, runtime),
                 Err(code) => return code,
             };
             // The root of the call's trace: the runtime's `tools/call` span is its child.
@@ -344,6 +328,30 @@ fn run(cli: Cli) -> ExitCode {
             }
         }
     }
+}
+
+/// A tokio runtime, the state's store, and a runtime journaling to it; or the exit code after
+/// saying why not.
+fn journaled_runtime(
+    config: &HostConfig,
+    state: Option<&str>,
+) -> Result<
+    (
+        tokio::runtime::Runtime,
+        brain_runtime::journal::Journal,
+        Runtime,
+    ),
+    ExitCode,
+> {
+    let tokio = tokio();
+    let journal = tokio
+        .block_on(state_store(config, state))
+        .map_err(|message| {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        })?;
+    let runtime = tokio.block_on(async { runtime(config, Some(journal.clone())) })?;
+    Ok((tokio, journal, runtime))
 }
 
 /// The harness's tokio runtime.

@@ -18,13 +18,14 @@ use serving::*;
 /// connection is not a cancel: the call finishes into the journal, and the retry gets its answer.
 #[test]
 fn cancellation_is_relayed_and_a_dropped_2025_connection_is_not_one() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream();
     let stats = &server.stats;
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let state = format!("sqlite:{}", dir.path().join("state.db").display());
-    let serving = Serving::start(&config, &state, &[]);
+    let serving = Serving::start(config, state, &[]);
 
     // notifications/cancelled, at both eras of the client.
     for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
@@ -43,15 +44,21 @@ fn cancellation_is_relayed_and_a_dropped_2025_connection_is_not_one() {
     }
     assert_eq!(tests::server::Stats::get(&stats.calls), 2);
 
+    // A client that goes away (SIGKILL) once the server counted its `nth` call.
+    let abandon = |mode: &str, seconds: f64, nth: usize| {
+        let plan = json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [
+            {"call": "slow", "arguments": {"seconds": seconds},
+             "meta": {"brain.dev/call_id": format!("gone-{mode}")}},
+        ]});
+        let mut gone = spawn_client(&plan);
+        wait_for(&stats.calls, nth, "the call");
+        std::thread::sleep(Duration::from_millis(200));
+        gone.kill().unwrap();
+        gone.wait().unwrap();
+    };
+
     // 2026-07-28: the client goes away mid-call; its closed stream cancels the call.
-    let plan = json!({"url": serving.url, "token": ACME, "mode": "auto", "steps": [
-        {"call": "slow", "arguments": {"seconds": 5}, "meta": {"brain.dev/call_id": "gone-auto"}},
-    ]});
-    let mut gone = spawn_client(&plan);
-    wait_for(&stats.calls, 3, "the call");
-    std::thread::sleep(Duration::from_millis(200));
-    gone.kill().unwrap();
-    gone.wait().unwrap();
+    abandon("auto", 5.0, 3);
     wait_for(
         &stats.cancelled_runs,
         3,
@@ -60,14 +67,7 @@ fn cancellation_is_relayed_and_a_dropped_2025_connection_is_not_one() {
 
     // 2025: the client goes away mid-call; the call runs to its end, and the retry is answered
     // from the journal.
-    let plan = json!({"url": serving.url, "token": ACME, "mode": "legacy", "steps": [
-        {"call": "slow", "arguments": {"seconds": 1.5}, "meta": {"brain.dev/call_id": "gone-legacy"}},
-    ]});
-    let mut gone = spawn_client(&plan);
-    wait_for(&stats.calls, 4, "the call");
-    std::thread::sleep(Duration::from_millis(200));
-    gone.kill().unwrap();
-    gone.wait().unwrap();
+    abandon("legacy", 1.5, 4);
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
         tests::server::Stats::get(&stats.cancelled_runs),
@@ -88,14 +88,15 @@ fn cancellation_is_relayed_and_a_dropped_2025_connection_is_not_one() {
 /// state, is answered "unknown outcome" and nothing is sent again.
 #[test]
 fn after_a_sigkilled_serve_the_retry_is_unknown_and_not_sent() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream();
     let stats = &server.stats;
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let state = format!("sqlite:{}", dir.path().join("state.db").display());
     for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
-        let serving = Serving::start(&config, &state, &[]);
+        let serving = Serving::start(config, state, &[]);
         let call_id = format!("killed-{mode}");
         let step = json!({"call": "slow", "arguments": {"seconds": 30},
             "meta": {"brain.dev/call_id": call_id}});
@@ -106,7 +107,7 @@ fn after_a_sigkilled_serve_the_retry_is_unknown_and_not_sent() {
         drop(serving); // SIGKILL
         let _ = client_process.kill();
         let _ = client_process.wait();
-        let serving = Serving::start(&config, &state, &[]);
+        let serving = Serving::start(config, state, &[]);
         let lines =
             client(json!({"url": serving.url, "token": ACME, "mode": mode, "steps": [step]}));
         let outcome = outcome(&lines[0]);
@@ -132,13 +133,10 @@ fn after_a_sigkilled_serve_the_retry_is_unknown_and_not_sent() {
 #[test]
 fn two_serve_replicas_on_one_postgresql_send_each_call_id_once() {
     let cluster = tests::postgres::Cluster::start();
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
+    let Upstream { server, config, .. } = &upstream();
     let stats = &server.stats;
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let one = Serving::start(&config, &cluster.url, &[]);
-    let two = Serving::start(&config, &cluster.url, &[]);
+    let one = Serving::start(config, &cluster.url, &[]);
+    let two = Serving::start(config, &cluster.url, &[]);
     for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
         let step = json!({"call": "slow", "arguments": {"seconds": 1.5},
             "meta": {"brain.dev/call_id": format!("replicas-{mode}")}});
@@ -163,12 +161,13 @@ fn two_serve_replicas_on_one_postgresql_send_each_call_id_once() {
 /// SIGTERM: serve stops taking calls, lets the call in flight finish and answer, and exits 143.
 #[test]
 fn sigterm_lets_the_call_in_flight_finish() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let state = format!("sqlite:{}", dir.path().join("state.db").display());
-    let mut serving = Serving::start(&config, &state, &[]);
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream();
+    let mut serving = Serving::start(config, state, &[]);
     // The tools listed first: the SDK lists them after a call otherwise (for their output
     // schemas), and the server is gone by then.
     let plan = json!({"url": serving.url, "token": ACME, "mode": "legacy", "terminate": false,
@@ -204,15 +203,16 @@ fn sigterm_lets_the_call_in_flight_finish() {
 /// child.
 #[test]
 fn a_served_call_is_a_server_span_in_the_client_s_trace() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
+    let Upstream {
+        config,
+        state,
+        tokio,
+        ..
+    } = &upstream();
     let collector = tokio.block_on(tests::otlp::Collector::start()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let state = format!("sqlite:{}", dir.path().join("state.db").display());
     let serving = Serving::start(
-        &config,
-        &state,
+        config,
+        state,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str())],
     );
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -260,12 +260,13 @@ fn a_served_call_is_a_server_span_in_the_client_s_trace() {
 /// The end of a 2025 session (HTTP DELETE) cancels its call in flight upstream.
 #[test]
 fn deleting_a_session_cancels_its_call() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let server = test_server(&tokio);
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
-    let state = format!("sqlite:{}", dir.path().join("state.db").display());
-    let serving = Serving::start(&config, &state, &[]);
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream();
+    let serving = Serving::start(config, state, &[]);
     let authority = serving.authority();
     let acme = format!("Bearer {ACME}");
     let (status, head, _) = post(&authority, &[("Authorization", &acme)]);

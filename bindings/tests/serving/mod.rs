@@ -273,3 +273,28 @@ pub fn node(args: &[&str], cwd: &Path) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// The fault-injecting test server (on a runtime of its own), a config for its tools and a
+/// SQLite state URL in a new directory.
+pub struct Upstream {
+    pub server: tests::server::TestServer,
+    pub dir: tempfile::TempDir,
+    pub config: String,
+    pub state: String,
+    pub tokio: tokio::runtime::Runtime,
+}
+
+pub fn upstream() -> Upstream {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = test_server(&tokio);
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_server_config(dir.path(), &server.url);
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    Upstream {
+        server,
+        dir,
+        config,
+        state,
+        tokio,
+    }
+}
