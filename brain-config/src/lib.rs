@@ -47,7 +47,7 @@ pub use model::{
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use serve::{
     DEFAULT_CONCURRENT_CALLS, DEFAULT_CONCURRENT_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES,
-    DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSIONS_PER_CLIENT, SERVE_BOUND_MAXIMA, Serve,
-    ServeAuthorization, ServeClient,
+    DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSIONS_PER_CLIENT, Serve, ServeAuthorization,
+    ServeClient,
 };
 pub use source::Location;

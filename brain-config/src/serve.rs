@@ -14,14 +14,6 @@ pub const DEFAULT_SESSIONS_PER_CLIENT: u32 = 64;
 pub const DEFAULT_SESSION_IDLE_SECONDS: u32 = 300;
 /// Default [`Serve::max_request_bytes`] (4 MiB, as rmcp's).
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 4 * 1024 * 1024;
-/// The largest value each bound takes: (field, maximum).
-pub const SERVE_BOUND_MAXIMA: &[(&str, u32)] = &[
-    ("concurrent_calls_per_client", 65_536),
-    ("concurrent_calls", 65_536),
-    ("sessions_per_client", 65_536),
-    ("session_idle_seconds", 86_400),
-    ("max_request_bytes", 64 * 1024 * 1024),
-];
 
 /// How `brain-harness serve` serves the bindings as one MCP server: the clients that may connect
 /// over HTTP and how each authenticates (its tenant comes from its credential, never from what it
@@ -112,17 +104,22 @@ impl Serve {
         self.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES)
     }
 
-    /// Each bound that is set, by field name.
-    pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>); 5] {
+    /// Each bound: its field's name, its value when set, and the largest value it takes.
+    pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>, u32); 5] {
         [
             (
                 "concurrent_calls_per_client",
                 self.concurrent_calls_per_client,
+                65_536,
             ),
-            ("concurrent_calls", self.concurrent_calls),
-            ("sessions_per_client", self.sessions_per_client),
-            ("session_idle_seconds", self.session_idle_seconds),
-            ("max_request_bytes", self.max_request_bytes),
+            ("concurrent_calls", self.concurrent_calls, 65_536),
+            ("sessions_per_client", self.sessions_per_client, 65_536),
+            ("session_idle_seconds", self.session_idle_seconds, 86_400),
+            (
+                "max_request_bytes",
+                self.max_request_bytes,
+                64 * 1024 * 1024,
+            ),
         ]
     }
 }

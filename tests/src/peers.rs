@@ -8,7 +8,7 @@
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A peer server process, killed when dropped.
 #[derive(Debug)]
@@ -154,14 +154,10 @@ impl Peer {
             child,
             url: format!("http://127.0.0.1:{port}/mcp"),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the peer did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert!(
+            crate::process::wait_for_listener(port, Duration::from_secs(30)),
+            "the peer did not listen on {port}"
+        );
         peer
     }
 }

@@ -125,3 +125,16 @@ pub fn children() -> Vec<u32> {
         })
         .collect()
 }
+
+/// Waits until something accepts connections on 127.0.0.1:`port`, for at most `within`; whether
+/// it did.
+pub fn wait_for_listener(port: u16, within: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}

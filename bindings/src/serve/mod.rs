@@ -75,7 +75,7 @@ pub(crate) fn run(
         serve.concurrent_calls_per_client(),
         serve.concurrent_calls(),
     );
-    let bindings: Vec<_> = config.tools.clone();
+    let bindings = &config.tools;
     match (options.tenant.filter(|_| options.stdio), options.listen) {
         (Some(tenant), None) => {
             if !bindings.iter().any(|b| b.tenants.contains(&tenant)) {
@@ -89,7 +89,7 @@ pub(crate) fn run(
             let stop = CancellationToken::new();
             let facade = Facade::new(
                 runtime,
-                &bindings,
+                bindings,
                 Some(client),
                 options.session,
                 bounds,
@@ -136,7 +136,7 @@ pub(crate) fn run(
             let stop = CancellationToken::new();
             let facade = Facade::new(
                 runtime,
-                &bindings,
+                bindings,
                 None,
                 options.session,
                 bounds,

@@ -6,7 +6,7 @@ use url::Url;
 
 use super::context::{Draft, is_env_name, loopback};
 use crate::diagnostic::{Diagnostic, Rule};
-use crate::serve::{SERVE_BOUND_MAXIMA, Serve};
+use crate::serve::Serve;
 
 /// Every rule about `serve`, given the bindings.
 pub(super) fn serve(serve: &Serve, drafts: &[Draft], out: &mut Vec<Diagnostic>) {
@@ -84,12 +84,8 @@ fn clients(serve: &Serve, drafts: &[Draft], out: &mut Vec<Diagnostic>) {
 
 /// Each bound that is set is at least 1 and at most its maximum.
 fn bounds(serve: &Serve, out: &mut Vec<Diagnostic>) {
-    for (field, value) in serve.bounds() {
+    for (field, value, max) in serve.bounds() {
         let Some(value) = value else { continue };
-        let max = SERVE_BOUND_MAXIMA
-            .iter()
-            .find(|(name, _)| *name == field)
-            .map_or(u32::MAX, |(_, max)| *max);
         if value == 0 || value > max {
             out.push(Diagnostic::new(
                 Rule::ServeBoundRange,

@@ -369,12 +369,8 @@ impl Serve {
             .stderr(std::process::Stdio::null())
             .spawn()
             .with_context(|| format!("cannot run {} under valgrind", harness.display()))?;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if std::time::Instant::now() > deadline {
-                bail!("brain-harness serve did not listen under valgrind");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        if !tests::process::wait_for_listener(port, std::time::Duration::from_secs(120)) {
+            bail!("brain-harness serve did not listen under valgrind");
         }
         Ok(Serve {
             child,

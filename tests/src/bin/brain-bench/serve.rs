@@ -75,12 +75,8 @@ impl Serving {
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", harness.display()))?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                bail!("brain-harness serve did not listen");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !tests::process::wait_for_listener(port, Duration::from_secs(30)) {
+            bail!("brain-harness serve did not listen");
         }
         Ok(Serving {
             child,
