@@ -33,6 +33,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         schema: _,
         model_apis,
         serve,
+        tenant_limits,
         tools,
     } = config;
     let header = format!(
@@ -52,6 +53,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
             tools,
             model_apis.as_deref(),
             serve.as_ref(),
+            tenant_limits.as_ref(),
             &modules,
             &args,
         ),
@@ -103,6 +105,7 @@ fn root(
     bindings: &[ToolBinding],
     model_apis: Option<&[ModelApi]>,
     serve: Option<&brain_config::Serve>,
+    tenant_limits: Option<&std::collections::BTreeMap<String, brain_config::TenantLimits>>,
     items: &[TokenStream],
     args: &[String],
 ) -> TokenStream {
@@ -116,6 +119,9 @@ fn root(
     }));
     // `serve` as JSON text, read back by `host_config()`.
     let serve = option(serve.map(|serve| serde_json::to_string(serve).expect("JSON")));
+    // `tenant_limits` likewise.
+    let tenant_limits =
+        option(tenant_limits.map(|limits| serde_json::to_string(limits).expect("JSON")));
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -304,7 +310,7 @@ fn root(
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits)
         }
     }
 }
@@ -348,6 +354,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         on_input_request,
         auth,
         strict,
+        limits,
     } = binding;
     let option_str = |value: Option<&str>| match value {
         Some(text) => quote!(::std::option::Option::Some(#text)),
@@ -398,6 +405,12 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let execution = object(execution);
     let task = option(*task);
     let strict = option(*strict);
+    let limits = option_str(
+        limits
+            .as_ref()
+            .map(|limits| serde_json::to_string(limits).expect("JSON"))
+            .as_deref(),
+    );
     let server_tasks = option(*server_tasks);
     let pin = option_str(
         pin.as_ref()
@@ -433,6 +446,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             on_input_request: #on_input_request,
             auth: #auth,
             strict: #strict,
+            limits: #limits,
             input_validator: ::std::sync::OnceLock::new(),
         }
     }

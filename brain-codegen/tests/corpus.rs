@@ -68,6 +68,7 @@ fn server(fixture: &Value) -> Server {
 fn bind_corpus() -> (HostConfig, String) {
     let mut config = HostConfig {
         serve: None,
+        tenant_limits: None,
         model_apis: None,
         schema: None,
         tools: Vec::new(),
@@ -112,6 +113,7 @@ fn bind_corpus() -> (HostConfig, String) {
             }
             let alone = HostConfig {
                 serve: None,
+                tenant_limits: None,
                 model_apis: None,
                 schema: None,
                 tools: vec![binding.clone()],

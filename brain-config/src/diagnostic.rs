@@ -78,6 +78,16 @@ rules! {
     TimeoutRange = "timeout-range",
     /// `max_output_bytes` is outside 1..=67108864.
     MaxOutputRange = "max-output-range",
+    /// `limits` (or a tenant's in `tenant_limits`) sets no limit: no rate and no `concurrent`.
+    LimitsEmpty = "limits-empty",
+    /// A limit is zero or larger than its maximum.
+    LimitsRange = "limits-range",
+    /// `calls` without `per_seconds`, or `per_seconds` without `calls`.
+    LimitsRateIncomplete = "limits-rate-incomplete",
+    /// `wait_seconds` is not less than the binding's `timeout_seconds`.
+    LimitsWaitTimeout = "limits-wait-timeout",
+    /// A `tenant_limits` key is a tenant that no binding allows.
+    TenantLimitsUnknown = "tenant-limits-unknown",
     /// A schema is not a valid JSON Schema, or names a remote `$ref`.
     SchemaInvalid = "schema-invalid",
     /// A schema's root is not `"type": "object"`.

@@ -82,6 +82,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
     let name = tool["name"].as_str().unwrap_or_default().to_owned();
     ToolBinding {
         strict: None,
+        limits: None,
         name: name.clone(),
         description: tool["description"].as_str().unwrap_or_default().to_owned(),
         input_schema: tool
@@ -293,7 +294,8 @@ pub struct Merged {
 
 /// Merges `bindings` into `config` (callers refuse [`collisions`] first, unless told to replace):
 /// a binding with the same name is replaced where it stands
-/// (keeping its `on_input_request`, `auth`, `cwd` and `prewarm` unless the new binding sets them:
+/// (keeping its `on_input_request`, `auth`, `limits`, `cwd` and `prewarm` unless the new binding
+/// sets them:
 /// those are a reviewer's choices, not something the server says), others are appended; every
 /// other binding is kept.
 pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
@@ -302,6 +304,7 @@ pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
         match config.tools.iter_mut().find(|b| b.name == binding.name) {
             Some(existing) => {
                 binding.on_input_request = binding.on_input_request.or(existing.on_input_request);
+                binding.limits = binding.limits.take().or(existing.limits.take());
                 if binding.auth.is_none() && binding.token_env.is_none() {
                     binding.auth = existing.auth.take();
                 }
@@ -526,6 +529,7 @@ mod tests {
         let ours = binding_from_tool(&tool, &settings());
         let mut config = HostConfig {
             serve: None,
+            tenant_limits: None,
             model_apis: None,
             schema: None,
             tools: vec![ours.clone()],
@@ -648,6 +652,7 @@ mod tests {
         let b = binding_from_tool(&json!({"name": "b", "description": "B."}), &settings());
         let mut config = HostConfig {
             serve: None,
+            tenant_limits: None,
             model_apis: None,
             schema: None,
             tools: vec![a.clone(), b.clone()],
@@ -672,6 +677,7 @@ mod tests {
         a.on_input_request = Some(OnInputRequest::Decline);
         let mut config = HostConfig {
             serve: None,
+            tenant_limits: None,
             model_apis: None,
             schema: None,
             tools: vec![a],

@@ -28,6 +28,7 @@ mod check;
 mod diagnostic;
 pub mod discovery;
 pub mod ident;
+mod limits;
 mod load;
 mod model;
 pub mod model_api;
@@ -37,6 +38,9 @@ mod source;
 
 pub use check::{is_valid_name, validate};
 pub use diagnostic::{Diagnostic, Diagnostics, Rule};
+pub use limits::{
+    LimitScope, Limits, MAX_LIMIT_CALLS, MAX_LIMIT_CONCURRENT, MAX_LIMIT_PER_SECONDS, TenantLimits,
+};
 pub use load::{ConfigError, load_file, parse};
 pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,

@@ -1,14 +1,15 @@
 //! Loading a host config: bytes → JSON → bindings read field by field → every rule, with each
 //! diagnostic placed at its line:column.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::check::{Draft, check};
+use crate::check::{Draft, Sections, check};
 use crate::diagnostic::{Diagnostic, Diagnostics, Rule};
+use crate::limits::TenantLimits;
 use crate::model::{HostConfig, MAX_CONFIG_BYTES, ModelApi, ToolBinding};
 use crate::schema::{FIELDS, Field};
 use crate::serve::Serve;
@@ -75,9 +76,17 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         schema,
         model_apis,
         serve,
+        tenant_limits,
         drafts,
     } = read_document(document, &mut errors);
-    errors.extend(check(&drafts, model_apis.as_deref(), serve.as_ref()));
+    errors.extend(check(
+        &drafts,
+        Sections {
+            model_apis: model_apis.as_deref(),
+            serve: serve.as_ref(),
+            tenant_limits: tenant_limits.as_ref(),
+        },
+    ));
 
     let names: Vec<Option<&str>> = tool_names(&drafts);
     for diagnostic in &mut errors {
@@ -96,6 +105,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         schema,
         model_apis,
         serve,
+        tenant_limits,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
     })
 }
@@ -174,6 +184,7 @@ struct Document {
     schema: Option<String>,
     model_apis: Option<Vec<ModelApi>>,
     serve: Option<Serve>,
+    tenant_limits: Option<BTreeMap<String, TenantLimits>>,
     drafts: Vec<Draft>,
 }
 
@@ -206,9 +217,23 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
     let model_apis = root
         .remove("model_apis")
         .map(|value| read_model_apis(value, errors));
-    let serve = root
-        .remove("serve")
-        .and_then(|value| read_serve(&value, errors));
+    let serve = root.remove("serve").and_then(|value| {
+        read_section::<Serve>(
+            &value,
+            "serve",
+            "add it: a client needs `tenant` and `token_env`; `authorization` needs `issuer`, \
+             `resource` and `tenant_claim`",
+            errors,
+        )
+    });
+    let tenant_limits = root.remove("tenant_limits").and_then(|value| {
+        read_section::<BTreeMap<String, TenantLimits>>(
+            &value,
+            "tenant_limits",
+            "write `{\"TENANT\": {\"calls\": N, \"per_seconds\": S, \"concurrent\": C}}`",
+            errors,
+        )
+    });
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -240,44 +265,47 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         schema,
         model_apis,
         serve,
+        tenant_limits,
         drafts,
     }
 }
 
-/// `serve`: read whole; the first unknown, missing or mistyped field in it is reported (and the
-/// rules about `serve` then stay silent).
-fn read_serve(value: &Value, errors: &mut Vec<Diagnostic>) -> Option<Serve> {
-    let error = match serde_path_to_error::deserialize::<_, Serve>(value) {
-        Ok(serve) => return Some(serve),
+/// A section beside the bindings (`serve`, `tenant_limits`), read whole: the first unknown,
+/// missing or mistyped field in it is reported (and the rules about it then stay silent).
+/// `missing`: the help for a missing field.
+fn read_section<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    name: &str,
+    missing: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    let error = match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(section) => return Some(section),
         Err(error) => error,
     };
     let path = error.path().to_string();
     let pointer = match path_to_pointer(&path) {
-        at if at.is_empty() => "/serve".to_owned(),
-        at => format!("/serve/{at}"),
+        at if at.is_empty() => format!("/{name}"),
+        at => format!("/{name}/{at}"),
     };
     let message = error.inner().to_string();
     let (rule, help) = if message.starts_with("unknown field") {
         (
             Rule::UnknownField,
-            "remove it, or check its spelling against the message",
+            "remove it, or check its spelling against the message".to_owned(),
         )
     } else if message.starts_with("missing field") {
-        (
-            Rule::MissingField,
-            "add it: a client needs `tenant` and `token_env`; `authorization` needs `issuer`, \
-             `resource` and `tenant_claim`",
-        )
+        (Rule::MissingField, missing.to_owned())
     } else {
         (
             Rule::InvalidType,
-            "see the `serve` section of the host config reference",
+            format!("see the `{name}` section of the host config reference"),
         )
     };
     errors.push(Diagnostic::new(
         rule,
         pointer,
-        format!("`serve`: {message}"),
+        format!("`{name}`: {message}"),
         help,
     ));
     None

@@ -61,6 +61,10 @@ pub struct HostConfig {
     /// How `brain-harness serve` serves these bindings to MCP hosts: its clients and bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::serve::Serve>,
+    /// Limits per tenant, across all of the tenant's bindings: `{"TENANT": {"calls": N,
+    /// "per_seconds": S, "concurrent": C}}`. Each key is a tenant some binding allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_limits: Option<BTreeMap<String, crate::limits::TenantLimits>>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }
@@ -279,6 +283,10 @@ pub struct ToolBinding {
     /// names); the check fails, saying why, when its schema cannot be made strict faithfully.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// How often and how many at once the tool may be called (per tenant by default): refused
+    /// before anything is sent, or waited for with `wait_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::limits::Limits>,
 }
 
 /// How brain obtains access tokens for an MCP server that requires OAuth authorization.

@@ -108,6 +108,8 @@ pub struct StaticBinding {
     pub auth: Option<&'static str>,
     /// `strict`.
     pub strict: Option<bool>,
+    /// `limits`, as JSON.
+    pub limits: Option<&'static str>,
     /// The compiled `input_schema`, built on first use.
     #[doc(hidden)]
     pub input_validator: OnceLock<jsonschema::Validator>,
@@ -168,17 +170,24 @@ impl StaticBinding {
                 .auth
                 .map(|text| serde_json::from_str(text).expect("codegen embeds valid auth JSON")),
             strict: self.strict,
+            limits: self
+                .limits
+                .map(|text| serde_json::from_str(text).expect("codegen embeds valid limits JSON")),
         }
     }
 
-    /// The host config of a table of bindings, the config's `model_apis`, and its `serve` as
-    /// JSON.
+    /// The host config of a table of bindings, the config's `model_apis`, and its `serve` and
+    /// `tenant_limits` as JSON.
     pub fn host_config(
         bindings: &[StaticBinding],
         model_apis: Option<&[ModelApi]>,
         serve: Option<&str>,
+        tenant_limits: Option<&str>,
     ) -> HostConfig {
         HostConfig {
+            tenant_limits: tenant_limits.map(|text| {
+                serde_json::from_str(text).expect("codegen embeds valid tenant_limits JSON")
+            }),
             model_apis: model_apis.map(<[ModelApi]>::to_vec),
             serve: serve
                 .map(|text| serde_json::from_str(text).expect("codegen embeds valid serve JSON")),

@@ -138,6 +138,7 @@ async fn a_remote_ref_causes_no_request() {
     let tool: brain_config::ToolBinding = serde_json::from_value(binding).unwrap();
     let config = HostConfig {
         serve: None,
+        tenant_limits: None,
         model_apis: None,
         schema: None,
         tools: vec![tool],

@@ -89,6 +89,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
     let errors = brain_config::validate(&HostConfig {
         model_apis: None,
         serve: None,
+        tenant_limits: None,
         schema: None,
         tools: discovered,
     });

@@ -511,6 +511,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
         HostConfig {
             model_apis: None,
             serve: None,
+            tenant_limits: None,
             schema: None,
             tools: Vec::new(),
         }

@@ -783,6 +783,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -813,6 +814,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -843,6 +845,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -875,6 +878,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -907,6 +911,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -937,6 +942,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -969,6 +975,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 7usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
@@ -1083,5 +1090,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
         ::std::option::Option::Some(
             "{\"clients\":[{\"tenant\":\"local\",\"token_env\":\"BRAIN_SERVE_TOKEN_LOCAL\"},{\"tenant\":\"staging\",\"token_env\":\"BRAIN_SERVE_TOKEN_STAGING\"}],\"concurrent_calls_per_client\":32}",
         ),
+        ::std::option::Option::None,
     )
 }

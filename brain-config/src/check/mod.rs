@@ -8,6 +8,7 @@
 //! instead of piling a second error on the first.
 
 mod auth;
+mod bounds;
 mod context;
 mod endpoint;
 mod kind;
@@ -19,14 +20,23 @@ mod schemas;
 mod serve;
 mod stdio;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) use context::Draft;
 pub use names::is_valid_name;
 
 use crate::diagnostic::Diagnostic;
+use crate::limits::TenantLimits;
 use crate::model::{HostConfig, ModelApi};
 use crate::serve::Serve;
+
+/// The config's sections beside its bindings, as the rules see them.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Sections<'a> {
+    pub(crate) model_apis: Option<&'a [ModelApi]>,
+    pub(crate) serve: Option<&'a Serve>,
+    pub(crate) tenant_limits: Option<&'a BTreeMap<String, TenantLimits>>,
+}
 
 /// Checks a config built in code (for example by discovery) against every rule. Positions are not
 /// known, so the diagnostics carry pointers only.
@@ -41,15 +51,23 @@ pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
             unusable: BTreeSet::new(),
         })
         .collect();
-    check(&drafts, config.model_apis.as_deref(), config.serve.as_ref())
+    check(
+        &drafts,
+        Sections {
+            model_apis: config.model_apis.as_deref(),
+            serve: config.serve.as_ref(),
+            tenant_limits: config.tenant_limits.as_ref(),
+        },
+    )
 }
 
-/// Runs every rule over the bindings and `serve`; `model_apis` is the config's.
-pub(crate) fn check(
-    drafts: &[Draft],
-    model_apis: Option<&[ModelApi]>,
-    serve: Option<&Serve>,
-) -> Vec<Diagnostic> {
+/// Runs every rule over the bindings and the config's other sections.
+pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic> {
+    let Sections {
+        model_apis,
+        serve,
+        tenant_limits,
+    } = sections;
     let mut out = Vec::new();
     for draft in drafts {
         names::name_pattern(draft, &mut out);
@@ -66,9 +84,10 @@ pub(crate) fn check(
         stdio::prewarm_range(draft, &mut out);
         names::empty_mcp_tool(draft, &mut out);
         auth::token_env_name(draft, &mut out);
-        limits::tenants(draft, &mut out);
-        limits::timeout_range(draft, &mut out);
-        limits::max_output_range(draft, &mut out);
+        bounds::tenants(draft, &mut out);
+        bounds::timeout_range(draft, &mut out);
+        bounds::max_output_range(draft, &mut out);
+        limits::binding(draft, &mut out);
         kind::inspect_session_on_mcp(draft, &mut out);
         kind::transport_on_mcp(draft, &mut out);
         pins::protocol_version(draft, &mut out);
@@ -84,6 +103,9 @@ pub(crate) fn check(
     names::ident_collisions(drafts, &mut out);
     if let Some(config) = serve {
         serve::serve(config, drafts, &mut out);
+    }
+    if let Some(limits) = tenant_limits {
+        limits::tenants(limits, drafts, &mut out);
     }
     out
 }

@@ -98,6 +98,7 @@ async fn main() -> ExitCode {
     // excluded, as `cargo xtask check` would refuse it.
     let errors = brain_config::validate(&HostConfig {
         serve: None,
+        tenant_limits: None,
         model_apis: None,
         schema: None,
         tools: bindings.clone(),
@@ -116,6 +117,7 @@ async fn main() -> ExitCode {
     }
     let config = HostConfig {
         serve: None,
+        tenant_limits: None,
         model_apis: None,
         schema: None,
         tools: bindings

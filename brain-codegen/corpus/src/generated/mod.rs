@@ -29265,6 +29265,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29301,6 +29302,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29337,6 +29339,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29373,6 +29376,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29409,6 +29413,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29445,6 +29450,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29481,6 +29487,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29517,6 +29524,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29553,6 +29561,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29589,6 +29598,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29625,6 +29635,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29661,6 +29672,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29697,6 +29709,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29733,6 +29746,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29769,6 +29783,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29805,6 +29820,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29841,6 +29857,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29877,6 +29894,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29913,6 +29931,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29949,6 +29968,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -29985,6 +30005,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30021,6 +30042,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30057,6 +30079,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30093,6 +30116,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30129,6 +30153,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30165,6 +30190,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30201,6 +30227,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30237,6 +30264,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30273,6 +30301,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30309,6 +30338,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30345,6 +30375,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30381,6 +30412,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30417,6 +30449,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30453,6 +30486,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30489,6 +30523,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30525,6 +30560,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30561,6 +30597,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30599,6 +30636,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30635,6 +30673,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30671,6 +30710,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30707,6 +30747,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30743,6 +30784,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30779,6 +30821,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30815,6 +30858,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30849,6 +30893,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30887,6 +30932,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30925,6 +30971,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -30963,6 +31010,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31001,6 +31049,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31039,6 +31088,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31077,6 +31127,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31115,6 +31166,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31153,6 +31205,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31191,6 +31244,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31229,6 +31283,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31267,6 +31322,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31305,6 +31361,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31343,6 +31400,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31381,6 +31439,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31415,6 +31474,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31449,6 +31509,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31483,6 +31544,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31517,6 +31579,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31551,6 +31614,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31585,6 +31649,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31619,6 +31684,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31653,6 +31719,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31687,6 +31754,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31721,6 +31789,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31755,6 +31824,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31789,6 +31859,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31823,6 +31894,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31857,6 +31929,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31891,6 +31964,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31925,6 +31999,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31959,6 +32034,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -31993,6 +32069,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32027,6 +32104,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32061,6 +32139,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32095,6 +32174,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32129,6 +32209,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32163,6 +32244,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32197,6 +32279,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32231,6 +32314,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32265,6 +32349,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32299,6 +32384,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32333,6 +32419,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32367,6 +32454,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32401,6 +32489,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32435,6 +32524,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32469,6 +32559,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32503,6 +32594,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32537,6 +32629,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32571,6 +32664,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32605,6 +32699,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32639,6 +32734,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32673,6 +32769,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32707,6 +32804,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32741,6 +32839,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32775,6 +32874,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32809,6 +32909,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32843,6 +32944,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32877,6 +32979,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32911,6 +33014,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32945,6 +33049,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -32979,6 +33084,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33013,6 +33119,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33047,6 +33154,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33081,6 +33189,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33115,6 +33224,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33149,6 +33259,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33183,6 +33294,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33217,6 +33329,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33251,6 +33364,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33285,6 +33399,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33319,6 +33434,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33353,6 +33469,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33387,6 +33504,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33421,6 +33539,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33455,6 +33574,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33489,6 +33609,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33523,6 +33644,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33557,6 +33679,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33595,6 +33718,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33633,6 +33757,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33671,6 +33796,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33709,6 +33835,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33747,6 +33874,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33785,6 +33913,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33823,6 +33952,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33861,6 +33991,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33899,6 +34030,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33935,6 +34067,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -33971,6 +34104,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34007,6 +34141,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34043,6 +34178,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34079,6 +34215,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34115,6 +34252,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34151,6 +34289,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34187,6 +34326,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34223,6 +34363,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34259,6 +34400,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34295,6 +34437,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34331,6 +34474,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34367,6 +34511,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34403,6 +34548,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34439,6 +34585,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34475,6 +34622,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34511,6 +34659,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34547,6 +34696,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34583,6 +34733,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34619,6 +34770,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34655,6 +34807,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34691,6 +34844,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34727,6 +34881,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34763,6 +34918,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34797,6 +34953,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34831,6 +34988,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34865,6 +35023,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34899,6 +35058,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34933,6 +35093,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -34967,6 +35128,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35001,6 +35163,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35035,6 +35198,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35069,6 +35233,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35103,6 +35268,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35137,6 +35303,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35171,6 +35338,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35205,6 +35373,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35239,6 +35408,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35273,6 +35443,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35307,6 +35478,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35341,6 +35513,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35375,6 +35548,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35409,6 +35583,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35443,6 +35618,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35477,6 +35653,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35511,6 +35688,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35545,6 +35723,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35579,6 +35758,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35613,6 +35793,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35647,6 +35828,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35681,6 +35863,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35715,6 +35898,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35747,6 +35931,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35781,6 +35966,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35815,6 +36001,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35849,6 +36036,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35881,6 +36069,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35919,6 +36108,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35955,6 +36145,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -35991,6 +36182,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 192usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
@@ -36058,6 +36250,7 @@ pub fn definitions(
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(
         &BINDINGS,
+        ::std::option::Option::None,
         ::std::option::Option::None,
         ::std::option::Option::None,
     )

@@ -615,6 +615,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -645,6 +646,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -675,6 +677,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -705,6 +708,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
     ::brain_runtime::__codegen::StaticBinding {
@@ -737,6 +741,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 5usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
@@ -804,6 +809,7 @@ pub fn definitions(
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(
         &BINDINGS,
+        ::std::option::Option::None,
         ::std::option::Option::None,
         ::std::option::Option::None,
     )

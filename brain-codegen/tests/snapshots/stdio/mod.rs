@@ -245,6 +245,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         on_input_request: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
+        limits: ::std::option::Option::None,
         input_validator: ::std::sync::OnceLock::new(),
     },
 ];
@@ -312,6 +313,7 @@ pub fn definitions(
 pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
     ::brain_runtime::__codegen::StaticBinding::host_config(
         &BINDINGS,
+        ::std::option::Option::None,
         ::std::option::Option::None,
         ::std::option::Option::None,
     )

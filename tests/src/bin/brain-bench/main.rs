@@ -967,6 +967,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
     }
     let config = HostConfig {
         serve: None,
+        tenant_limits: None,
         model_apis: None,
         schema: None,
         tools,
