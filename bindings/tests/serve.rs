@@ -158,7 +158,7 @@ fn http_serves_each_client_its_tenant() {
             .filter(|l| l["result"]["isError"] == json!(true))
             .collect();
         assert_eq!(refused.len(), 1, "{lines:?}");
-        assert_eq!(outcome(refused[0])["error_type"], json!("refused"));
+        assert_eq!(outcome(refused[0])["error_type"], json!("limited"));
         assert_eq!(outcome(refused[0])["unknown_outcome"], json!(false));
         assert!(
             text(refused[0]).contains("concurrent_calls_per_client"),

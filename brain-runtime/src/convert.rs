@@ -69,6 +69,7 @@ pub(crate) fn convert(
         structured_content: structured,
         replayed: false,
         kind: None,
+        retry_after_ms: None,
     };
     // The structured content travels in a text block now (above): it counts once.
     let size: u64 = result.content.iter().map(|b| b.size() as u64).sum();

@@ -58,6 +58,12 @@ pub struct ToolResult {
     /// Serialized only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<OutcomeKind>,
+    /// When to try again, in milliseconds, where that is known: a call refused by one of
+    /// brain's limits (the time until its next token), or one the server rate-limited (its
+    /// `data.retryAfterMs`, else its `Retry-After`, at most the binding's timeout). Serialized
+    /// only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// A content block of a result.
@@ -105,6 +111,7 @@ impl ToolResult {
             structured_content: None,
             replayed: false,
             kind: None,
+            retry_after_ms: None,
         }
     }
 
@@ -134,6 +141,7 @@ impl ToolResult {
             structured_content: None,
             replayed: false,
             kind: None,
+            retry_after_ms: None,
         }
     }
 
@@ -197,6 +205,9 @@ pub enum OutcomeKind {
     Timeout,
     /// The caller cancelled the call (`unknown_outcome` says whether it had been sent).
     Cancelled,
+    /// Refused by a limit of the host config (`limits`, `tenant_limits`) or of `serve`, before
+    /// anything was opened or sent: try again after `retry_after_ms` when it is set.
+    Limited,
     /// The tool ran and reported an error (`isError`).
     ToolError,
 }

@@ -63,6 +63,7 @@ pub mod discover;
 mod event;
 mod http;
 pub mod journal;
+pub mod limits;
 mod mcp;
 mod outcome;
 mod request;

@@ -7,13 +7,19 @@
 //!
 //! | fact | `unknown_outcome` |
 //! |---|---|
-//! | refused by the gate, could not connect or start, session setup failed | false |
+//! | refused by the gate (a limit included), could not connect or start, session setup failed | false |
 //! | `tools/call` not written (round 0) | false |
 //! | `tools/call` answered with 401, 403, 404, 405, 406 or 415 (round 0), or JSON-RPC -32601 | false |
 //! | an HTTP tool's 4xx, except 408, 409 and 429 | false |
 //! | an MCP task the server cancelled, that failed without a result, asked for input, or was lost (expired, unknown) | true |
 //! | anything else after `tools/call` was written (another status or JSON-RPC error, a dropped, truncated, malformed or oversized response, a request for user input, a result brain cannot convert) | true |
 //! | timeout or interruption | whether `tools/call` had been written |
+//!
+//! An upstream rate limit after `tools/call` was sent — HTTP 429, or JSON-RPC `-32023`
+//! (SEP-3304) — is `unknown_outcome: true` like any error after sending; its
+//! `data.retryAfterMs` (else its `Retry-After`) becomes the result's `retry_after_ms`. SEP-3304
+//! (open) would make `-32023` mean "not processed": if it is accepted, its row moves to
+//! `false` beside `-32601`, and nothing else changes.
 
 use crate::event::ToolResult;
 
@@ -22,6 +28,8 @@ use crate::event::ToolResult;
 pub(crate) enum Fact {
     /// Refused before any I/O: the gate, or a value no request can carry.
     Refused,
+    /// Refused by a limit (a rate or a concurrency quota) before anything was opened.
+    Limited,
     /// Refused by the call journal: the call id was used for another call.
     JournalConflict,
     /// The call journal could not record the call, so it was never sent.
@@ -93,11 +101,11 @@ impl OutcomeKind {
     }
 
     /// The value of telemetry's `error.type` for this kind: `refused`, `not_sent`,
-    /// `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict is
-    /// `refused`, a store that could not record the call `not_sent`).
+    /// `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict and a
+    /// limit are `refused`, a store that could not record the call `not_sent`).
     pub fn error_type(self) -> &'static str {
         match self {
-            Kind::Refused | Kind::JournalConflict => "refused",
+            Kind::Refused | Kind::JournalConflict | Kind::Limited => "refused",
             Kind::NotSent | Kind::StoreUnavailable => "not_sent",
             Kind::UnknownOutcome => "unknown_outcome",
             Kind::Timeout => "timeout",
@@ -117,6 +125,7 @@ impl OutcomeKind {
             Kind::Timeout => "timeout",
             Kind::Cancelled => "cancelled",
             Kind::ToolError => "tool_error",
+            Kind::Limited => "limited",
         }
     }
 }
@@ -134,6 +143,7 @@ pub(crate) struct Outcome {
 pub(crate) fn classify(fact: Fact) -> Outcome {
     let (unknown_outcome, kind) = match fact {
         Fact::Refused => (false, Kind::Refused),
+        Fact::Limited => (false, Kind::Limited),
         Fact::JournalConflict => (false, Kind::JournalConflict),
         Fact::StoreFailed => (false, Kind::StoreUnavailable),
         Fact::Unreachable | Fact::SetupFailed => (false, Kind::NotSent),
@@ -174,6 +184,7 @@ impl Fact {
     pub(crate) fn before_execution(self) -> bool {
         match self {
             Fact::Refused
+            | Fact::Limited
             | Fact::JournalConflict
             | Fact::StoreFailed
             | Fact::Unreachable
@@ -195,6 +206,8 @@ pub(crate) struct Failure {
     pub(crate) fact: Fact,
     /// What happened, in words.
     pub(crate) message: String,
+    /// When to try again, where that is known (a limit's next token, an upstream rate limit).
+    pub(crate) retry_after_ms: Option<u64>,
 }
 
 impl Failure {
@@ -202,7 +215,14 @@ impl Failure {
         Failure {
             fact,
             message: message.into(),
+            retry_after_ms: None,
         }
+    }
+
+    /// The same failure, saying when to try again.
+    pub(crate) fn retry_after(mut self, ms: Option<u64>) -> Self {
+        self.retry_after_ms = ms;
+        self
     }
 
     /// The exchange broke after `tools/call` was written ([`Fact::Broken`]).
@@ -223,6 +243,7 @@ impl Failure {
         } = self.outcome();
         let mut result = ToolResult::failure(call_id, unknown_outcome, self.message);
         result.kind = Some(kind);
+        result.retry_after_ms = self.retry_after_ms;
         (result, kind)
     }
 }
@@ -238,6 +259,7 @@ mod tests {
         use Kind::*;
         let rows: &[(Fact, bool, Kind)] = &[
             (Fact::Refused, false, Refused),
+            (Fact::Limited, false, Limited),
             (Fact::JournalConflict, false, JournalConflict),
             (Fact::StoreFailed, false, StoreUnavailable),
             (Fact::Unreachable, false, NotSent),
@@ -328,6 +350,16 @@ mod tests {
             (Fact::RpcError { code: Some(-32021) }, false, NotSent),
             (Fact::RpcError { code: Some(-32602) }, true, UnknownOutcome),
             (Fact::RpcError { code: Some(-32603) }, true, UnknownOutcome),
+            // SEP-3304's rate limit: still after sending (see the module's table).
+            (Fact::RpcError { code: Some(-32023) }, true, UnknownOutcome),
+            (
+                Fact::CallStatus {
+                    status: 429,
+                    round: 0,
+                },
+                true,
+                UnknownOutcome,
+            ),
             (Fact::RpcError { code: None }, true, UnknownOutcome),
             (Fact::ToolStatus(400), false, NotSent),
             (Fact::ToolStatus(401), false, NotSent),
@@ -401,6 +433,7 @@ mod tests {
             (Kind::ToolError, "tool_error"),
             (Kind::JournalConflict, "refused"),
             (Kind::StoreUnavailable, "not_sent"),
+            (Kind::Limited, "refused"),
         ];
         for (kind, name) in kinds {
             assert_eq!(kind.error_type(), name);
@@ -410,5 +443,60 @@ mod tests {
                 serde_json::json!(kind.as_str())
             );
         }
+    }
+}
+
+/// When an upstream rate limit says to try again, in milliseconds, at most `cap_ms` (the
+/// binding's timeout): a JSON-RPC error's `data.retryAfterMs` (SEP-3304) first, then an HTTP
+/// `Retry-After` — delay-seconds or an HTTP date (RFC 9110 §10.2.3). `None` when neither is
+/// there or usable.
+pub(crate) fn retry_after(
+    retry_after_ms: Option<&serde_json::Value>,
+    header: Option<&str>,
+    cap_ms: u64,
+) -> Option<u64> {
+    let from_data = retry_after_ms.and_then(|value| {
+        value.as_u64().or_else(|| {
+            value
+                .as_f64()
+                .filter(|v| *v >= 0.0)
+                .map(|v| v.ceil() as u64)
+        })
+    });
+    let from_header = || {
+        let header = header?.trim();
+        if let Ok(seconds) = header.parse::<u64>() {
+            return Some(seconds.saturating_mul(1000));
+        }
+        let at = httpdate::parse_http_date(header).ok()?;
+        let left = at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        Some(u64::try_from(left.as_millis()).unwrap_or(u64::MAX))
+    };
+    from_data.or_else(from_header).map(|ms| ms.min(cap_ms))
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::retry_after;
+    use serde_json::json;
+
+    #[test]
+    fn data_first_then_seconds_then_a_date_all_clamped() {
+        assert_eq!(
+            retry_after(Some(&json!(1500)), Some("9"), 60_000),
+            Some(1500)
+        );
+        assert_eq!(retry_after(None, Some("9"), 60_000), Some(9000));
+        assert_eq!(retry_after(None, Some("120"), 60_000), Some(60_000));
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
+        let date = httpdate::fmt_http_date(later);
+        let ms = retry_after(None, Some(&date), 60_000).unwrap();
+        assert!((28_000..=30_000).contains(&ms), "{ms}");
+        let past = httpdate::fmt_http_date(std::time::SystemTime::UNIX_EPOCH);
+        assert_eq!(retry_after(None, Some(&past), 60_000), Some(0));
+        assert_eq!(retry_after(None, Some("soon"), 60_000), None);
+        assert_eq!(retry_after(Some(&json!("x")), None, 60_000), None);
     }
 }

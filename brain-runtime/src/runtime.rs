@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use brain_config::model_api::Definitions;
 use brain_config::{BindingKind, HostConfig, ModelApi, ToolBinding, compile_schema};
@@ -14,7 +15,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
-use crate::call::Started;
+use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::journal::{Journal, Journaling, Key, Ticket};
@@ -275,6 +276,7 @@ impl<'a> RuntimeBuilder<'a> {
                 tool: Arc::new(tool),
                 route,
                 http,
+                limits: crate::limits::Plan::of(binding, self.config),
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
         }
@@ -287,6 +289,7 @@ impl<'a> RuntimeBuilder<'a> {
                 bound.route.refill();
             }
         }
+        let journal = self.journal.map(Journal::start);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
@@ -296,7 +299,12 @@ impl<'a> RuntimeBuilder<'a> {
                 http,
                 http_plain: crate::http::client(false, &[]).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
-                journal: self.journal.map(Journal::start),
+                tenant_limits: self.config.tenant_limits.clone().unwrap_or_default(),
+                keeper: match &journal {
+                    Some(journaling) => Keeper::Store(Arc::clone(journaling)),
+                    None => Keeper::Memory(Arc::default()),
+                },
+                journal,
             }),
         })
     }
@@ -414,12 +422,18 @@ fn unavailable(
     Some(Unavailable { why, fix })
 }
 
+/// How long past its call's timeout a slot of a concurrency quota is held at most (a slot
+/// whose release was lost stops counting then).
+const SLOT_GRACE: Duration = Duration::from_secs(10);
+
 /// A binding ready to call: its shared facts, and its transport's own value.
 struct Bound {
     tool: Arc<Tool>,
     route: Route,
     /// Its own client, when it trusts a CA of its own (`ca_file`).
     http: Option<HttpClient>,
+    /// Its calls' buckets (`limits`, `tenant_limits`).
+    limits: crate::limits::Plan,
 }
 
 /// A model API, and the tenant whose tools (or every tool).
@@ -441,6 +455,10 @@ struct Inner {
     cleanups: TaskTracker,
     /// The call journal, when the host keeps one.
     journal: Option<Arc<Journaling>>,
+    /// Where the limits' buckets are kept: the journal's store, or this process's memory.
+    keeper: Keeper,
+    /// The config's `tenant_limits`.
+    tenant_limits: BTreeMap<String, brain_config::TenantLimits>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -549,9 +567,23 @@ impl Runtime {
                 let trace_id = crate::telemetry::trace_id(&span);
                 Ticket::new(journaling, key, &tool, &request.arguments, trace_id)
             });
+            let limits = (!bound.limits.is_empty()).then(|| {
+                let binding = &tool.binding;
+                CallLimits::new(
+                    bound
+                        .limits
+                        .buckets(&request.scope.tenant_id, &inner.tenant_limits),
+                    bound.limits.wait,
+                    Duration::from_secs(binding.timeout_seconds) + SLOT_GRACE,
+                    inner.keeper.clone(),
+                    &binding.name,
+                    Arc::clone(&inner.instruments),
+                )
+            });
             let started = Started {
                 http,
                 ticket: ticket.as_ref(),
+                limits: limits.as_ref(),
                 tool,
                 call_id: &call_id,
                 scope: &request.scope,

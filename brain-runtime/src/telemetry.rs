@@ -40,6 +40,10 @@ pub(crate) struct Instruments {
     duration: Histogram<f64>,
     /// `brain.client.calls`: calls by binding and outcome.
     calls: Counter<u64>,
+    /// `brain.limit.refusals`: calls a limit refused, by binding, limit and reason.
+    limit_refusals: Counter<u64>,
+    /// `brain.limit.wait.duration`: how long calls waited for a token or a slot.
+    limit_wait: Histogram<f64>,
 }
 
 impl Instruments {
@@ -63,7 +67,65 @@ impl Instruments {
                      have run), refused (by the gate, before any I/O)",
                 )
                 .build(),
+            limit_refusals: meter
+                .u64_counter("brain.limit.refusals")
+                .with_unit("{call}")
+                .with_description(
+                    "Calls refused by a limit before anything was sent, by binding, limit \
+                     (brain.limit: rate or concurrent; the bucket's scope in \
+                     brain.limit.scope: binding, tenant or serve) and reason (brain.limit.reason: \
+                     over, when the call would not wait; wait_expired, when its wait ran out)",
+                )
+                .build(),
+            limit_wait: meter
+                .f64_histogram("brain.limit.wait.duration")
+                .with_unit("s")
+                .with_description(
+                    "How long calls with wait_seconds waited for a token or a slot, admitted or not",
+                )
+                .with_boundaries(DURATION_BOUNDARIES.to_vec())
+                .build(),
         }
+    }
+
+    /// A call a limit refused: one count per bucket that refused it.
+    pub(crate) fn limited(&self, binding: &str, refusals: &[crate::limits::Refusal], waited: bool) {
+        for refusal in refusals {
+            let limit = match refusal.limit {
+                crate::limits::Limit::Rate { .. } => "rate",
+                crate::limits::Limit::Concurrent(_) => "concurrent",
+            };
+            let scope = if refusal.bucket.contains(":tenant/") {
+                "tenant"
+            } else if refusal.bucket.contains(":serve/") {
+                "serve"
+            } else {
+                "binding"
+            };
+            self.limit_refusals.add(
+                1,
+                &[
+                    KeyValue::new("gen_ai.tool.name", binding.to_owned()),
+                    KeyValue::new("brain.limit", limit),
+                    KeyValue::new("brain.limit.scope", scope),
+                    KeyValue::new(
+                        "brain.limit.reason",
+                        if waited { "wait_expired" } else { "over" },
+                    ),
+                ],
+            );
+        }
+    }
+
+    /// How long a call waited for its limits (`admitted`: whether it then went on).
+    pub(crate) fn limit_waited(&self, binding: &str, waited: Duration, admitted: bool) {
+        self.limit_wait.record(
+            waited.as_secs_f64(),
+            &[
+                KeyValue::new("gen_ai.tool.name", binding.to_owned()),
+                KeyValue::new("brain.limit.admitted", admitted),
+            ],
+        );
     }
 
     /// A call the gate refused: counted, never timed (no operation took place).

@@ -140,13 +140,14 @@ impl Facade {
     }
 
     /// Permits for one more call of `client`, or why not.
-    fn admit(&self, client: &Client) -> Result<[OwnedSemaphorePermit; 2], String> {
+    fn admit(&self, client: &Client) -> Result<[OwnedSemaphorePermit; 2], (OutcomeKind, String)> {
         if self.inner.draining.load(Ordering::SeqCst) {
-            return Err(
+            return Err((
+                OutcomeKind::Refused,
                 "refused: the server is stopping; nothing was sent — retry with the \
                         same call id against another replica or once it is back"
                     .to_owned(),
-            );
+            ));
         }
         let own = {
             let mut clients = self.inner.clients.lock().unwrap_or_else(|p| p.into_inner());
@@ -156,19 +157,26 @@ impl Facade {
                     .or_insert_with(|| Arc::new(Semaphore::new(self.inner.per_client))),
             )
         };
+        // Serve's own limits: concurrency quotas of this process, refused as a limit is.
         let own = own.try_acquire_owned().map_err(|_| {
-            format!(
-                "refused: this client already has {} calls in flight (serve's \
-                 `concurrent_calls_per_client`); nothing was sent — retry when one has ended",
-                self.inner.per_client
+            (
+                OutcomeKind::Limited,
+                format!(
+                    "refused: over the limit of serve/client ({} running at once: serve's \
+                     `concurrent_calls_per_client`); nothing was sent — retry when one has ended",
+                    self.inner.per_client
+                ),
             )
         })?;
         let all = Arc::clone(&self.inner.all_calls)
             .try_acquire_owned()
             .map_err(|_| {
-                "refused: the server has as many calls in flight as it takes (serve's \
-                 `concurrent_calls`); nothing was sent — retry shortly"
-                    .to_owned()
+                (
+                    OutcomeKind::Limited,
+                    "refused: over the limit of serve (serve's `concurrent_calls`); nothing was \
+                     sent — retry shortly"
+                        .to_owned(),
+                )
             })?;
         Ok([own, all])
     }
@@ -249,18 +257,23 @@ fn call_tool_result(result: &ToolResult, call_id: &str) -> CallToolResult {
 
 /// `_meta["brain.dev/outcome"]`.
 fn outcome(result: &ToolResult, call_id: &str) -> Value {
-    json!({
+    let mut outcome = json!({
         "call_id": call_id,
         "unknown_outcome": result.unknown_outcome,
         "replayed": result.replayed,
         "error_type": result.kind.map(OutcomeKind::as_str),
-    })
+    });
+    if let Some(ms) = result.retry_after_ms {
+        outcome["retry_after_ms"] = json!(ms);
+    }
+    outcome
 }
 
-/// A refusal before the runtime: `isError`, nothing sent.
-fn refusal(call_id: &str, message: String) -> ToolResult {
+/// A refusal before the runtime: `isError`, nothing sent; `kind` says whether by serve's
+/// concurrency bounds (limited) or because it is stopping (refused).
+fn refusal(call_id: &str, (kind, message): (OutcomeKind, String)) -> ToolResult {
     let mut result = ToolResult::tool_error(call_id, vec![ContentBlock::text(message)]);
-    result.kind = Some(OutcomeKind::Refused);
+    result.kind = Some(kind);
     result
 }
 

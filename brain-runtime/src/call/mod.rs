@@ -10,6 +10,9 @@
 //!    its tool as a task (a retry may resume the task): its claim, next, meets a call id seen
 //!    before and answers the same way, and a wait there for a call running elsewhere is bounded
 //!    as admit's is;
+//!    Then the call's *limits* (`limited.rs`) are charged, once the journal has said the call
+//!    is new — here, or in the claim's transaction where the claim is the journal's first look;
+//!    a refusal does no I/O and is never journaled;
 //! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
 //! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]:
 //!    the journal's claim, committed durably), before the first byte of `tools/call` (or an
@@ -28,6 +31,7 @@
 //! The whole exchange (3–6) is bounded by the binding's timeout and by cancellation.
 
 mod exchange;
+mod limited;
 mod read;
 mod rounds;
 mod send;
@@ -52,6 +56,7 @@ use crate::wire::Endpoint;
 pub(crate) use exchange::{
     CONTROL_TIMEOUT, CallState, Events, Exchange, Incoming, MAX_HEARD, Reading, Transport,
 };
+pub(crate) use limited::{CallLimits, Keeper};
 pub(crate) use rounds::{CALL_ID, Round, call_message};
 
 /// How much longer than the call's timeout the admit step may take, and a claim that met the
@@ -65,6 +70,8 @@ pub(crate) struct Started<'a> {
     pub(crate) http: HttpClient,
     /// The call's journal entry, when the runtime keeps a journal.
     pub(crate) ticket: Option<&'a Ticket>,
+    /// The call's limits, when its binding or tenant has any.
+    pub(crate) limits: Option<&'a CallLimits>,
     pub(crate) tool: Arc<Tool>,
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
@@ -85,6 +92,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let Started {
         http,
         ticket,
+        limits,
         tool,
         call_id,
         scope,
@@ -119,6 +127,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         deadline,
         span,
         ticket,
+        claim_limits: None,
     };
     let started = std::time::Instant::now();
     tracing::debug!(
@@ -153,6 +162,10 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let admit_bound = timeout + ADMIT_GRACE;
     // A task binding is admitted on every transport: a retry may take its task over.
     let admits = T::OPENS || tool.binding.runs_as_task();
+    // Limits are charged once the journal has decided the call is new: in the claim's
+    // transaction where the claim is the journal's first look, else after admit, before open.
+    let in_claim = ticket.is_some() && !admits;
+    exchange.claim_limits = limits.filter(|_| in_claim);
     let admitted = tokio::select! {
         biased;
         admitted = tokio::time::timeout(admit_bound, Box::pin(admit(ticket.filter(|_| admits))))
@@ -166,6 +179,21 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             Interruption::Cancelled,
             "the call was interrupted".to_owned(),
         )),
+    };
+    let admitted = match (admitted, limits.filter(|_| !in_claim)) {
+        (Ok(Admitted::Go), Some(limits)) => tokio::select! {
+            biased;
+            charged = limits.admit() => charged.map(|()| Admitted::Go),
+            () = tokio::time::sleep_until(deadline) => Err(interrupted(
+                Interruption::Timeout,
+                format!("the call timed out after {}s waiting for its limits", timeout.as_secs()),
+            )),
+            () = cancel.cancelled() => Err(interrupted(
+                Interruption::Cancelled,
+                "the call was interrupted".to_owned(),
+            )),
+        },
+        (admitted, _) => admitted,
     };
     let outcome = match admitted {
         Ok(Admitted::Answer(answer)) => Ok(answer),
@@ -252,6 +280,9 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             span.record("brain.journal.state", state.as_str());
         }
         ticket.settle(&result, completed, state.call_sent, cleanups.token());
+    }
+    if let Some(limits) = limits {
+        limits.release(cleanups);
     }
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);

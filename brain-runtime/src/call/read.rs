@@ -239,7 +239,12 @@ impl Exchange<'_> {
                     "the server answered tools/call with an error: {text}; the tool may have run"
                 )
             };
-            return Err(Failure::new(Fact::RpcError { code }, what));
+            let retry_after = crate::outcome::retry_after(
+                error.pointer("/data/retryAfterMs"),
+                None,
+                self.tool.binding.timeout_seconds.saturating_mul(1000),
+            );
+            return Err(Failure::new(Fact::RpcError { code }, what).retry_after(retry_after));
         }
         let Some(result) = message.get("result") else {
             return Err(Failure::broken(

@@ -11,18 +11,40 @@
 use super::exchange::{Exchange, Transport};
 use super::rounds::{Reply, Round, Rounds};
 use crate::event::ToolResult;
+use crate::journal::Claiming;
 use crate::outcome::Failure;
 use crate::revision::STATELESS;
 
 /// Claims the call as sent: from here on a failure may leave the tool's outcome unknown. With a
 /// journal, the claim is committed to it first (a claim that cannot be recorded refuses the
 /// call); a caller that finds the call id claimed by another gets the journal's answer
-/// instead, and sends nothing.
+/// instead, and sends nothing. Where the claim is the journal's first look at the call, its
+/// limits are charged in the claim's transaction (a refusal sends and records nothing).
 pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Failure> {
-    if let Some(ticket) = call.ticket
-        && let Some(answer) = ticket.claim().await?
-    {
-        return Ok(Some(answer));
+    if let Some(ticket) = call.ticket {
+        let claimed = match call.claim_limits {
+            None => ticket.claim(None).await?,
+            // Charged in the claim's transaction, waited for as the binding allows.
+            Some(limits) => {
+                limits
+                    .waiting(|| async {
+                        let charge = |owner: &str| limits.charge(owner);
+                        Ok(match ticket.claim(Some(&charge)).await? {
+                            Claiming::Refused(refusals) => Err(refusals),
+                            claimed => {
+                                if let Claiming::Claimed = claimed {
+                                    limits.charged();
+                                }
+                                Ok(claimed)
+                            }
+                        })
+                    })
+                    .await?
+            }
+        };
+        if let Claiming::Answer(answer) = claimed {
+            return Ok(Some(answer));
+        }
     }
     call.state().call_sent = true;
     // From here the call's own requests count: did one leave?

@@ -4,8 +4,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::limits::memory::MemoryLimits;
+use crate::limits::{Charge, Usage, Verdict};
+
 use super::store::{
-    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    StoreFuture,
 };
 
 /// How many entries a memory journal holds at most; finished ones are dropped, oldest first,
@@ -19,6 +23,8 @@ pub(crate) struct Memory {
     clock: Instant,
     max_entries: usize,
     state: Mutex<State>,
+    /// The limits, in this process's memory as well.
+    limits: MemoryLimits,
 }
 
 #[derive(Default)]
@@ -56,6 +62,56 @@ impl Memory {
         true
     }
 
+    /// A claim, charged first when `charge` is given: both or neither.
+    fn claim_now(&self, claim: &Claim, charge: Option<&Charge>) -> Result<Claimed, StoreError> {
+        let now = self.now();
+        let mut state = self.state();
+        if !state.live(&claim.owner, now) {
+            return Ok(Claimed::Taken);
+        }
+        match state.entries.get(&claim.key) {
+            Some(e) if e.state != EntryState::NotSent || e.digest != claim.digest => {
+                return Ok(Claimed::Taken);
+            }
+            Some(_) => {}
+            None if state.entries.len() >= self.max_entries => {
+                state.make_room(self.max_entries);
+                if state.entries.len() >= self.max_entries {
+                    return Err(StoreError::Full {
+                        store: "memory".into(),
+                        message: format!("{} calls are in flight", state.entries.len()),
+                    });
+                }
+            }
+            None => {}
+        }
+        if let Some(charge) = charge
+            && let Verdict::Refused(refusals) = self.limits.charge(charge)
+        {
+            return Ok(Claimed::Refused(refusals));
+        }
+        let entry = Entry {
+            key: claim.key.clone(),
+            binding: claim.binding.clone(),
+            digest: claim.digest.clone(),
+            state: EntryState::Sent,
+            owner: claim.owner.clone(),
+            owner_live: true,
+            now_ms: now,
+            created_ms: now,
+            deadline_ms: now + claim.timeout_ms,
+            finished_ms: None,
+            is_error: None,
+            unknown_outcome: None,
+            result: None,
+            result_bytes: None,
+            trace_id: claim.trace_id.clone(),
+            task: None,
+        };
+        state.entries.insert(claim.key.clone(), entry);
+        Ok(Claimed::Claimed)
+    }
+
     pub(crate) fn new(max_entries: usize) -> Memory {
         let base = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -65,6 +121,7 @@ impl Memory {
             clock: Instant::now(),
             max_entries,
             state: Mutex::new(State::default()),
+            limits: MemoryLimits::default(),
         }
     }
 
@@ -129,47 +186,28 @@ impl JournalStore for Memory {
     }
 
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
-        let now = self.now();
-        let mut state = self.state();
-        if !state.live(&claim.owner, now) {
-            return ready(Ok(false));
-        }
-        match state.entries.get(&claim.key) {
-            Some(e) if e.state != EntryState::NotSent || e.digest != claim.digest => {
-                return ready(Ok(false));
-            }
-            Some(_) => {}
-            None if state.entries.len() >= self.max_entries => {
-                state.make_room(self.max_entries);
-                if state.entries.len() >= self.max_entries {
-                    return ready(Err(StoreError::Full {
-                        store: "memory".into(),
-                        message: format!("{} calls are in flight", state.entries.len()),
-                    }));
-                }
-            }
-            None => {}
-        }
-        let entry = Entry {
-            key: claim.key.clone(),
-            binding: claim.binding.clone(),
-            digest: claim.digest.clone(),
-            state: EntryState::Sent,
-            owner: claim.owner.clone(),
-            owner_live: true,
-            now_ms: now,
-            created_ms: now,
-            deadline_ms: now + claim.timeout_ms,
-            finished_ms: None,
-            is_error: None,
-            unknown_outcome: None,
-            result: None,
-            result_bytes: None,
-            trace_id: claim.trace_id.clone(),
-            task: None,
-        };
-        state.entries.insert(claim.key.clone(), entry);
-        ready(Ok(true))
+        ready(self.claim_now(claim, None).map(|c| c == Claimed::Claimed))
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        ready(self.claim_now(claim, Some(charge)))
+    }
+
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        ready(Ok(self.limits.charge(charge)))
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        self.limits.release(holder);
+        ready(Ok(()))
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        ready(Ok(self.limits.usage(names)))
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {

@@ -26,6 +26,7 @@ pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};
 pub use store::{
-    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    StoreFuture,
 };
-pub(crate) use ticket::{Admitted, TaskRecord, Ticket, identity};
+pub(crate) use ticket::{Admitted, Claiming, TaskRecord, Ticket, identity};

@@ -189,7 +189,7 @@ pub(crate) struct Journaling {
 }
 
 impl Journaling {
-    pub(super) fn store(&self) -> &dyn JournalStore {
+    pub(crate) fn store(&self) -> &dyn JournalStore {
         &*self.journal.store
     }
 
@@ -207,7 +207,7 @@ impl Journaling {
     }
 
     /// This process's owner, registered (and its heartbeat started) on first use.
-    pub(super) async fn owner(self: &Arc<Self>) -> Result<Arc<str>, StoreError> {
+    pub(crate) async fn owner(self: &Arc<Self>) -> Result<Arc<str>, StoreError> {
         self.started
             .get_or_try_init(|| async {
                 self.store()

@@ -17,11 +17,15 @@ use crate::state::Migration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
+use crate::limits::{Charge, Usage, Verdict};
+
 use super::store::{
-    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    StoreFuture,
 };
 
 mod grants;
+mod limits;
 mod sql;
 
 use sql::{
@@ -56,6 +60,8 @@ pub(crate) struct Postgres {
     next: AtomicUsize,
     /// To the writer's connection.
     writes: mpsc::UnboundedSender<Queued>,
+    /// The limits' connection.
+    limits: limits::Limits,
 }
 
 /// A write, as the batch runs it.
@@ -411,6 +417,7 @@ impl Postgres {
         let (writes, queue) = mpsc::unbounded_channel();
         tokio::spawn(writer(url.to_owned(), first, queue));
         Ok(Postgres {
+            limits: limits::Limits::new(url, &describe),
             url: url.to_owned(),
             describe,
             connections,
@@ -519,6 +526,7 @@ async fn migrate(client: &Client) -> Result<(), Migration> {
             None => {
                 client.batch_execute(SCHEMA).await?;
                 client.batch_execute(sql::GRANTS_SCHEMA).await?;
+                client.batch_execute(limits::SCHEMA).await?;
                 client
                     .execute(
                         "INSERT INTO brain_schema (version) VALUES ($1)",
@@ -528,14 +536,17 @@ async fn migrate(client: &Client) -> Result<(), Migration> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ 1..=3) => {
+            Some(older @ 1..=4) => {
                 if older == 1 {
                     client.batch_execute(MIGRATE_FROM_1).await?;
                 }
                 if older < 3 {
                     client.batch_execute(sql::GRANTS_SCHEMA).await?;
                 }
-                client.batch_execute(sql::TASKS_COLUMN).await?;
+                if older < 4 {
+                    client.batch_execute(sql::TASKS_COLUMN).await?;
+                }
+                client.batch_execute(limits::SCHEMA).await?;
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;
@@ -727,6 +738,39 @@ impl JournalStore for Postgres {
         })
     }
 
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        Box::pin(async move {
+            Ok(match self.limits.charge(None, charge.clone()).await? {
+                Claimed::Refused(refusals) => Verdict::Refused(refusals),
+                _ => Verdict::Admitted,
+            })
+        })
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        Box::pin(self.limits.charge(Some(claim.clone()), charge.clone()))
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&holder];
+            self.execute(limits::RELEASE, &params).await.map(drop)
+        })
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            limits::usage(&c.client, names)
+                .await
+                .map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {
         Box::pin(async move {
             let c = self.connection().await?;
@@ -760,6 +804,10 @@ impl JournalStore for Postgres {
                 .map_err(|e| self.error(describe_error(&e)))?;
             c.client
                 .execute(&c.prune_owners, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(limits::PRUNE_SLOTS, &[])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             Ok(deleted)

@@ -24,8 +24,11 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::oneshot;
 
+use crate::limits::{Charge, Usage, Verdict};
+
 use super::store::{
-    Claim, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    StoreFuture,
 };
 
 /// What SQLite does on commit: which crashes a claim survives.
@@ -67,6 +70,7 @@ macro_rules! columns {
 mod file;
 // After the macros, which they use.
 mod grants;
+mod limits;
 mod schema;
 
 use file::create_private;
@@ -662,6 +666,34 @@ impl JournalStore for Sqlite {
             false,
             false,
         )
+    }
+
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        let charge = charge.clone();
+        self.queue(move |c| limits::charge(c, &charge), false, self.inline)
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        let (claim, charge) = (claim.clone(), charge.clone());
+        self.queue(
+            move |c| limits::claim_charged(c, &claim, &charge),
+            false,
+            self.inline,
+        )
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        let holder = holder.to_owned();
+        self.queue(move |c| limits::release(c, &holder), true, false)
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        let read = self.read(|c| limits::usage(c, names));
+        Box::pin(std::future::ready(read))
     }
 
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {

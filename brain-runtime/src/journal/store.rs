@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use crate::limits::{Charge, Refusal, Usage, Verdict};
+
 /// A journaled call's key: a call id is unique within its tenant's session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
@@ -144,6 +146,18 @@ pub struct Filter {
 
 pub use crate::state::{StoreError, StoreFuture};
 
+/// What a claim that also charges the limits ([`JournalStore::claim_charged`]) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The call is claimed (as [`JournalStore::claim`] returning `true`) and charged.
+    Claimed,
+    /// The key was there already (or the owner's lease had expired): nothing was claimed or
+    /// charged — the journal's rules answer the call.
+    Taken,
+    /// The key was new but a limit refused the call: nothing was claimed or charged.
+    Refused(Vec<Refusal>),
+}
+
 /// Told the answer of a write made off the caller's path ([`JournalStore::record`]).
 pub type Done = Box<dyn FnOnce(Result<bool, StoreError>) + Send + Sync>;
 
@@ -210,6 +224,42 @@ pub trait JournalStore: Send + Sync + 'static {
         _to: &'a str,
     ) -> StoreFuture<'a, bool> {
         Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Takes from every bucket of `charge` or from none, in one atomic step judged by the
+    /// store's clock (see [`crate::limits::decide`]): a token from each rate, a slot from each
+    /// quota, held by `charge.holder` under `charge.owner`'s lease (slots of owners whose lease
+    /// expired are not counted). A charge need not be durable: a lost one only under-counts.
+    /// The default keeps no limits and refuses to pretend: it fails, so the call is not sent.
+    fn charge<'a>(&'a self, _charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no limits",
+        ))))
+    }
+
+    /// [`claim`](Self::claim) and [`charge`](Self::charge) in one transaction: the charge is
+    /// taken only when the claim is new, and a refused charge leaves no claim. Committed
+    /// durably before returning [`Claimed::Claimed`]. The default keeps no limits (it fails).
+    fn claim_charged<'a>(
+        &'a self,
+        _claim: &'a Claim,
+        _charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no limits",
+        ))))
+    }
+
+    /// Gives back the slots `holder` took (the call ended).
+    fn release<'a>(&'a self, _holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// The buckets `names` as they stand now (those never charged are full and empty).
+    fn usage<'a>(&'a self, _names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
     /// The entries `filter` selects, newest first.

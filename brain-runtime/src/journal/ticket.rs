@@ -13,8 +13,9 @@ use serde_json::Value;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::owner::Journaling;
-use super::store::{Claim, Entry, EntryState, Key, Record, StoreError};
+use super::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError};
 use crate::event::ToolResult;
+use crate::limits::Charge;
 use crate::outcome::{Fact, Failure};
 use crate::state::hex;
 use crate::tool::Tool;
@@ -92,6 +93,17 @@ pub(crate) enum Admitted {
     /// The call's owner stopped while its MCP task ran: this process took the call over and
     /// follows the recorded task (nothing is sent again).
     Resume(Resume),
+}
+
+/// What the claim made of a call.
+#[derive(Debug)]
+pub(crate) enum Claiming {
+    /// Claimed here (and charged, when it had limits): it is sent next.
+    Claimed,
+    /// The journal's answer: another caller claimed it first.
+    Answer(ToolResult),
+    /// A limit refused it: nothing was claimed, charged or sent.
+    Refused(Vec<crate::limits::Refusal>),
 }
 
 /// A call's entry in the journal.
@@ -254,9 +266,15 @@ impl Ticket {
         Ok(None)
     }
 
-    /// The claim, at the send point: `None` when the call is now claimed by this process (and
-    /// durably recorded as sent); else the journal's answer (another caller claimed it first).
-    pub(crate) async fn claim(&self) -> Result<Option<ToolResult>, Failure> {
+    /// The claim, at the send point: [`Claiming::Claimed`] when the call is now claimed by this
+    /// process (and durably recorded as sent); else the journal's answer (another caller
+    /// claimed it first). With `charge` (the call's limits, built for an owner), the claim
+    /// also charges them, in its transaction: only a new claim is charged, and a refused
+    /// charge leaves no claim ([`Claiming::Refused`]).
+    pub(crate) async fn claim(
+        &self,
+        charge: Option<&(dyn Fn(&str) -> Charge + Sync)>,
+    ) -> Result<Claiming, Failure> {
         let store = self.journaling.store();
         for _ in 0..4 {
             let owner = self.journaling.owner().await.map_err(|e| self.failed(e))?;
@@ -272,14 +290,31 @@ impl Ticket {
             // cancelled (or whose answer is lost) is still settled after the call — as not
             // sent, since nothing was.
             *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&owner));
-            if store.claim(&claim).await.map_err(|e| self.failed(e))? {
+            let claimed = match charge {
+                None => store.claim(&claim).await.map_err(|e| self.failed(e))?,
+                Some(charge) => {
+                    match store
+                        .claim_charged(&claim, &charge(&owner))
+                        .await
+                        .map_err(|e| self.failed(e))?
+                    {
+                        Claimed::Claimed => true,
+                        Claimed::Taken => false,
+                        Claimed::Refused(refusals) => {
+                            *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                            return Ok(Claiming::Refused(refusals));
+                        }
+                    }
+                }
+            };
+            if claimed {
                 self.set(JournalState::New);
-                return Ok(None);
+                return Ok(Claiming::Claimed);
             }
             *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
             match store.lookup(&self.key).await.map_err(|e| self.failed(e))? {
                 Some(entry) => match self.resolve(entry, false).await? {
-                    Admitted::Answer(answer) => return Ok(Some(answer)),
+                    Admitted::Answer(answer) => return Ok(Claiming::Answer(answer)),
                     _ => continue,
                 },
                 // Nothing there, yet no claim: this process's lease had expired.

@@ -221,6 +221,14 @@ async fn status_failure(call: &Exchange<'_>, response: Response) -> Failure {
         .get(LOCATION)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
+    let retry_after = crate::outcome::retry_after(
+        None,
+        response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok()),
+        call.tool.binding.timeout_seconds.saturating_mul(1000),
+    );
     let detail = error_body(response).await;
     let fact = Fact::ToolStatus(status.as_u16());
     let unknown_outcome = crate::outcome::classify(fact).unknown_outcome;
@@ -240,7 +248,7 @@ async fn status_failure(call: &Exchange<'_>, response: Response) -> Failure {
     } else {
         "; the request was refused"
     };
-    Failure::new(fact, message)
+    Failure::new(fact, message).retry_after(retry_after)
 }
 
 /// Up to [`ERROR_BODY_BYTES`] of an error response's body as text, waiting at most

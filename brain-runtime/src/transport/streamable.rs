@@ -123,6 +123,14 @@ pub(crate) async fn write(
             status: status.as_u16(),
             round: round_number,
         };
+        let retry_after = crate::outcome::retry_after(
+            None,
+            response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok()),
+            call.tool.binding.timeout_seconds.saturating_mul(1000),
+        );
         let message = if fact.before_execution() {
             format!(
                 "the server rejected tools/call with HTTP {status} before running it{}{}",
@@ -135,7 +143,7 @@ pub(crate) async fn write(
                 error_detail(response).await
             )
         };
-        return Err(Failure::new(fact, message));
+        return Err(Failure::new(fact, message).retry_after(retry_after));
     }
     let max_output_bytes = call.tool.binding.max_output_bytes;
     let messages = Messages::read(response, call.tool.raw_limit())

@@ -6,8 +6,9 @@ use rusqlite::{Connection, params};
 use crate::journal::store::Key;
 use crate::state::Migration;
 
-/// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`).
-pub(super) const SCHEMA_VERSION: i64 = 3;
+/// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
+/// limits' tables).
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -68,15 +69,16 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0..=2 => {
+            0..=3 => {
                 if version == 0 {
                     connection.execute_batch(SCHEMA)?;
-                } else {
+                } else if version < 3 {
                     connection.execute_batch(TASKS_COLUMN)?;
                 }
                 if version < 2 {
                     connection.execute_batch(GRANTS_SCHEMA)?;
                 }
+                connection.execute_batch(super::limits::SCHEMA)?;
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }
