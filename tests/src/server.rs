@@ -50,6 +50,8 @@ pub struct Faults {
     pub truncated_call: bool,
     /// Answer `tools/call` with JSON-RPC error -32601.
     pub call_method_not_found: bool,
+    /// Answer `tools/call` as a server that rate-limits it (after counting it).
+    pub rate_limited: Option<RateLimited>,
     /// Leave Nagle's algorithm on (axum's default); brain's tests turn it off otherwise.
     pub nagle: bool,
     /// Offer this many more tools, `generated_000`, `generated_001`, ...
@@ -84,6 +86,17 @@ pub struct Faults {
     pub oauth: Option<OAuthGuard>,
     /// Serve over TLS (`https://127.0.0.1:PORT/mcp`), HTTP/2 or HTTP/1.1 as ALPN chooses.
     pub tls: Option<crate::tls::TlsOptions>,
+}
+
+/// How an upstream server says "too many calls".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateLimited {
+    /// HTTP 429 with `Retry-After: SECONDS`.
+    Seconds(u64),
+    /// HTTP 429 with `Retry-After` as an HTTP date this many seconds ahead.
+    Date(u64),
+    /// JSON-RPC error -32023 (SEP-3304) with `data.retryAfterMs`.
+    Rpc(u64),
 }
 
 /// How the test server checks OAuth access tokens (the MCP authorization spec, resource side).
@@ -146,6 +159,8 @@ pub struct Stats {
     pub accepted: AtomicUsize,
     /// Tool runs in progress now (a slow tool's calls are all counted while they sleep).
     pub running: AtomicUsize,
+    /// The most tool runs ever in progress at once.
+    pub peak_running: AtomicUsize,
     /// Requests refused for their token (`401` or `403`), before anything else happened.
     pub refused: AtomicUsize,
     /// `tools/call` requests among them (never counted in `calls`: they did not run).
@@ -181,6 +196,7 @@ impl Stats {
             "refused": Self::get(&self.refused),
             "refused_calls": Self::get(&self.refused_calls),
             "running": Self::get(&self.running),
+            "peak_running": Self::get(&self.peak_running),
             "accepted": Self::get(&self.accepted),
         });
         if let (Some(all), Value::Object(tls)) = (snapshot.as_object_mut(), self.tls.snapshot()) {
@@ -769,6 +785,34 @@ async fn call_fault(faults: &Faults, message: &Value) -> Option<Response> {
     if faults.drop_after_call {
         return Some(dropped_connection());
     }
+    if let Some(limited) = faults.rate_limited {
+        let retry_after = match limited {
+            RateLimited::Seconds(seconds) => seconds.to_string(),
+            RateLimited::Date(seconds) => {
+                httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(seconds))
+            }
+            RateLimited::Rpc(ms) => {
+                let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32023, "message": "Rate limit exceeded",
+                    "data": {"retryAfterMs": ms}
+                }});
+                return Some(
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        body.to_string(),
+                    )
+                        .into_response(),
+                );
+            }
+        };
+        return Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, retry_after)],
+            )
+                .into_response(),
+        );
+    }
     if faults.stall_call {
         std::future::pending::<()>().await;
     }
@@ -1034,7 +1078,8 @@ impl ServerHandler for TestTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.stats.running.fetch_add(1, Ordering::SeqCst);
+        let now = self.stats.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.stats.peak_running.fetch_max(now, Ordering::SeqCst);
         let _running = Running(&self.stats.running);
         self.run_tool(request, context).await
     }

@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio_util::task::TaskTracker;
-
 use crate::journal::Journaling;
 use crate::limits::memory::MemoryLimits;
 use crate::limits::{Bucket, Charge, Limit, Refusal, Verdict};
@@ -41,6 +39,9 @@ pub(crate) struct CallLimits {
     /// Whether the call was charged (its slots are to be given back).
     charged: AtomicBool,
 }
+
+/// How long a call's end waits for the store to take its slots back.
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// One try at the buckets: admitted (with what it brought), or refused by these.
 pub(crate) type Attempt<T> = Result<T, Vec<Refusal>>;
@@ -167,8 +168,9 @@ impl CallLimits {
         }
     }
 
-    /// After the call: gives its slots back (off the caller's path, tracked by `cleanups`).
-    pub(crate) fn release(&self, cleanups: &TaskTracker) {
+    /// After the call, before its result is delivered: gives its slots back (so that the
+    /// caller's next call finds them free), waiting at most [`RELEASE_WAIT`] for the store.
+    pub(crate) async fn release(&self) {
         if !self.charged.swap(false, Ordering::Relaxed)
             || !self
                 .buckets
@@ -180,17 +182,16 @@ impl CallLimits {
         match &self.keeper {
             Keeper::Memory(limits) => limits.release(&self.holder),
             Keeper::Store(journaling) => {
-                let journaling = Arc::clone(journaling);
-                let holder = self.holder.clone();
-                cleanups.spawn(async move {
-                    if let Err(error) = journaling.store().release(&holder).await {
-                        tracing::warn!(
-                            %error,
-                            "cannot give the call's slots back; they return when this \
-                             process's lease expires, or at the latest at the call's deadline"
-                        );
-                    }
-                });
+                let released =
+                    tokio::time::timeout(RELEASE_WAIT, journaling.store().release(&self.holder))
+                        .await;
+                if !matches!(released, Ok(Ok(()))) {
+                    tracing::warn!(
+                        holder = %self.holder,
+                        "cannot give the call's slots back; they return when this process's \
+                         lease expires, or at the latest at the call's deadline"
+                    );
+                }
             }
         }
     }

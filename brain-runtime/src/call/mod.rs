@@ -282,7 +282,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         ticket.settle(&result, completed, state.call_sent, cleanups.token());
     }
     if let Some(limits) = limits {
-        limits.release(cleanups);
+        limits.release().await;
     }
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);

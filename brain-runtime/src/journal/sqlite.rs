@@ -688,7 +688,7 @@ impl JournalStore for Sqlite {
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
         let holder = holder.to_owned();
-        self.queue(move |c| limits::release(c, &holder), true, false)
+        self.queue(move |c| limits::release(c, &holder), false, self.inline)
     }
 
     fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {

@@ -56,6 +56,12 @@ struct Args {
     /// Answer `tools/call` with JSON-RPC error -32601.
     #[arg(long)]
     call_method_not_found: bool,
+    /// Answer `tools/call` with HTTP 429 and `Retry-After: SECONDS`.
+    #[arg(long, value_name = "SECONDS")]
+    call_429_after: Option<u64>,
+    /// Answer `tools/call` with JSON-RPC error -32023 and `data.retryAfterMs`.
+    #[arg(long, value_name = "MS")]
+    call_32023_after: Option<u64>,
     /// Close `tools/call` streams after a priming event with this `retry` (ms).
     #[arg(long)]
     close_call_stream: Option<u64>,
@@ -113,6 +119,11 @@ async fn main() -> std::io::Result<()> {
         malformed_call: args.malformed_call,
         truncated_call: args.truncated_call,
         call_method_not_found: args.call_method_not_found,
+        rate_limited: match (args.call_429_after, args.call_32023_after) {
+            (Some(seconds), _) => Some(tests::server::RateLimited::Seconds(seconds)),
+            (None, Some(ms)) => Some(tests::server::RateLimited::Rpc(ms)),
+            (None, None) => None,
+        },
         close_call_stream: args.close_call_stream,
         resume: if args.refuse_resume {
             Resume::Refuse
