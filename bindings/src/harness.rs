@@ -162,6 +162,16 @@ enum Command {
     },
     /// Serve the bindings as one MCP server, over stdio or Streamable HTTP.
     Serve(crate::serve::ServeArgs),
+    /// Show the limits' buckets as the state store has them now: tokens left (and when the
+    /// next comes) of each rate, slots in use of each quota.
+    Limits {
+        /// Only this tenant's buckets (and the bindings' shared ones it may use).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Print JSON Lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -253,6 +263,9 @@ fn run(cli: Cli) -> ExitCode {
             }
             Err(code) => code,
         },
+        Command::Limits { tenant, json } => {
+            crate::limits::run(&config, state, tenant.as_deref(), json)
+        }
         Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),
         Command::Tokens { json } => {

@@ -23,6 +23,7 @@
 pub mod generated;
 pub mod harness;
 mod journal;
+mod limits;
 mod serve;
 mod telemetry;
 

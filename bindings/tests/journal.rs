@@ -4,7 +4,7 @@
 //! one call id. The tool's runs are counted by the server.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -12,77 +12,8 @@ use tests::server::{Faults, Stats, TestServer};
 
 mod common;
 
+use common::state::{State, postgres, result, sqlite, until_running, wait};
 use common::write_config;
-
-/// Where the harness processes of one test keep their journal.
-enum State {
-    /// No flag: `$XDG_STATE_HOME/brain/state.db`.
-    Default(tempfile::TempDir),
-    Postgres(tests::postgres::Cluster),
-}
-
-impl State {
-    fn command(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
-        command
-            .env_remove("RUST_LOG")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .env_remove("BRAIN_STATE_URL");
-        match self {
-            State::Default(dir) => command.env("XDG_STATE_HOME", dir.path()),
-            State::Postgres(cluster) => command.env("BRAIN_STATE_URL", &cluster.url),
-        };
-        command
-    }
-
-    /// `brain-harness call` of `tool` with `call_id`, started.
-    fn start(&self, config: &str, call_id: &str, tool: &str, args: &str) -> Child {
-        self.command()
-            .args(["--config", config, "call", "--tenant", "local"])
-            .args(["--call-id", call_id, tool, args])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("brain-harness starts")
-    }
-}
-
-fn sqlite() -> State {
-    State::Default(tempfile::tempdir().unwrap())
-}
-
-fn postgres() -> State {
-    State::Postgres(tests::postgres::Cluster::start())
-}
-
-/// The process's `tool.result`.
-fn result(output: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().unwrap_or_else(|| {
-        panic!(
-            "no output; stderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    let result: Value = serde_json::from_str(last).unwrap();
-    assert_eq!(result["type"], json!("tool.result"), "{stdout}");
-    result
-}
-
-async fn wait(child: Child) -> Output {
-    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
-        .await
-        .unwrap()
-}
-
-/// Waits until the server runs the tool (`running` > 0).
-async fn until_running(server: &TestServer) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Stats::get(&server.stats.running) == 0 {
-        assert!(Instant::now() < deadline, "the tool never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 async fn setup(dir: &Path) -> (TestServer, String) {
     let server = TestServer::start(Faults::default()).await.unwrap();

@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use tests::server::bindings_json;
 
+#[allow(dead_code)] // the tests of several processes on one store
+pub(crate) mod state;
+
 /// A config file with one binding per test-server tool.
 pub(crate) fn write_config(dir: &Path, url: &str, patch: impl Fn(&mut Value)) -> String {
     let tools = bindings_json(url, |_, binding| patch(binding));

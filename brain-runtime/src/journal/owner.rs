@@ -155,6 +155,11 @@ impl Journal {
         self.store.list(filter).await
     }
 
+    /// The buckets `names` as the store has them now (`brain-harness limits`).
+    pub async fn usage(&self, names: &[String]) -> Result<Vec<crate::limits::Usage>, StoreError> {
+        self.store.usage(names).await
+    }
+
     /// Deletes what ended before the retention; returns how many entries went.
     pub async fn prune(&self) -> Result<u64, StoreError> {
         self.store.prune(millis(self.retention)).await

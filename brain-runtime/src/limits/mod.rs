@@ -285,6 +285,26 @@ impl Plan {
     }
 }
 
+/// Every bucket of `config` (only `tenant`'s, when given), each once, sorted by name: what
+/// `brain-harness limits` shows.
+pub fn buckets(config: &HostConfig, tenant: Option<&str>) -> Vec<Bucket> {
+    let tenant_limits = config.tenant_limits.clone().unwrap_or_default();
+    let mut all: Vec<Bucket> = Vec::new();
+    for binding in &config.tools {
+        let plan = Plan::of(binding, config);
+        for allowed in binding
+            .tenants
+            .iter()
+            .filter(|t| tenant.is_none_or(|only| only == t.as_str()))
+        {
+            all.extend(plan.buckets(allowed, &tenant_limits));
+        }
+    }
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all.dedup_by(|a, b| a.name == b.name);
+    all
+}
+
 /// A refusal in words: which limit, and when to try again.
 pub(crate) fn describe(refusals: &[Refusal], waited: Option<Duration>) -> String {
     let each: Vec<String> = refusals

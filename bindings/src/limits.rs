@@ -1,0 +1,77 @@
+//! `brain-harness limits`: the config's buckets as the state store has them now — tokens left
+//! and when the next comes for a rate, slots in use for a quota.
+
+use std::process::ExitCode;
+
+use brain_config::HostConfig;
+use brain_runtime::limits::{Limit, tokens};
+use serde_json::json;
+
+/// Prints the buckets of `config` (only `tenant`'s, when given), as a table or JSON Lines.
+pub(crate) fn run(
+    config: &HostConfig,
+    state: Option<&str>,
+    tenant: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    let buckets = brain_runtime::limits::buckets(config, tenant);
+    let listed = crate::harness::tokio().block_on(async {
+        let journal = crate::journal::open(state).await?;
+        let names: Vec<String> = buckets.iter().map(|b| b.name.clone()).collect();
+        journal
+            .usage(&names)
+            .await
+            .map_err(|error| format!("cannot read the limits: {error}"))
+    });
+    let usage = match listed {
+        Ok(usage) => usage,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if buckets.is_empty() && !json {
+        println!("no limits: no binding has `limits` and there are no `tenant_limits`");
+        return ExitCode::SUCCESS;
+    }
+    if !json {
+        println!("{:<48} {:<22} NOW", "BUCKET", "LIMIT");
+    }
+    for (bucket, usage) in buckets.iter().zip(&usage) {
+        let line = match bucket.limit {
+            Limit::Rate { calls, per_ms } => {
+                let (left, next) = tokens(bucket.limit, usage.state, usage.now_us);
+                if json {
+                    json!({"bucket": bucket.name, "limit": "rate", "calls": calls,
+                        "per_seconds": per_ms / 1000, "tokens": left, "next_token_ms": next})
+                    .to_string()
+                } else {
+                    let next = next
+                        .map(|ms| format!(", next in {:.1}s", ms as f64 / 1000.0))
+                        .unwrap_or_default();
+                    format!(
+                        "{:<48} {:<22} {left} left{next}",
+                        bucket.name,
+                        format!("{calls} per {}s", per_ms / 1000)
+                    )
+                }
+            }
+            Limit::Concurrent(slots) => {
+                let held = usage.state.held;
+                if json {
+                    json!({"bucket": bucket.name, "limit": "concurrent", "concurrent": slots,
+                        "running": held})
+                    .to_string()
+                } else {
+                    format!(
+                        "{:<48} {:<22} {held} running",
+                        bucket.name,
+                        format!("{slots} at once")
+                    )
+                }
+            }
+        };
+        println!("{line}");
+    }
+    ExitCode::SUCCESS
+}

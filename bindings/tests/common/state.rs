@@ -1,0 +1,91 @@
+//! Harness processes that share one state store (the default SQLite file, or a throwaway
+//! PostgreSQL cluster), for the tests that start several and count at the server.
+
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// Where the harness processes of one test keep their journal.
+pub(crate) enum State {
+    /// No flag: `$XDG_STATE_HOME/brain/state.db`.
+    Default(tempfile::TempDir),
+    Postgres(tests::postgres::Cluster),
+}
+
+impl State {
+    pub(crate) fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_brain-harness"));
+        command
+            .env_remove("RUST_LOG")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("BRAIN_STATE_URL");
+        match self {
+            State::Default(dir) => command.env("XDG_STATE_HOME", dir.path()),
+            State::Postgres(cluster) => command.env("BRAIN_STATE_URL", &cluster.url),
+        };
+        command
+    }
+
+    /// `brain-harness call` of `tool` with `call_id`, started.
+    pub(crate) fn start(&self, config: &str, call_id: &str, tool: &str, args: &str) -> Child {
+        self.start_as("local", config, call_id, tool, args)
+    }
+
+    /// The same, as `tenant`.
+    pub(crate) fn start_as(
+        &self,
+        tenant: &str,
+        config: &str,
+        call_id: &str,
+        tool: &str,
+        args: &str,
+    ) -> Child {
+        self.command()
+            .args(["--config", config, "call", "--tenant", tenant])
+            .args(["--call-id", call_id, tool, args])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("brain-harness starts")
+    }
+}
+
+pub(crate) fn sqlite() -> State {
+    State::Default(tempfile::tempdir().unwrap())
+}
+
+pub(crate) fn postgres() -> State {
+    State::Postgres(tests::postgres::Cluster::start())
+}
+
+/// The process's `tool.result`.
+pub(crate) fn result(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_else(|| {
+        panic!(
+            "no output; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let result: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(result["type"], json!("tool.result"), "{stdout}");
+    result
+}
+
+pub(crate) async fn wait(child: Child) -> Output {
+    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Waits until the server runs the tool (`running` > 0).
+pub(crate) async fn until_running(server: &tests::server::TestServer) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tests::server::Stats::get(&server.stats.running) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
