@@ -1,6 +1,9 @@
 //! `brain-harness limits`: the config's buckets as the state store has them now — tokens left
 //! and when the next comes for a rate, slots in use for a quota.
 
+// The harness's output: the table or JSON Lines on stdout, errors on stderr.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use brain_config::HostConfig;
