@@ -264,7 +264,17 @@ fn run(cli: Cli) -> ExitCode {
             Err(code) => code,
         },
         Command::Limits { tenant, json } => {
-            crate::limits::run(&config, state, tenant.as_deref(), json)
+            let shown = tokio().block_on(async {
+                let journal = crate::journal::open(state).await?;
+                crate::limits::show(&config, &journal, tenant.as_deref(), json).await
+            });
+            match shown {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),

@@ -1,41 +1,31 @@
 //! `brain-harness limits`: the config's buckets as the state store has them now — tokens left
 //! and when the next comes for a rate, slots in use for a quota.
 
-// The harness's output: the table or JSON Lines on stdout, errors on stderr.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
-
-use std::process::ExitCode;
+// The harness's output: the table or JSON Lines on stdout.
+#![allow(clippy::print_stdout)]
 
 use brain_config::HostConfig;
+use brain_runtime::journal::Journal;
 use brain_runtime::limits::{Limit, tokens};
 use serde_json::json;
 
-/// Prints the buckets of `config` (only `tenant`'s, when given), as a table or JSON Lines.
-pub(crate) fn run(
+/// Prints the buckets of `config` (only `tenant`'s, when given) as `journal`'s store has them,
+/// as a table or JSON Lines.
+pub(crate) async fn show(
     config: &HostConfig,
-    state: Option<&str>,
+    journal: &Journal,
     tenant: Option<&str>,
     json: bool,
-) -> ExitCode {
+) -> Result<(), String> {
     let buckets = brain_runtime::limits::buckets(config, tenant);
-    let listed = crate::harness::tokio().block_on(async {
-        let journal = crate::journal::open(state).await?;
-        let names: Vec<String> = buckets.iter().map(|b| b.name.clone()).collect();
-        journal
-            .usage(&names)
-            .await
-            .map_err(|error| format!("cannot read the limits: {error}"))
-    });
-    let usage = match listed {
-        Ok(usage) => usage,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
+    let names: Vec<String> = buckets.iter().map(|b| b.name.clone()).collect();
+    let usage = journal
+        .usage(&names)
+        .await
+        .map_err(|error| format!("cannot read the limits: {error}"))?;
     if buckets.is_empty() && !json {
         println!("no limits: no binding has `limits` and there are no `tenant_limits`");
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     if !json {
         println!("{:<48} {:<22} NOW", "BUCKET", "LIMIT");
@@ -76,5 +66,5 @@ pub(crate) fn run(
         };
         println!("{line}");
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

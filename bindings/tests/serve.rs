@@ -481,3 +481,33 @@ fn stateless_lists_are_private_and_never_change() {
         "{discovered}"
     );
 }
+
+/// serve applies the bindings' limits to its clients' calls: over the rate, a call is refused
+/// before anything is sent, its `brain.dev/outcome` saying `limited` and when the next token
+/// comes; a retried call id is replayed without a token; another tenant has its own bucket.
+#[test]
+fn limits_apply_to_clients_calls() {
+    let peer = Peer::python();
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), &peer, |_| {});
+    let mut host: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    host["tools"][0]["limits"] = json!({"calls": 1, "per_seconds": 60});
+    std::fs::write(&path, host.to_string()).unwrap();
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start(&path, &state, &[]);
+    let echo = |id: &str| json!({"call": "echo", "arguments": {"message": id}, "meta": {"brain.dev/call_id": id}});
+    let lines = client(json!({"url": serving.url, "token": ACME, "mode": "auto",
+        "steps": [echo("l1"), echo("l2"), echo("l1")]}));
+    assert_eq!(text(&lines[0]), "l1", "{}", lines[0]);
+    let refused = outcome(&lines[1]);
+    assert_eq!(lines[1]["result"]["isError"], json!(true), "{}", lines[1]);
+    assert_eq!(refused["error_type"], json!("limited"), "{refused}");
+    assert_eq!(refused["unknown_outcome"], json!(false), "{refused}");
+    let ms = refused["retry_after_ms"].as_u64().unwrap_or(0);
+    assert!((59_000..=60_000).contains(&ms), "{refused}");
+    assert_eq!(outcome(&lines[2])["replayed"], json!(true), "{}", lines[2]);
+    let lines = client(json!({"url": serving.url, "token": GLOBEX, "mode": "auto",
+        "steps": [echo("g1")]}));
+    assert_eq!(text(&lines[0]), "g1", "{}", lines[0]);
+    assert_eq!(peer.tool_calls(), 2, "acme's first and globex's");
+}

@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use brain_config::model_api::Definitions;
 use brain_config::{BindingKind, HostConfig, ModelApi, ToolBinding, compile_schema};
@@ -299,7 +298,6 @@ impl<'a> RuntimeBuilder<'a> {
                 http,
                 http_plain: crate::http::client(false, &[]).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
-                tenant_limits: self.config.tenant_limits.clone().unwrap_or_default(),
                 keeper: match &journal {
                     Some(journaling) => Keeper::Store(Arc::clone(journaling)),
                     None => Keeper::Memory(Arc::default()),
@@ -422,10 +420,6 @@ fn unavailable(
     Some(Unavailable { why, fix })
 }
 
-/// How long past its call's timeout a slot of a concurrency quota is held at most (a slot
-/// whose release was lost stops counting then).
-const SLOT_GRACE: Duration = Duration::from_secs(10);
-
 /// A binding ready to call: its shared facts, and its transport's own value.
 struct Bound {
     tool: Arc<Tool>,
@@ -457,8 +451,6 @@ struct Inner {
     journal: Option<Arc<Journaling>>,
     /// Where the limits' buckets are kept: the journal's store, or this process's memory.
     keeper: Keeper,
-    /// The config's `tenant_limits`.
-    tenant_limits: BTreeMap<String, brain_config::TenantLimits>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -567,19 +559,13 @@ impl Runtime {
                 let trace_id = crate::telemetry::trace_id(&span);
                 Ticket::new(journaling, key, &tool, &request.arguments, trace_id)
             });
-            let limits = (!bound.limits.is_empty()).then(|| {
-                let binding = &tool.binding;
-                CallLimits::new(
-                    bound
-                        .limits
-                        .buckets(&request.scope.tenant_id, &inner.tenant_limits),
-                    bound.limits.wait,
-                    Duration::from_secs(binding.timeout_seconds) + SLOT_GRACE,
-                    inner.keeper.clone(),
-                    &binding.name,
-                    Arc::clone(&inner.instruments),
-                )
-            });
+            let limits = CallLimits::of(
+                &bound.limits,
+                &tool.binding,
+                &request.scope.tenant_id,
+                &inner.keeper,
+                &inner.instruments,
+            );
             let started = Started {
                 http,
                 ticket: ticket.as_ref(),

@@ -73,7 +73,7 @@ impl Instruments {
                 .with_description(
                     "Calls refused by a limit before anything was sent, by binding, limit \
                      (brain.limit: rate or concurrent; the bucket's scope in \
-                     brain.limit.scope: binding, tenant or serve) and reason (brain.limit.reason: \
+                     brain.limit.scope: binding or tenant) and reason (brain.limit.reason: \
                      over, when the call would not wait; wait_expired, when its wait ran out)",
                 )
                 .build(),
@@ -97,8 +97,6 @@ impl Instruments {
             };
             let scope = if refusal.bucket.contains(":tenant/") {
                 "tenant"
-            } else if refusal.bucket.contains(":serve/") {
-                "serve"
             } else {
                 "binding"
             };

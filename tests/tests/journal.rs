@@ -382,9 +382,12 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     client
-        .batch_execute("SELECT task FROM brain_calls")
+        .batch_execute(
+            "SELECT task FROM brain_calls; SELECT tat_us FROM brain_limit_buckets; \
+             SELECT until_ms FROM brain_limit_slots",
+        )
         .await
         .unwrap();
     let grants: Option<String> = client

@@ -72,7 +72,7 @@ pub(crate) struct Exchange<'a> {
     pub(crate) ticket: Option<&'a Ticket>,
     /// The call's limits, when they are charged in the claim's transaction (the claim is the
     /// journal's first look at the call).
-    pub(crate) claim_limits: Option<&'a super::CallLimits>,
+    pub(crate) claim_limits: Option<&'a super::limited::CallLimits>,
 }
 
 /// How a call travels: the steps one transport supplies to the lifecycle. A transport reports

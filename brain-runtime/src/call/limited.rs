@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::journal::Journaling;
 use crate::limits::memory::MemoryLimits;
-use crate::limits::{Bucket, Charge, Limit, Refusal, Verdict};
+use brain_config::ToolBinding;
+
+use crate::limits::{Bucket, Charge, Limit, Plan, Refusal, Verdict};
 use crate::outcome::{Fact, Failure};
 use crate::telemetry::Instruments;
 
@@ -40,6 +42,10 @@ pub(crate) struct CallLimits {
     charged: AtomicBool,
 }
 
+/// How long past its call's timeout a slot is held at most (a slot whose release was lost stops
+/// counting then, even while its owner lives).
+const SLOT_GRACE: Duration = Duration::from_secs(10);
+
 /// How long a call's end waits for the store to take its slots back.
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
@@ -47,24 +53,27 @@ const RELEASE_WAIT: Duration = Duration::from_secs(1);
 pub(crate) type Attempt<T> = Result<T, Vec<Refusal>>;
 
 impl CallLimits {
-    pub(crate) fn new(
-        buckets: Vec<Bucket>,
-        wait: Option<Duration>,
-        hold: Duration,
-        keeper: Keeper,
-        binding: &str,
-        instruments: Arc<Instruments>,
-    ) -> CallLimits {
-        CallLimits {
-            buckets,
-            wait,
-            holder: uuid::Uuid::new_v4().to_string(),
-            hold,
-            keeper,
-            binding: binding.to_owned(),
-            instruments,
-            charged: AtomicBool::new(false),
+    /// The limits of a call of `binding` by `tenant` (`None` when nothing limits it).
+    pub(crate) fn of(
+        plan: &Plan,
+        binding: &ToolBinding,
+        tenant: &str,
+        keeper: &Keeper,
+        instruments: &Arc<Instruments>,
+    ) -> Option<CallLimits> {
+        if plan.is_empty() {
+            return None;
         }
+        Some(CallLimits {
+            buckets: plan.buckets(tenant),
+            wait: plan.wait,
+            holder: uuid::Uuid::new_v4().to_string(),
+            hold: Duration::from_secs(binding.timeout_seconds) + SLOT_GRACE,
+            keeper: keeper.clone(),
+            binding: binding.name.clone(),
+            instruments: Arc::clone(instruments),
+            charged: AtomicBool::new(false),
+        })
     }
 
     /// The charge as a store takes it, under `owner`'s lease.

@@ -30,7 +30,7 @@ mod sql;
 
 use sql::{
     CLAIM, CLAIM_MANY, LIST, LOOKUP, MIGRATE_FROM_1, PRUNE_CALLS, PRUNE_OWNERS, RENEW,
-    RENEW_CREATE, SCHEMA, SCHEMA_VERSION, SETTLE, SETTLE_MANY,
+    RENEW_CREATE, SCHEMA, SCHEMA_VERSION, SETTLE, SETTLE_MANY, describe_error,
 };
 
 /// How many connections one process keeps.
@@ -497,17 +497,6 @@ async fn connect(url: &str) -> Result<Client, String> {
     Ok(client)
 }
 
-/// The error and its database message, when there is one.
-fn describe_error(error: &tokio_postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => format!("{error}: {}", db.message()),
-        None => match std::error::Error::source(error) {
-            Some(source) => format!("{error}: {source}"),
-            None => error.to_string(),
-        },
-    }
-}
-
 async fn migrate(client: &Client) -> Result<(), Migration> {
     let step = async {
         client.batch_execute("BEGIN").await?;
@@ -739,12 +728,7 @@ impl JournalStore for Postgres {
     }
 
     fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
-        Box::pin(async move {
-            Ok(match self.limits.charge(None, charge.clone()).await? {
-                Claimed::Refused(refusals) => Verdict::Refused(refusals),
-                _ => Verdict::Admitted,
-            })
-        })
+        Box::pin(self.limits.verdict(charge))
     }
 
     fn claim_charged<'a>(

@@ -679,11 +679,19 @@ impl JournalStore for Sqlite {
         charge: &'a Charge,
     ) -> StoreFuture<'a, Claimed> {
         let (claim, charge) = (claim.clone(), charge.clone());
-        self.queue(
-            move |c| limits::claim_charged(c, &claim, &charge),
-            false,
-            self.inline,
-        )
+        // The claim, then (when it is new) the charge, under one savepoint: both or neither.
+        let job = move |c: &Connection| {
+            limits::savepoint(c, |c| {
+                if !insert_claim(c, &claim)? {
+                    return Ok((false, Claimed::Taken));
+                }
+                Ok(match limits::take(c, &charge)? {
+                    Verdict::Admitted => (true, Claimed::Claimed),
+                    Verdict::Refused(refusals) => (false, Claimed::Refused(refusals)),
+                })
+            })
+        };
+        self.queue(job, false, self.inline)
     }
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {

@@ -192,8 +192,8 @@ pub struct Usage {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Plan {
     templates: Vec<(Template, Limit)>,
-    /// Some tenant that may call the binding has `tenant_limits`.
-    tenant_limits: bool,
+    /// The `tenant_limits` of the tenants that may call the binding.
+    tenant_limits: std::collections::BTreeMap<String, brain_config::TenantLimits>,
     /// How long a call may wait for a token or a slot (`wait_seconds`).
     pub(crate) wait: Option<Duration>,
 }
@@ -227,8 +227,11 @@ impl Plan {
         }
         let tenant_limits = config
             .tenant_limits
-            .as_ref()
-            .is_some_and(|t| binding.tenants.iter().any(|tenant| t.contains_key(tenant)));
+            .iter()
+            .flatten()
+            .filter(|(tenant, _)| binding.tenants.contains(tenant))
+            .map(|(tenant, limits)| (tenant.clone(), limits.clone()))
+            .collect();
         Plan {
             templates,
             tenant_limits,
@@ -242,15 +245,11 @@ impl Plan {
 
     /// Whether the binding's calls are limited at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.templates.is_empty() && !self.tenant_limits
+        self.templates.is_empty() && self.tenant_limits.is_empty()
     }
 
-    /// The buckets of a call by `tenant`, sorted by name; `tenant_limits` is the config's.
-    pub(crate) fn buckets(
-        &self,
-        tenant: &str,
-        tenant_limits: &std::collections::BTreeMap<String, brain_config::TenantLimits>,
-    ) -> Vec<Bucket> {
+    /// The buckets of a call by `tenant`, sorted by name.
+    pub(crate) fn buckets(&self, tenant: &str) -> Vec<Bucket> {
         let mut buckets = Vec::with_capacity(self.templates.len() + 2);
         for (template, limit) in &self.templates {
             let name = match template {
@@ -263,7 +262,7 @@ impl Plan {
             });
         }
         // The tenant's own limits, across its bindings, when it has any.
-        if let Some(limits) = tenant_limits.get(tenant).filter(|_| self.tenant_limits) {
+        if let Some(limits) = self.tenant_limits.get(tenant) {
             if let Some((calls, per_seconds)) = limits.rate() {
                 buckets.push(Bucket {
                     name: format!("rate:tenant/{tenant}"),
@@ -288,7 +287,6 @@ impl Plan {
 /// Every bucket of `config` (only `tenant`'s, when given), each once, sorted by name: what
 /// `brain-harness limits` shows.
 pub fn buckets(config: &HostConfig, tenant: Option<&str>) -> Vec<Bucket> {
-    let tenant_limits = config.tenant_limits.clone().unwrap_or_default();
     let mut all: Vec<Bucket> = Vec::new();
     for binding in &config.tools {
         let plan = Plan::of(binding, config);
@@ -297,7 +295,7 @@ pub fn buckets(config: &HostConfig, tenant: Option<&str>) -> Vec<Bucket> {
             .iter()
             .filter(|t| tenant.is_none_or(|only| only == t.as_str()))
         {
-            all.extend(plan.buckets(allowed, &tenant_limits));
+            all.extend(plan.buckets(allowed));
         }
     }
     all.sort_by(|a, b| a.name.cmp(&b.name));

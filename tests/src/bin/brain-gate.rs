@@ -42,6 +42,9 @@ struct Args {
     /// Internal: journal the calls in a SQLite state file in this directory.
     #[arg(long, hide = true)]
     journal: Option<PathBuf>,
+    /// Internal: the binding has limits (high enough never to refuse).
+    #[arg(long, hide = true)]
+    limited: bool,
     /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
     #[arg(long, hide = true)]
     stats: Option<String>,
@@ -69,12 +72,14 @@ enum Through {
     Direct,
     /// Straight, with the call journal on (SQLite, `synchronous=NORMAL`): the claim's cost.
     Journaled,
+    /// Journaled, through a binding with a rate and a quota (never reached): the charge's cost.
+    Limited,
     /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
     /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
     Serve,
 }
 
-const ROWS: [Row; 5] = [
+const ROWS: [Row; 6] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -98,6 +103,12 @@ const ROWS: [Row; 5] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Journaled,
+    },
+    Row {
+        name: "2026-07-28, journaled (SQLite), limited",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Limited,
     },
     Row {
         name: "2026-07-28, through serve",
@@ -302,8 +313,11 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     if row.tls {
         command.arg("--ca-file").arg(dir.path().join("ca.pem"));
     }
-    if row.path == Through::Journaled {
+    if matches!(row.path, Through::Journaled | Through::Limited) {
         command.arg("--journal").arg(dir.path());
+    }
+    if row.path == Through::Limited {
+        command.arg("--limited");
     }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
@@ -424,6 +438,9 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     });
     if let Some(path) = ca_file {
         binding["ca_file"] = json!(path.to_str().context("a UTF-8 path")?);
+    }
+    if args.limited {
+        binding["limits"] = json!({"calls": 1_000_000, "per_seconds": 1, "concurrent": 100_000});
     }
     let text = json!({ "tools": [binding] }).to_string();
     let config = brain_config::parse(text.as_bytes(), "gate.json").map_err(anyhow::Error::msg)?;

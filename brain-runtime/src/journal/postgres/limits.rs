@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Statement};
 
-use super::sql::CLAIM;
+use super::sql::{CLAIM, describe_error};
 use crate::journal::store::{Claim, Claimed, StoreError};
 use crate::limits::{BucketState, Charge, Limit, Usage, Verdict, decide};
 
@@ -37,15 +37,19 @@ CREATE INDEX IF NOT EXISTS brain_limit_slots_by_holder ON brain_limit_slots (hol
 /// The rows a charge needs, made in name order.
 const ENSURE: &str = "INSERT INTO brain_limit_buckets (bucket, tat_us) \
      SELECT b, 0 FROM unnest($1::text[]) AS b ORDER BY b ON CONFLICT DO NOTHING";
-/// The buckets, locked in name order, with each quota's slots held by live owners and the
-/// database's clock (read after the locks).
-const LOCK: &str = "SELECT b.bucket, b.tat_us, \
+/// The buckets, locked in name order, with each rate's TAT (a row another transaction changed
+/// while this one waited for its lock is read as that one left it).
+const LOCK: &str = "SELECT b.bucket, b.tat_us FROM brain_limit_buckets b \
+     WHERE b.bucket = ANY($1) ORDER BY b.bucket FOR UPDATE OF b";
+/// After the locks, in a statement of its own (so a snapshot taken after them, under READ
+/// COMMITTED: a slot another charge inserted before it released the lock is counted): each
+/// quota's slots held by live owners within their time, and the database's clock.
+const COUNT: &str = "SELECT n, \
      (SELECT count(*) FROM brain_limit_slots s JOIN brain_owners o ON o.owner = s.owner \
-      WHERE s.bucket = b.bucket \
+      WHERE s.bucket = n \
       AND s.until_ms > (extract(epoch FROM clock_timestamp()) * 1000)::int8 \
       AND o.expires > (extract(epoch FROM clock_timestamp()) * 1000)::int8)::int8, \
-     (extract(epoch FROM clock_timestamp()) * 1000000)::int8 \
-     FROM brain_limit_buckets b WHERE b.bucket = ANY($1) ORDER BY b.bucket FOR UPDATE OF b";
+     (extract(epoch FROM clock_timestamp()) * 1000000)::int8 FROM unnest($1::text[]) AS n";
 /// The new TATs, each only where the TAT is still the one read.
 const UPDATE: &str = "UPDATE brain_limit_buckets AS b SET tat_us = t.new \
      FROM unnest($1::text[], $2::int8[], $3::int8[]) AS t (bucket, old, new) \
@@ -70,6 +74,7 @@ struct Charging {
     claim: Statement,
     ensure: Statement,
     lock: Statement,
+    count: Statement,
     update: Statement,
     slots: Statement,
 }
@@ -109,7 +114,7 @@ impl Limits {
                 *slot = Some(
                     connect(&url)
                         .await
-                        .map_err(|e| format!("cannot connect: {}", super::describe_error(&e)))?,
+                        .map_err(|e| format!("cannot connect: {}", describe_error(&e)))?,
                 );
             }
             let c = slot.as_ref().expect("connected above");
@@ -128,17 +133,28 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// [`crate::journal::JournalStore::charge`].
+    pub(super) async fn verdict(&self, charge: &Charge) -> Result<Verdict, StoreError> {
+        Ok(match self.charge(None, charge.clone()).await? {
+            Claimed::Refused(refusals) => Verdict::Refused(refusals),
+            _ => Verdict::Admitted,
+        })
+    }
+}
+
 async fn connect(url: &str) -> Result<Charging, tokio_postgres::Error> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(async move {
         if let Err(error) = connection.await {
-            tracing::warn!(error = %super::describe_error(&error), "the limits' database connection ended");
+            tracing::warn!(error = %describe_error(&error), "the limits' database connection ended");
         }
     });
-    let (claim, ensure, lock, update, slots) = futures_util::try_join!(
+    let (claim, ensure, lock, count, update, slots) = futures_util::try_join!(
         client.prepare(CLAIM),
         client.prepare(ENSURE),
         client.prepare(LOCK),
+        client.prepare(COUNT),
         client.prepare(UPDATE),
         client.prepare(SLOTS),
     )?;
@@ -147,6 +163,7 @@ async fn connect(url: &str) -> Result<Charging, tokio_postgres::Error> {
         claim,
         ensure,
         lock,
+        count,
         update,
         slots,
     })
@@ -159,7 +176,7 @@ async fn transaction(
     claim: Option<&Claim>,
     charge: &Charge,
 ) -> Result<Claimed, String> {
-    let pg = |error: tokio_postgres::Error| super::describe_error(&error);
+    let pg = |error: tokio_postgres::Error| describe_error(&error);
     let names: Vec<&str> = charge.buckets.iter().map(|b| b.name.as_str()).collect();
     let begin = if claim.is_some() {
         "BEGIN"
@@ -188,31 +205,32 @@ async fn transaction(
             None => Ok(1),
         }
     };
-    let (ensure, lock): ([&(dyn tokio_postgres::types::ToSql + Sync); 1], _) = (
-        [&names],
-        [&names as &(dyn tokio_postgres::types::ToSql + Sync)],
-    );
-    let (_, claimed, _, rows) = futures_util::try_join!(
+    let names: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&names];
+    let (_, claimed, _, rows, counts) = futures_util::try_join!(
         c.client.batch_execute(begin),
         claimed,
-        c.client.execute(&c.ensure, &ensure),
-        c.client.query(&c.lock, &lock),
+        c.client.execute(&c.ensure, &names),
+        c.client.query(&c.lock, &names),
+        c.client.query(&c.count, &names),
     )
     .map_err(pg)?;
     if claimed == 0 {
         c.client.batch_execute("ROLLBACK").await.map_err(pg)?;
         return Ok(Claimed::Taken);
     }
-    let now_us: i64 = rows.first().map_or(0, |row| row.get(3));
+    let now_us: i64 = counts.first().map_or(0, |row| row.get(2));
+    let find = |rows: &[tokio_postgres::Row], name: &str| {
+        rows.iter()
+            .find(|row| row.get::<_, &str>(0) == name)
+            .cloned()
+    };
     let states: Vec<BucketState> = charge
         .buckets
         .iter()
-        .map(|bucket| {
-            let row = rows.iter().find(|row| row.get::<_, &str>(0) == bucket.name);
-            BucketState {
-                tat_us: row.map_or(0, |row| row.get(1)),
-                held: row.map_or(0, |row| u32::try_from(row.get::<_, i64>(2)).unwrap_or(0)),
-            }
+        .map(|bucket| BucketState {
+            tat_us: find(&rows, &bucket.name).map_or(0, |row| row.get(1)),
+            held: find(&counts, &bucket.name)
+                .map_or(0, |row| u32::try_from(row.get::<_, i64>(1)).unwrap_or(0)),
         })
         .collect();
     let decision = decide(&charge.buckets, &states, now_us);

@@ -283,3 +283,14 @@ pub(super) const GRANT_RELEASE: &str = concat!(
     "UPDATE brain_grants SET refresher = NULL, refresh_until = NULL WHERE grant_id = $1 ",
     "AND tenant = $2 AND generation = $3 AND refresher = $4"
 );
+
+/// The error and its database message, when there is one.
+pub(super) fn describe_error(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{error}: {}", db.message()),
+        None => match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        },
+    }
+}

@@ -4,7 +4,6 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::journal::store::{Claim, Claimed};
 use crate::limits::{BucketState, Charge, Limit, Usage, Verdict, decide};
 
 /// The limits' tables (schema version 4).
@@ -69,7 +68,7 @@ fn states(c: &Connection, charge: &Charge, now_ms: i64) -> rusqlite::Result<Vec<
 
 /// The charge, inside the caller's transaction (its savepoint): decided and, when admitted,
 /// written.
-fn take(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdict> {
+pub(super) fn take(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdict> {
     let (now_us, now_ms) = now(c)?;
     let states = states(c, charge, now_ms)?;
     let decision = decide(&charge.buckets, &states, now_us);
@@ -106,7 +105,7 @@ fn take(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdict> {
 
 /// Runs `step` under a savepoint: kept when it returns `(true, _)`, rolled back otherwise (and
 /// on an error).
-fn savepoint<T>(
+pub(super) fn savepoint<T>(
     c: &Connection,
     step: impl FnOnce(&Connection) -> rusqlite::Result<(bool, T)>,
 ) -> rusqlite::Result<T> {
@@ -124,23 +123,6 @@ pub(super) fn charge(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdic
     savepoint(c, |c| {
         let verdict = take(c, charge)?;
         Ok((verdict == Verdict::Admitted, verdict))
-    })
-}
-
-/// [`crate::journal::JournalStore::claim_charged`]: the claim, then (when it is new) the charge.
-pub(super) fn claim_charged(
-    c: &Connection,
-    claim: &Claim,
-    charge: &Charge,
-) -> rusqlite::Result<Claimed> {
-    savepoint(c, |c| {
-        if !super::insert_claim(c, claim)? {
-            return Ok((false, Claimed::Taken));
-        }
-        Ok(match take(c, charge)? {
-            Verdict::Admitted => (true, Claimed::Claimed),
-            Verdict::Refused(refusals) => (false, Claimed::Refused(refusals)),
-        })
     })
 }
 

@@ -34,6 +34,7 @@ use serde_json::{Value, json};
 use tests::process::{children, memory_mb};
 
 mod harness;
+mod limits;
 mod model_apis;
 mod serve;
 mod tls;
@@ -64,6 +65,9 @@ struct Args {
     /// Measure only `brain-harness serve`'s targets (P10).
     #[arg(long)]
     only_serve: bool,
+    /// Measure only the limits' targets (P11).
+    #[arg(long)]
+    only_limits: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -226,6 +230,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         model_apis::targets(&mut targets)?;
         return Ok(report(&targets, &[]));
     }
+    if args.only_limits {
+        let mut targets = Vec::new();
+        limits::targets(&plan, &server.url, &mut targets).await?;
+        return Ok(report(&targets, &[]));
+    }
     if args.only_serve {
         let mut targets = Vec::new();
         serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
@@ -354,6 +363,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
     model_apis::targets(&mut targets)?;
     serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
+    limits::targets(&plan, &server.url, &mut targets).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
