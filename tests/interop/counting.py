@@ -1,8 +1,10 @@
 """An ASGI wrapper for brain's interop servers: counts the JSON-RPC `tools/call` requests that
 arrive (the at-most-once counter the tests read), every request by HTTP version, and the client
-connections they came on (distinct client addresses), and serves them at `GET /stats` as
-`{"calls": N, "requests": {"1.1": N, "2": N}, "connections": N}`. Everything else passes
-through unchanged (the body is replayed as received)."""
+connections they came on (distinct client addresses), and the `tools/call` requests running at
+once (from arrival to the end of their response; the most at any moment is `peak_running`), and
+serves them at `GET /stats` as `{"calls": N, "requests": {"1.1": N, "2": N}, "connections": N,
+"running": N, "peak_running": N}`. Everything else passes through unchanged (the body is
+replayed as received)."""
 
 import json
 
@@ -13,13 +15,16 @@ class CountToolCalls:
         self.calls = 0
         self.requests = {}
         self.clients = set()
+        self.running = 0
+        self.peak_running = 0
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if scope["method"] == "GET" and scope["path"] == "/stats":
             body = json.dumps({"calls": self.calls, "requests": self.requests,
-                               "connections": len(self.clients)}).encode()
+                               "connections": len(self.clients), "running": self.running,
+                               "peak_running": self.peak_running}).encode()
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": body})
@@ -40,9 +45,10 @@ class CountToolCalls:
         try:
             parsed = json.loads(body)
             messages = parsed if isinstance(parsed, list) else [parsed]
-            self.calls += sum(1 for m in messages if isinstance(m, dict) and m.get("method") == "tools/call")
+            calls = sum(1 for m in messages if isinstance(m, dict) and m.get("method") == "tools/call")
         except ValueError:
-            pass
+            calls = 0
+        self.calls += calls
         replayed = False
 
         async def replay():
@@ -52,4 +58,24 @@ class CountToolCalls:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        return await self.app(scope, replay, send)
+        if not calls:
+            return await self.app(scope, replay, send)
+        self.running += calls
+        self.peak_running = max(self.peak_running, self.running)
+        ended = False
+
+        def end():
+            nonlocal ended
+            if not ended:
+                ended = True
+                self.running -= calls
+
+        async def sending(message):
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                end()
+            await send(message)
+
+        try:
+            return await self.app(scope, replay, sending)
+        finally:
+            end()
