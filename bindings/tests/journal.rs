@@ -12,7 +12,7 @@ use tests::server::{Faults, Stats, TestServer};
 
 mod common;
 
-use common::state::{State, postgres, result, sqlite, until_running, wait};
+use common::state::{State, on_each_state, postgres, result, sqlite, until_running, wait};
 use common::write_config;
 
 async fn setup(dir: &Path) -> (TestServer, String) {
@@ -145,26 +145,7 @@ async fn the_audit_lists_calls_without_arguments(state: State) {
     assert!(list(&["--results", "--json"]).contains("never shows"));
 }
 
-macro_rules! tests {
-    ($state:ident: $($name:ident),* $(,)?) => {
-        mod $state {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::$state()).await
-                }
-            )*
-        }
-    };
-}
-
-tests!(sqlite:
-    a_retry_after_sigkill_is_unknown_and_sends_nothing,
-    four_processes_with_one_call_id_send_once,
-    a_stalled_owner_does_not_overwrite_a_recorded_unknown,
-    the_audit_lists_calls_without_arguments,
-);
-tests!(postgres:
+on_each_state!(
     a_retry_after_sigkill_is_unknown_and_sends_nothing,
     four_processes_with_one_call_id_send_once,
     a_stalled_owner_does_not_overwrite_a_recorded_unknown,

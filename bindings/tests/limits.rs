@@ -11,7 +11,7 @@ use tests::server::{Faults, Stats, TestServer};
 
 mod common;
 
-use common::state::{State, postgres, result, sqlite, until_running, wait};
+use common::state::{State, on_each_state, postgres, result, sqlite, until_running, wait};
 use common::write_config;
 
 /// A server, and a config whose `tool` has `limits`.
@@ -176,26 +176,7 @@ async fn tenants_have_their_own_buckets(state: State) {
     assert_eq!(Stats::get(&server.stats.calls), 2);
 }
 
-macro_rules! tests {
-    ($state:ident: $($name:ident),* $(,)?) => {
-        mod $state {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::$state()).await
-                }
-            )*
-        }
-    };
-}
-
-tests!(sqlite:
-    a_rate_holds_across_processes,
-    a_quota_holds_across_processes,
-    a_killed_holders_slot_returns_with_its_lease,
-    tenants_have_their_own_buckets,
-);
-tests!(postgres:
+on_each_state!(
     a_rate_holds_across_processes,
     a_quota_holds_across_processes,
     a_killed_holders_slot_returns_with_its_lease,

@@ -446,6 +446,15 @@ mod tests {
     }
 }
 
+/// An HTTP answer's `Retry-After` (delay-seconds or an HTTP date) in milliseconds, at most
+/// `timeout_seconds` (the binding's timeout): see [`retry_after`].
+pub(crate) fn retry_after_header(headers: &http::HeaderMap, timeout_seconds: u64) -> Option<u64> {
+    let header = headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok());
+    retry_after(None, header, timeout_seconds.saturating_mul(1000))
+}
+
 /// When an upstream rate limit says to try again, in milliseconds, at most `cap_ms` (the
 /// binding's timeout): a JSON-RPC error's `data.retryAfterMs` (SEP-3304) first, then an HTTP
 /// `Retry-After` — delay-seconds or an HTTP date (RFC 9110 §10.2.3). `None` when neither is

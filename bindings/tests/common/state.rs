@@ -89,3 +89,27 @@ pub(crate) async fn until_running(server: &tests::server::TestServer) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// Each `async fn NAME(state: State)` named, as a test on the default SQLite file (`mod sqlite`)
+/// and as one on a throwaway PostgreSQL cluster (`mod postgres`).
+macro_rules! on_each_state {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::sqlite()).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::postgres()).await
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_each_state;

@@ -111,23 +111,7 @@ impl Write {
                 let statement = if *create { &c.renew_create } else { &c.renew };
                 c.client.execute(statement, &[owner, lease_ms]).await
             }
-            Write::Claim(claim) => {
-                c.client
-                    .execute(
-                        &c.claim,
-                        &[
-                            &claim.key.tenant,
-                            &claim.key.session,
-                            &claim.key.call_id,
-                            &claim.digest,
-                            &claim.binding,
-                            &claim.owner,
-                            &claim.timeout_ms,
-                            &claim.trace_id,
-                        ],
-                    )
-                    .await
-            }
+            Write::Claim(claim) => sql::insert_claim(&c.client, &c.claim, claim).await,
             Write::Settle {
                 key,
                 owner,

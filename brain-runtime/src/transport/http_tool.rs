@@ -221,14 +221,8 @@ async fn status_failure(call: &Exchange<'_>, response: Response) -> Failure {
         .get(LOCATION)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let retry_after = crate::outcome::retry_after(
-        None,
-        response
-            .headers()
-            .get(http::header::RETRY_AFTER)
-            .and_then(|value| value.to_str().ok()),
-        call.tool.binding.timeout_seconds.saturating_mul(1000),
-    );
+    let retry_after =
+        crate::outcome::retry_after_header(response.headers(), call.tool.binding.timeout_seconds);
     let detail = error_body(response).await;
     let fact = Fact::ToolStatus(status.as_u16());
     let unknown_outcome = crate::outcome::classify(fact).unknown_outcome;

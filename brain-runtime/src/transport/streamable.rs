@@ -123,13 +123,9 @@ pub(crate) async fn write(
             status: status.as_u16(),
             round: round_number,
         };
-        let retry_after = crate::outcome::retry_after(
-            None,
-            response
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|value| value.to_str().ok()),
-            call.tool.binding.timeout_seconds.saturating_mul(1000),
+        let retry_after = crate::outcome::retry_after_header(
+            response.headers(),
+            call.tool.binding.timeout_seconds,
         );
         let message = if fact.before_execution() {
             format!(

@@ -185,23 +185,7 @@ async fn transaction(
     };
     let claimed = async {
         match claim {
-            Some(claim) => {
-                c.client
-                    .execute(
-                        &c.claim,
-                        &[
-                            &claim.key.tenant,
-                            &claim.key.session,
-                            &claim.key.call_id,
-                            &claim.digest,
-                            &claim.binding,
-                            &claim.owner,
-                            &claim.timeout_ms,
-                            &claim.trace_id,
-                        ],
-                    )
-                    .await
-            }
+            Some(claim) => super::sql::insert_claim(&c.client, &c.claim, claim).await,
             None => Ok(1),
         }
     };

@@ -120,6 +120,26 @@ pub(super) const CLAIM: &str = concat!(
     "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
     "WHERE c.state = 'not_sent' AND c.digest = excluded.digest"
 );
+/// The claim's insert ([`CLAIM`], prepared as `statement`): 1 when the claim is new, 0 when
+/// it met an existing entry.
+pub(super) async fn insert_claim(
+    client: &tokio_postgres::Client,
+    statement: &tokio_postgres::Statement,
+    claim: &crate::journal::store::Claim,
+) -> Result<u64, tokio_postgres::Error> {
+    let key = &claim.key;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &key.tenant,
+        &key.session,
+        &key.call_id,
+        &claim.digest,
+        &claim.binding,
+        &claim.owner,
+        &claim.timeout_ms,
+        &claim.trace_id,
+    ];
+    client.execute(statement, &params).await
+}
 /// [`CLAIM`] for a batch of claims in one statement (their keys distinct): the keys it claimed.
 pub(super) const CLAIM_MANY: &str = concat!(
     "INSERT INTO brain_calls AS c (tenant, session, call_id, digest, binding, state, owner, ",
