@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use tests::server::bindings_json;
 
-#[allow(dead_code, unused_macros, unused_imports)] // the tests of several processes on one store
+#[allow(dead_code)] // the tests of several processes on one store
 pub(crate) mod state;
 
 /// A config file with one binding per test-server tool.

@@ -92,6 +92,7 @@ pub(crate) async fn until_running(server: &tests::server::TestServer) {
 
 /// Each `async fn NAME(state: State)` named, as a test on the default SQLite file (`mod sqlite`)
 /// and as one on a throwaway PostgreSQL cluster (`mod postgres`).
+#[allow(unused_macros)] // only the test files of several processes use it
 macro_rules! on_each_state {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -112,4 +113,5 @@ macro_rules! on_each_state {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use on_each_state;
