@@ -155,7 +155,8 @@ rules! {
     /// A `serve` client's variable is also a binding's upstream secret (`token_env`, or an
     /// `auth` variable): one name would mean an inbound secret here and an upstream one there.
     ServeTokenEnvUpstream = "serve-token-env-upstream",
-    /// A `serve` bound is zero or larger than its maximum.
+    /// A `serve` bound is below its least value (1 for most; 5 for `jwks_max_age_seconds`, 0
+    /// for `jwks_max_stale_seconds`) or above its maximum.
     ServeBoundRange = "serve-bound-range",
     /// `serve.authorization` is unusable: an issuer or resource that is not an `https` URL
     /// (`http` on loopback), or a blank `tenant_claim`.

@@ -1,6 +1,8 @@
 //! `serve`: how `brain-harness serve` offers the bindings to MCP hosts — who its clients are, how
 //! they authenticate, and its bounds.
 
+use std::time::Duration;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +16,10 @@ pub const DEFAULT_SESSIONS_PER_CLIENT: u32 = 64;
 pub const DEFAULT_SESSION_IDLE_SECONDS: u32 = 300;
 /// Default [`Serve::max_request_bytes`] (4 MiB, as rmcp's).
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 4 * 1024 * 1024;
+/// Default [`ServeAuthorization::jwks_max_age_seconds`].
+pub const DEFAULT_JWKS_MAX_AGE_SECONDS: u32 = 300;
+/// Default [`ServeAuthorization::jwks_max_stale_seconds`].
+pub const DEFAULT_JWKS_MAX_STALE_SECONDS: u32 = 3600;
 
 /// How `brain-harness serve` serves the bindings as one MCP server: the clients that may connect
 /// over HTTP and how each authenticates (its tenant comes from its credential, never from what it
@@ -73,6 +79,46 @@ pub struct ServeAuthorization {
     /// The token claim whose value is the client's tenant, e.g. `tenant` or `sub`.
     #[schemars(length(min = 1))]
     pub tenant_claim: String,
+    /// The longest a fetched JWKS is kept, in seconds (default 300, 5 to 86400); the issuer's
+    /// `Cache-Control` `max-age`, raised to at least 60, applies when shorter. It is refreshed
+    /// in the background at 80 % of its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 5, max = 86_400))]
+    pub jwks_max_age_seconds: Option<u32>,
+    /// While the issuer cannot be reached, an expired JWKS is still used for this many seconds
+    /// past its expiry (default 3600, 0 to 86400); then tokens get HTTP 503.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86_400))]
+    pub jwks_max_stale_seconds: Option<u32>,
+}
+
+impl ServeAuthorization {
+    /// [`ServeAuthorization::jwks_max_age_seconds`] or its default.
+    pub fn jwks_max_age(&self) -> Duration {
+        Duration::from_secs(
+            self.jwks_max_age_seconds
+                .unwrap_or(DEFAULT_JWKS_MAX_AGE_SECONDS)
+                .into(),
+        )
+    }
+
+    /// [`ServeAuthorization::jwks_max_stale_seconds`] or its default.
+    pub fn jwks_max_stale(&self) -> Duration {
+        Duration::from_secs(
+            self.jwks_max_stale_seconds
+                .unwrap_or(DEFAULT_JWKS_MAX_STALE_SECONDS)
+                .into(),
+        )
+    }
+
+    /// Each bound: its field's name, its value when set, and the least and largest values it
+    /// takes.
+    pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>, u32, u32); 2] {
+        [
+            ("jwks_max_age_seconds", self.jwks_max_age_seconds, 5, 86_400),
+            ("jwks_max_stale_seconds", self.jwks_max_stale_seconds, 0, 86_400),
+        ]
+    }
 }
 
 impl Serve {

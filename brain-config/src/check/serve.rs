@@ -82,16 +82,35 @@ fn clients(serve: &Serve, drafts: &[Draft], out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Each bound that is set is at least 1 and at most its maximum.
+/// Each bound that is set is at least 1 (the authorization's: its least value) and at most its
+/// maximum.
 fn bounds(serve: &Serve, out: &mut Vec<Diagnostic>) {
-    for (field, value, max) in serve.bounds() {
+    let serve_bounds = serve
+        .bounds()
+        .into_iter()
+        .map(|(field, value, max)| (format!("/serve/{field}"), field, value, 1, max));
+    let authorization_bounds = serve.authorization.iter().flat_map(|authorization| {
+        authorization
+            .bounds()
+            .into_iter()
+            .map(|(field, value, min, max)| {
+                (
+                    format!("/serve/authorization/{field}"),
+                    field,
+                    value,
+                    min,
+                    max,
+                )
+            })
+    });
+    for (at, field, value, min, max) in serve_bounds.chain(authorization_bounds) {
         let Some(value) = value else { continue };
-        if value == 0 || value > max {
+        if value < min || value > max {
             out.push(Diagnostic::new(
                 Rule::ServeBoundRange,
-                format!("/serve/{field}"),
-                format!("`{field}` is {value}, outside 1..={max}"),
-                format!("use a value from 1 to {max}, or remove it for the default"),
+                at,
+                format!("`{field}` is {value}, outside {min}..={max}"),
+                format!("use a value from {min} to {max}, or remove it for the default"),
             ));
         }
     }
