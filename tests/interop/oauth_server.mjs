@@ -11,9 +11,15 @@
 // delays the answer to the first refresh (after the server spent the token), so that a test can
 // kill its client mid-refresh.
 //
+// The user who logs in is the authorization request's `login_hint` (`alice`, `bob`, ...), or
+// `user1` without one.
+//
 // BRAIN_TEST_AS_JWT=1 issues JWT access tokens (RFC 9068, signed with the provider's keys,
-// published at its jwks_uri) instead of opaque ones, each with a `tenant` claim: `acme` for the
-// client `brain-service`, `globex` for `brain-service-globex`.
+// published at its jwks_uri) instead of opaque ones, with `sub` (the user, or the client for a
+// machine), `client_id` and `aud` (the resource), and a `tenant` claim: for a machine
+// (client_credentials), its client's, `acme` for `brain-service` and `globex` for
+// `brain-service-globex`; for a user, the user's, `acme` for alice and `globex` for bob (none for
+// other users).
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -22,6 +28,7 @@ const accessTtl = Number(ttlText || 300);
 const rotate = process.env.BRAIN_TEST_AS_ROTATE !== '0';
 const jwt = process.env.BRAIN_TEST_AS_JWT === '1';
 const tenants = { 'brain-service': 'acme', 'brain-service-globex': 'globex' };
+const userTenants = { alice: 'acme', bob: 'globex' };
 let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -72,7 +79,12 @@ const provider = new Provider(issuer, {
       }),
     },
   },
-  extraTokenClaims: (ctx, token) => (jwt ? { tenant: tenants[token.clientId] } : undefined),
+  extraTokenClaims: (ctx, token) => {
+    if (!jwt) return undefined;
+    // A user's token (authorization code, refresh) names its account; a machine's does not.
+    const tenant = token.accountId ? userTenants[token.accountId] : tenants[token.clientId];
+    return tenant ? { tenant } : {};
+  },
   findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
   issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
   rotateRefreshToken: rotate,
@@ -96,11 +108,11 @@ provider.use(async (ctx, next) => {
     return;
   }
   if (!ctx.path.startsWith('/interaction/')) return next();
-  // Approve at once: log "user1" in, then grant what the client asked for.
+  // Approve at once: log the hinted user (or "user1") in, then grant what the client asked for.
   const details = await provider.interactionDetails(ctx.req, ctx.res);
   let result;
   if (details.prompt.name === 'login') {
-    result = { login: { accountId: 'user1' } };
+    result = { login: { accountId: details.params.login_hint || 'user1' } };
   } else {
     const grant = details.grantId
       ? await provider.Grant.find(details.grantId)

@@ -27,6 +27,11 @@ pub const RESOURCE_SECRET: &str = "mcp-server-secret-0123456789";
 pub const GLOBEX_CLIENT: &str = "brain-service-globex";
 /// The secret of [`GLOBEX_CLIENT`].
 pub const GLOBEX_SECRET: &str = "globex-secret-0123456789";
+/// Users who log in through [`USER_CLIENT`] (the `login_hint` of [`user_token`]); with
+/// `BRAIN_TEST_AS_JWT=1` their tokens name tenant `acme` ([`ALICE`]) and `globex` ([`BOB`]).
+pub const ALICE: &str = "alice";
+/// See [`ALICE`].
+pub const BOB: &str = "bob";
 
 /// The authorization server process; killed when dropped.
 #[derive(Debug)]
@@ -135,6 +140,70 @@ impl AuthorizationServer {
         response["access_token"]
             .as_str()
             .unwrap_or_else(|| panic!("no access token: {response}"))
+            .to_owned()
+    }
+
+    /// An access token for `resource` (scope `mcp:basic`) that `user` obtains through the user
+    /// client [`USER_CLIENT`], as a user does: the authorization code flow with PKCE (S256) and
+    /// `login_hint=user`, its login and consent followed by [`follow`] (a browser of its own: no
+    /// session is shared with another user's), then the code exchanged at the token endpoint.
+    /// With `BRAIN_TEST_AS_JWT=1` it is a JWT with `sub` = `user`, `client_id` = [`USER_CLIENT`],
+    /// `aud` = `resource` and `tenant` = the user's (see [`ALICE`]).
+    pub async fn user_token(&self, resource: &str, user: &str) -> String {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use sha2::Digest;
+        let redirect_uri = Browser.redirect_uri();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        // 43 characters, unique enough for a test (the verifier need only be unguessable by an
+        // attacker, of whom there is none here).
+        let verifier =
+            URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(format!("{user} {nanos}").as_bytes()));
+        let challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+        let mut authorize = url::Url::parse(&format!("{}/auth", self.issuer)).expect("a URL");
+        authorize
+            .query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", USER_CLIENT)
+            .append_pair("redirect_uri", &redirect_uri)
+            .append_pair("scope", "mcp:basic")
+            .append_pair("resource", resource)
+            .append_pair("state", &nanos.to_string())
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("login_hint", user);
+        let callback = follow(authorize.as_str(), &redirect_uri)
+            .await
+            .unwrap_or_else(|error| panic!("{user} logs in: {error}"));
+        let callback = url::Url::parse(&callback).expect("the callback URL");
+        let code = callback
+            .query_pairs()
+            .find(|(key, _)| key == "code")
+            .map(|(_, code)| code.into_owned())
+            .unwrap_or_else(|| panic!("no code in {callback}"));
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "authorization_code")
+            .append_pair("client_id", USER_CLIENT)
+            .append_pair("code", &code)
+            .append_pair("redirect_uri", &redirect_uri)
+            .append_pair("code_verifier", &verifier)
+            .append_pair("resource", resource)
+            .finish();
+        let response: Value = client()
+            .post(format!("{}/token", self.issuer))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .expect("a token request")
+            .json()
+            .await
+            .expect("a JSON answer");
+        response["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no access token for {user}: {response}"))
             .to_owned()
     }
 
@@ -260,6 +329,19 @@ pub async fn follow(url: &str, redirect_uri: &str) -> Result<String, String> {
         };
     }
     Err("too many redirects".into())
+}
+
+/// The claims of a JWT (its payload, base64url-decoded; the signature is not checked).
+pub fn jwt_claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token
+        .split('.')
+        .nth(1)
+        .unwrap_or_else(|| panic!("not a JWT: {token}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("a base64url payload");
+    serde_json::from_slice(&bytes).expect("JSON claims")
 }
 
 /// A user at a browser who approves whatever is asked (the server approves at once); brain's

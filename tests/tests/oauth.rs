@@ -2,7 +2,8 @@
 //! server guarding `/mcp` with its tokens (introspected on every request): tokens from a
 //! server's `401`, cached; step-up; refresh before expiry under 64 concurrent calls, one refresh
 //! request; a `401` on `tools/call` itself re-authorizes once and the tool runs once; a revoked
-//! authorization fails clearly, without a loop.
+//! authorization fails clearly, without a loop; users alice and bob log in through one client
+//! and get JWTs naming each their own tenant.
 #![allow(clippy::print_stderr)] // the authorization server's counts, printed for the record
 
 use std::sync::Arc;
@@ -13,7 +14,10 @@ use brain_runtime::auth::{MemoryTokenStore, TokenStore};
 use brain_runtime::{Runtime, RuntimeBuilder};
 use serde_json::{Value, json};
 use tests::client::{call, config, text};
-use tests::oauth::{Browser, SERVICE_CLIENT, SERVICE_SECRET, USER_CLIENT, servers};
+use tests::oauth::{
+    ALICE, AuthorizationServer, BOB, Browser, SERVICE_CLIENT, SERVICE_SECRET, USER_CLIENT,
+    jwt_claims, servers,
+};
 use tests::server::{Stats, TestServer};
 
 const SECRET_VAR: &str = "BRAIN_OAUTH_TEST_CLIENT_SECRET";
@@ -445,4 +449,33 @@ async fn a_store_that_cannot_be_reached_stops_the_refresh_of_a_rotating_grant() 
     );
     assert_eq!(Stats::get(&server.stats.calls), 1);
     drop(cluster);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alice_and_bob_log_in_through_one_client_and_their_tokens_name_their_tenants() {
+    let resource = "http://127.0.0.1:9/mcp";
+    let authorization = tokio::task::spawn_blocking(move || {
+        AuthorizationServer::start_with(resource, 300, &[("BRAIN_TEST_AS_JWT", "1")])
+    })
+    .await
+    .unwrap();
+    let alice = jwt_claims(&authorization.user_token(resource, ALICE).await);
+    let bob = jwt_claims(&authorization.user_token(resource, BOB).await);
+    for (claims, user, tenant) in [(&alice, ALICE, "acme"), (&bob, BOB, "globex")] {
+        assert_eq!(claims["sub"], json!(user), "{claims}");
+        assert_eq!(claims["tenant"], json!(tenant), "{claims}");
+        assert_eq!(claims["client_id"], json!(USER_CLIENT), "{claims}");
+        assert_eq!(claims["aud"], json!(resource), "{claims}");
+        assert_eq!(claims["iss"], json!(authorization.issuer), "{claims}");
+    }
+    assert_eq!(alice["client_id"], bob["client_id"], "one client for both");
+    assert_eq!(authorization.tokens("authorization_code").await, 2);
+    // A machine's token still names its client's tenant.
+    let machine = jwt_claims(
+        &authorization
+            .client_credentials(SERVICE_CLIENT, SERVICE_SECRET, resource)
+            .await,
+    );
+    assert_eq!(machine["tenant"], json!("acme"), "{machine}");
+    assert_eq!(machine["client_id"], json!(SERVICE_CLIENT), "{machine}");
 }
