@@ -1,9 +1,9 @@
 //! Cross-crate tests of brain, and what they start: the fault-injecting MCP test server
 //! ([`server`], over Streamable HTTP or stdio: [`stdio`]; with HTTP and SSE tool endpoints:
-//! [`http_tools`]), third-party MCP servers ([`peers`]), an OTLP collector ([`otlp`]) and processes of our own binaries
-//! ([`process`]). The binaries: `brain-test-server`, `brain-conformance-client` (the official
-//! conformance suite's client), `brain-bench` (`cargo xtask bench`) and `brain-soak`
-//! (`cargo xtask soak`).
+//! [`http_tools`]), third-party MCP servers ([`peers`]), an OTLP collector ([`otlp`]), an OAuth
+//! issuer of JWT access tokens ([`issuer`]) and processes of our own binaries ([`process`]). The
+//! binaries: `brain-test-server`, `brain-conformance-client` (the official conformance suite's
+//! client), `brain-bench` (`cargo xtask bench`) and `brain-soak` (`cargo xtask soak`).
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,7 @@ pub mod client;
 pub mod content;
 pub mod counting;
 pub mod http_tools;
+pub mod issuer;
 pub mod nested;
 pub mod oauth;
 pub mod otlp;

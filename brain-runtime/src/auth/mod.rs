@@ -55,7 +55,8 @@ pub use error::AuthError;
 pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
 pub(crate) use oauth::{OAuth, Retry};
 pub use resource::{
-    AccessTokenVerifier, REFETCH_INTERVAL, TokenRejected, VerifiedToken, VerifierError,
+    AccessTokenVerifier, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MAX_STALE, KEYS_WAIT, LEEWAY_SECONDS,
+    REFETCH_INTERVAL, RETIRED_KEYS, TokenRejected, VerifiedToken, VerifierError,
 };
 pub use seal::STATE_KEY_ENV;
 pub(crate) use secret::Token;
