@@ -162,23 +162,23 @@ async fn a_slow_issuer_never_delays_a_token_whose_key_is_held() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_waits_while_the_keys_are_fresh() {
     let issuer = TestIssuer::start().await;
-    // Refreshed at 2.4 s, in 300 ms: done before the set expires at 3 s.
-    let verifier = verifier_with(&issuer, Duration::from_secs(3), Duration::ZERO);
+    // Refreshed at 3.2 s, in 400 ms: done before the set expires at 4 s.
+    let verifier = verifier_with(&issuer, Duration::from_secs(4), Duration::ZERO);
     let good = issuer.token("key-1", &issuer.claims(RESOURCE));
     let started = Instant::now();
     verifier.verify(&good).await.expect("the first token");
-    issuer.set_jwks_delay(Duration::from_millis(300));
+    issuer.set_jwks_delay(Duration::from_millis(400));
     let mut slowest = Duration::ZERO;
     let mut verified = 0;
-    while started.elapsed() < Duration::from_secs(4) {
+    while started.elapsed() < Duration::from_millis(4500) {
         let one = Instant::now();
         verifier.verify(&good).await.expect("a fresh key");
         slowest = slowest.max(one.elapsed());
         verified += 1;
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    eprintln!("{verified} tokens over 4 s with a 300 ms background refresh: slowest {slowest:?}");
-    assert!(slowest < Duration::from_millis(150), "{slowest:?}");
+    eprintln!("{verified} tokens over 4.5 s with a 400 ms background refresh: slowest {slowest:?}");
+    assert!(slowest < Duration::from_millis(200), "{slowest:?}");
     assert_eq!(
         issuer.jwks_fetches(),
         2,
@@ -305,7 +305,7 @@ async fn an_unreachable_issuer_keys_serve_until_max_stale() {
         "{last_accepted:?}"
     );
     assert!(
-        refused_at > Duration::from_millis(3800) && refused_at < Duration::from_millis(4600),
+        refused_at > Duration::from_millis(3800) && refused_at < Duration::from_millis(5000),
         "{refused_at:?}"
     );
 }
@@ -377,7 +377,12 @@ async fn an_issuer_max_age_is_raised_to_a_minute_and_capped_by_the_config() {
     verifier.verify(&good).await.expect("the first token");
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert_eq!(issuer.jwks_fetches(), 1);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while issuer.jwks_fetches() < 2 {
+        assert!(Instant::now() < deadline, "not refreshed at 2.4 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(issuer.jwks_fetches(), 2);
     verifier.verify(&good).await.expect("after the refresh");
 }
