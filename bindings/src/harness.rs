@@ -758,12 +758,7 @@ async fn call(
         }
     }
     // The runtime always ends a call with its result; should its task ever die, say so.
-    let mut result = ToolResult::tool_error(
-        call.call_id(),
-        vec![ContentBlock::text("the call ended without a result")],
-    );
-    result.unknown_outcome = true;
-    result.kind = Some(brain_runtime::OutcomeKind::UnknownOutcome);
+    let result = ToolResult::ended_without_result(call.call_id());
     if json {
         let event = Event::Result(result.clone());
         println!(

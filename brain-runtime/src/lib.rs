@@ -81,6 +81,7 @@ mod wire;
 pub use brain_config::ModelApi;
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
+pub use outcome::Refusal;
 pub use request::CallRequest;
 pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{

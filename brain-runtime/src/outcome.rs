@@ -248,6 +248,39 @@ impl Failure {
     }
 }
 
+/// Why a front end (such as `brain-harness serve`) refuses a call before handing it to the
+/// runtime. Each is a fact the classifier turns into the result's `kind`, so a front end never
+/// sets `unknown_outcome` or `kind` itself. (Policies, approvals and pins will add theirs here.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A bound of the front end's own (calls in flight per client or in all): `limited`.
+    Limited,
+    /// The front end is stopping, or the request cannot be taken as it is (an id too long):
+    /// `refused`.
+    Refused,
+}
+
+impl ToolResult {
+    /// A call a front end refused before the runtime: nothing was sent, nothing journaled;
+    /// `message` says why and what to do. Classified as every result is.
+    pub fn refused(call_id: &str, refusal: Refusal, message: impl Into<String>) -> ToolResult {
+        let fact = match refusal {
+            Refusal::Limited => Fact::Limited,
+            Refusal::Refused => Fact::Refused,
+        };
+        Failure::new(fact, message).into_result(call_id).0
+    }
+
+    /// The result of a call whose event stream ended without one (the runtime's task died):
+    /// the tool may have run.
+    pub fn ended_without_result(call_id: &str) -> ToolResult {
+        Failure::broken("the call ended without a result")
+            .into_result(call_id)
+            .0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

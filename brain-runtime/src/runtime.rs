@@ -504,10 +504,12 @@ impl Runtime {
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let (sender, events) = mpsc::channel::<Box<Event>>(64);
         let cancel = CancellationToken::new();
+        let withdrawal = Arc::new(crate::call::Withdrawal::default());
         let call = Call {
             call_id: call_id.clone(),
             events,
             cancel: cancel.clone(),
+            withdrawal: Arc::clone(&withdrawal),
             _guard: cancel.clone().drop_guard(),
         };
         let parent = request
@@ -576,6 +578,7 @@ impl Runtime {
                 arguments: &request.arguments,
                 events: &sender,
                 cancel,
+                withdrawal: &withdrawal,
                 cleanups: &inner.cleanups,
                 span: &span,
             };
@@ -696,6 +699,7 @@ pub struct Call {
     call_id: String,
     events: mpsc::Receiver<Box<Event>>,
     cancel: CancellationToken,
+    withdrawal: Arc<crate::call::Withdrawal>,
     _guard: DropGuard,
 }
 
@@ -717,9 +721,17 @@ impl Call {
                 return result;
             }
         }
-        Failure::broken("the call ended without a result")
-            .into_result(&self.call_id)
-            .0
+        ToolResult::ended_without_result(&self.call_id)
+    }
+
+    /// Withdraws the call: cancels it if it has not been claimed as sent yet (its result is then
+    /// `cancelled`, nothing sent, nothing journaled as sent); a call already sent runs on to its
+    /// result, which the journal keeps for a retry with the same call id. For a front end whose
+    /// client went away without asking to cancel (an MCP session that ended).
+    pub fn withdraw(&self) {
+        if self.withdrawal.withdraw() {
+            self.cancel.cancel();
+        }
     }
 }
 

@@ -394,28 +394,33 @@ mod tests {
     }
 
     /// The at-most-once point and the classifier are one each: only `call/send.rs` marks a call
-    /// sent, and only `outcome.rs` turns a failure into a `tool.result` (its `unknown_outcome`).
+    /// sent, and only `outcome.rs` turns a failure into a `tool.result` (its `unknown_outcome`
+    /// and kind) — for the front ends in `bindings` too, whose refusals go through
+    /// `ToolResult::refused`.
     #[test]
     fn one_send_point_and_one_classifier() {
         let base = workspace();
-        let src = base.join("brain-runtime/src");
-        let rules = [
-            ("call_sent = true", "call/send.rs"),
-            ("ToolResult::failure(", "outcome.rs"),
+        let rules: [(&str, &str, &str); 5] = [
+            ("brain-runtime/src", "call_sent = true", "call/send.rs"),
+            ("brain-runtime/src", "ToolResult::failure(", "outcome.rs"),
+            ("brain-runtime/src", "unknown_outcome = true", "outcome.rs"),
+            ("bindings/src", "unknown_outcome = true", ""),
+            ("bindings/src", "kind = Some(", ""),
         ];
         let mut found = Vec::new();
-        for file in files(&src, &["rs"], &[]) {
-            let text = std::fs::read_to_string(&file).unwrap();
-            let name = file
-                .strip_prefix(&src)
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_owned();
-            for (needle, only) in rules {
+        for (dir, needle, only) in rules {
+            let src = base.join(dir);
+            for file in files(&src, &["rs"], &[]) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let name = file
+                    .strip_prefix(&src)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
                 for (n, line) in text.lines().enumerate() {
                     if line.contains(needle) && name != only {
-                        found.push(format!("brain-runtime/src/{name}:{}: `{needle}`", n + 1));
+                        found.push(format!("{dir}/{name}:{}: `{needle}`", n + 1));
                     }
                 }
             }
@@ -424,7 +429,7 @@ mod tests {
             found.is_empty(),
             "a second send point or classifier:\n{}\nFix: mark a call sent only in \
              `call::send::claim`; report a `Fact` and let `outcome::Failure::into_result` \
-             classify it.",
+             classify it (a front end: `ToolResult::refused`).",
             found.join("\n")
         );
     }

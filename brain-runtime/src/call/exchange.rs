@@ -73,6 +73,8 @@ pub(crate) struct Exchange<'a> {
     /// The call's limits, when they are charged in the claim's transaction (the claim is the
     /// journal's first look at the call).
     pub(crate) claim_limits: Option<&'a super::limited::CallLimits>,
+    /// The caller's withdrawal, decided against the claim.
+    pub(crate) withdrawal: &'a super::Withdrawal,
 }
 
 /// How a call travels: the steps one transport supplies to the lifecycle. A transport reports

@@ -64,6 +64,31 @@ pub(crate) use rounds::{CALL_ID, Round, call_message};
 /// journal's grace (5 s).
 const ADMIT_GRACE: Duration = Duration::from_secs(10);
 
+/// A caller's withdrawal of a call, against its claim: whichever comes first wins. A
+/// withdrawal before the claim refuses the claim (the call is cancelled, not sent); a claim
+/// first makes the withdrawal a no-op (the call runs to its result).
+#[derive(Debug, Default)]
+pub(crate) struct Withdrawal {
+    claimed: std::sync::atomic::AtomicBool,
+    withdrawn: std::sync::atomic::AtomicBool,
+}
+
+impl Withdrawal {
+    /// Withdraws; whether the call is not claimed (so it must be cancelled).
+    pub(crate) fn withdraw(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.withdrawn.store(true, SeqCst);
+        !self.claimed.load(SeqCst)
+    }
+
+    /// At the claim: whether the call may be claimed (it was not withdrawn first).
+    pub(crate) fn claim(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.claimed.store(true, SeqCst);
+        !self.withdrawn.load(SeqCst)
+    }
+}
+
 /// A call the gate let through, as the runtime hands it to the lifecycle.
 pub(crate) struct Started<'a> {
     /// The pooled client the call's requests go through.
@@ -79,6 +104,8 @@ pub(crate) struct Started<'a> {
     pub(crate) events: &'a Events,
     /// Cancelled when the caller drops or cancels the call.
     pub(crate) cancel: CancellationToken,
+    /// Whether the caller withdrew the call (cancel unless sent), decided at the claim.
+    pub(crate) withdrawal: &'a Withdrawal,
     /// Where the cleanup is spawned, tracked.
     pub(crate) cleanups: &'a TaskTracker,
     /// The call's span.
@@ -99,6 +126,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         arguments,
         events,
         cancel,
+        withdrawal,
         cleanups,
         span,
     } = started;
@@ -128,6 +156,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         span,
         ticket,
         claim_limits: None,
+        withdrawal,
     };
     let started = std::time::Instant::now();
     tracing::debug!(

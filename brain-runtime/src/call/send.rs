@@ -12,7 +12,7 @@ use super::exchange::{Exchange, Transport};
 use super::rounds::{Reply, Round, Rounds};
 use crate::event::ToolResult;
 use crate::journal::Claiming;
-use crate::outcome::Failure;
+use crate::outcome::{Fact, Failure, Interruption};
 use crate::revision::STATELESS;
 
 /// Claims the call as sent: from here on a failure may leave the tool's outcome unknown. With a
@@ -21,6 +21,15 @@ use crate::revision::STATELESS;
 /// instead, and sends nothing. Where the claim is the journal's first look at the call, its
 /// limits are charged in the claim's transaction (a refusal sends and records nothing).
 pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Failure> {
+    if !call.withdrawal.claim() {
+        return Err(Failure::new(
+            Fact::Interrupted {
+                by: Interruption::Cancelled,
+                written: false,
+            },
+            "the call was withdrawn (its client's session ended) before tools/call was sent",
+        ));
+    }
     if let Some(ticket) = call.ticket {
         let claimed = match call.claim_limits {
             None => ticket.claim(None).await?,

@@ -160,6 +160,12 @@ impl Journal {
         self.store.usage(names).await
     }
 
+    /// Whether the store answers a read now: on a reader (SQLite) or a pool connection
+    /// (PostgreSQL), never behind the journal's writer queue (for a readiness probe).
+    pub async fn probe(&self) -> Result<(), StoreError> {
+        self.store.usage(&[]).await.map(drop)
+    }
+
     /// Deletes what ended before the retention; returns how many entries went.
     pub async fn prune(&self) -> Result<u64, StoreError> {
         self.store.prune(millis(self.retention)).await
