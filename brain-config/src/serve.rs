@@ -20,6 +20,21 @@ pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 4 * 1024 * 1024;
 pub const DEFAULT_JWKS_MAX_AGE_SECONDS: u32 = 300;
 /// Default [`ServeAuthorization::jwks_max_stale_seconds`].
 pub const DEFAULT_JWKS_MAX_STALE_SECONDS: u32 = 3600;
+/// Default [`Serve::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: u32 = 1024;
+/// Default [`Serve::max_connections`] (lowered at start to half the process's descriptor limit,
+/// leaving the rest for upstream sockets, the state store and stdio servers).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
+/// Default [`Serve::connections_per_source`].
+pub const DEFAULT_CONNECTIONS_PER_SOURCE: u32 = 64;
+/// Default [`Serve::header_read_timeout_seconds`].
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECONDS: u32 = 10;
+/// Default [`Serve::idle_timeout_seconds`].
+pub const DEFAULT_IDLE_TIMEOUT_SECONDS: u32 = 60;
+/// Default [`Serve::max_concurrent_streams`].
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 128;
+/// Default [`Serve::failed_authentications_per_minute`].
+pub const DEFAULT_FAILED_AUTHENTICATIONS_PER_MINUTE: u32 = 30;
 
 /// How `brain-harness serve` serves the bindings as one MCP server: the clients that may connect
 /// over HTTP and how each authenticates (its tenant comes from its credential, never from what it
@@ -51,6 +66,33 @@ pub struct Serve {
     /// The largest request body taken, in bytes (default 4 MiB); larger ones get HTTP 413.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u32>,
+    /// MCP sessions all clients together may hold open (default 1024); more get HTTP 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<u32>,
+    /// TCP connections open at once (default 1024, and at most half the process's descriptor
+    /// limit); at the cap the oldest connection that has not sent a complete request is closed,
+    /// else the new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u32>,
+    /// TCP connections one source (its address, or with `--trusted-proxy` the client a proxy
+    /// names) may hold open at once (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_per_source: Option<u32>,
+    /// A connection that has not sent a complete request head within this many seconds of
+    /// opening (or of its last response) is closed (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_read_timeout_seconds: Option<u32>,
+    /// A connection with no request in flight and no byte either way for this long is closed
+    /// (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_seconds: Option<u32>,
+    /// HTTP/2 (h2c): streams one connection may have open at once (default 128).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_streams: Option<u32>,
+    /// Failed authentications one source may make per minute (default 30); beyond, its requests
+    /// get HTTP 429 with `Retry-After` at once, without being checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_authentications_per_minute: Option<u32>,
 }
 
 /// A client of `serve` that authenticates with a static bearer token.
@@ -116,7 +158,12 @@ impl ServeAuthorization {
     pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>, u32, u32); 2] {
         [
             ("jwks_max_age_seconds", self.jwks_max_age_seconds, 5, 86_400),
-            ("jwks_max_stale_seconds", self.jwks_max_stale_seconds, 0, 86_400),
+            (
+                "jwks_max_stale_seconds",
+                self.jwks_max_stale_seconds,
+                0,
+                86_400,
+            ),
         ]
     }
 }
@@ -150,8 +197,48 @@ impl Serve {
         self.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES)
     }
 
+    /// [`Serve::max_sessions`] or its default.
+    pub fn max_sessions(&self) -> u32 {
+        self.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS)
+    }
+
+    /// [`Serve::max_connections`] or its default (before the descriptor limit lowers it).
+    pub fn max_connections(&self) -> u32 {
+        self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS)
+    }
+
+    /// [`Serve::connections_per_source`] or its default.
+    pub fn connections_per_source(&self) -> u32 {
+        self.connections_per_source
+            .unwrap_or(DEFAULT_CONNECTIONS_PER_SOURCE)
+    }
+
+    /// [`Serve::header_read_timeout_seconds`] or its default.
+    pub fn header_read_timeout_seconds(&self) -> u32 {
+        self.header_read_timeout_seconds
+            .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT_SECONDS)
+    }
+
+    /// [`Serve::idle_timeout_seconds`] or its default.
+    pub fn idle_timeout_seconds(&self) -> u32 {
+        self.idle_timeout_seconds
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECONDS)
+    }
+
+    /// [`Serve::max_concurrent_streams`] or its default.
+    pub fn max_concurrent_streams(&self) -> u32 {
+        self.max_concurrent_streams
+            .unwrap_or(DEFAULT_MAX_CONCURRENT_STREAMS)
+    }
+
+    /// [`Serve::failed_authentications_per_minute`] or its default.
+    pub fn failed_authentications_per_minute(&self) -> u32 {
+        self.failed_authentications_per_minute
+            .unwrap_or(DEFAULT_FAILED_AUTHENTICATIONS_PER_MINUTE)
+    }
+
     /// Each bound: its field's name, its value when set, and the largest value it takes.
-    pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>, u32); 5] {
+    pub(crate) fn bounds(&self) -> [(&'static str, Option<u32>, u32); 12] {
         [
             (
                 "concurrent_calls_per_client",
@@ -165,6 +252,29 @@ impl Serve {
                 "max_request_bytes",
                 self.max_request_bytes,
                 64 * 1024 * 1024,
+            ),
+            ("max_sessions", self.max_sessions, 1_048_576),
+            ("max_connections", self.max_connections, 1_048_576),
+            (
+                "connections_per_source",
+                self.connections_per_source,
+                1_048_576,
+            ),
+            (
+                "header_read_timeout_seconds",
+                self.header_read_timeout_seconds,
+                300,
+            ),
+            ("idle_timeout_seconds", self.idle_timeout_seconds, 86_400),
+            (
+                "max_concurrent_streams",
+                self.max_concurrent_streams,
+                65_536,
+            ),
+            (
+                "failed_authentications_per_minute",
+                self.failed_authentications_per_minute,
+                1_000_000,
             ),
         ]
     }

@@ -5,15 +5,70 @@
 use brain_config::Serve;
 use sha2::{Digest, Sha256};
 
-/// Who a request comes from: the tenant its calls run as (from its credential, or the command
-/// line over stdio), and the client it counts against for the per-client bounds.
+/// The shortest static token serve takes (32 characters: 128 bits of hex, more of base64).
+pub(crate) const MIN_TOKEN_CHARS: usize = 32;
+
+/// Whom a request acts for: its tenant, and who it is at the party that vouched for it — a
+/// JWT's (`iss`, `sub`), or a static token's variable. The bounds (sessions, calls in flight)
+/// count principals, never OAuth apps: a `client_id` is cheap to mint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Principal {
+    /// The tenant its calls run as.
+    pub(crate) tenant: String,
+    /// Who vouched: a JWT's `iss`; `token` for a static token, `stdio`, `anonymous`.
+    pub(crate) issuer: String,
+    /// Who it is there: a JWT's `sub`; a static token's variable; `stdio`, `anonymous`.
+    pub(crate) subject: String,
+}
+
+/// Who a request comes from: its principal (whose bounds it counts against) and, for a JWT, the
+/// OAuth app it came through. A session belongs to exactly this (principal and app).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Client {
-    /// The tenant.
+    /// The tenant (the principal's).
     pub(crate) tenant: String,
-    /// Names the client in bounds and logs (never a secret): `token:VAR`, `jwt:SUBJECT`,
-    /// `stdio`, `anonymous`.
+    /// Names the client in logs (never a secret): `token:VAR`, `jwt:SUB@ISS`, `stdio`,
+    /// `anonymous`.
     pub(crate) id: String,
+    /// Whom it acts for.
+    pub(crate) principal: Principal,
+    /// The OAuth app (`client_id`) a JWT names.
+    pub(crate) app: Option<String>,
+}
+
+impl Client {
+    /// A client that is its own principal (a static token, stdio, anonymous).
+    pub(crate) fn named(tenant: &str, issuer: &str, subject: &str, id: String) -> Client {
+        Client {
+            tenant: tenant.to_owned(),
+            id,
+            principal: Principal {
+                tenant: tenant.to_owned(),
+                issuer: issuer.to_owned(),
+                subject: subject.to_owned(),
+            },
+            app: None,
+        }
+    }
+
+    /// The client of a verified JWT: (tenant, `iss`, `sub`), through `client_id`.
+    pub(crate) fn of_token(
+        tenant: String,
+        issuer: String,
+        subject: String,
+        app: Option<String>,
+    ) -> Client {
+        Client {
+            id: format!("jwt:{subject}@{issuer}"),
+            tenant: tenant.clone(),
+            principal: Principal {
+                tenant,
+                issuer,
+                subject,
+            },
+            app,
+        }
+    }
 }
 
 /// The clients whose variables were set, by token digest.
@@ -47,6 +102,13 @@ impl Clients {
                 ));
                 continue;
             };
+            if token.trim().chars().count() < MIN_TOKEN_CHARS {
+                return Err(format!(
+                    "{} holds a token shorter than {MIN_TOKEN_CHARS} characters: anyone may \
+                     guess it; set a random one (e.g. `openssl rand -hex 32`)",
+                    client.token_env
+                ));
+            }
             let digest = digest(token.trim());
             if let Some((_, other)) = enabled.iter().find(|(d, _)| *d == digest) {
                 return Err(format!(
@@ -58,10 +120,7 @@ impl Clients {
             }
             enabled.push((
                 digest,
-                Client {
-                    tenant: client.tenant.clone(),
-                    id,
-                },
+                Client::named(&client.tenant, "token", &client.token_env, id),
             ));
         }
         Ok((Clients { enabled }, disabled))
@@ -74,8 +133,13 @@ impl Clients {
 
     /// The client whose token `authorization` (the header's value) carries: `Bearer ` and a
     /// non-empty token, equal to a client's.
+    #[cfg(test)]
     pub(crate) fn authenticate(&self, authorization: &str) -> Option<Client> {
-        let token = bearer(authorization)?;
+        self.authenticate_token(bearer(authorization)?)
+    }
+
+    /// The client whose token is `token` (without `Bearer `).
+    pub(crate) fn authenticate_token(&self, token: &str) -> Option<Client> {
         let presented = digest(token);
         let mut found = None;
         for (digest, client) in &self.enabled {
@@ -125,8 +189,8 @@ mod tests {
     #[test]
     fn tokens_name_their_tenant_and_nothing_else_matches() {
         let env = |var: &str| match var {
-            "A" => Some("token-a".to_owned()),
-            "B" => Some("token-b".to_owned()),
+            "A" => Some(TOKEN_A.to_owned()),
+            "B" => Some(TOKEN_B.to_owned()),
             "EMPTY" => Some("  ".to_owned()),
             _ => None,
         };
@@ -136,14 +200,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(disabled.len(), 2, "{disabled:?}");
-        assert_eq!(clients.authenticate("Bearer token-a").unwrap().tenant, "a");
-        assert_eq!(clients.authenticate("bearer token-b").unwrap().tenant, "b");
+        let a = format!("Bearer {TOKEN_A}");
+        let b = format!("bearer {TOKEN_B}");
+        assert_eq!(clients.authenticate(&a).unwrap().tenant, "a");
+        assert_eq!(clients.authenticate(&b).unwrap().tenant, "b");
+        let basic = format!("Basic {TOKEN_A}");
         for wrong in [
             "Bearer ",
             "Bearer",
             "Bearer  ",
-            "Basic token-a",
-            "token-a",
+            &basic,
+            TOKEN_A,
             "Bearer token-c",
             "",
         ] {
@@ -153,14 +220,30 @@ mod tests {
         assert!(clients.authenticate("Bearer \t").is_none());
     }
 
+    const TOKEN_A: &str = "token-a-0123456789abcdef0123456789";
+    const TOKEN_B: &str = "token-b-0123456789abcdef0123456789";
+
     #[test]
     fn two_variables_with_one_token_refuse_to_start() {
-        let env = |_: &str| Some("same".to_owned());
+        let env = |_: &str| Some("same-0123456789abcdef0123456789ab".to_owned());
         let error = Clients::read(&serve(&[("a", "A"), ("b", "B")]), env).unwrap_err();
         assert!(error.contains("A and B hold the same token"), "{error}");
         assert!(
-            !error.contains("same\""),
+            !error.contains("0123456789abcdef"),
             "the token is never named: {error}"
         );
+    }
+
+    #[test]
+    fn a_short_token_refuses_to_start_naming_its_variable_only() {
+        let env = |_: &str| Some("x".repeat(MIN_TOKEN_CHARS - 1));
+        let error = Clients::read(&serve(&[("a", "A")]), env).unwrap_err();
+        assert!(
+            error.starts_with("A holds a token shorter than 32"),
+            "{error}"
+        );
+        assert!(!error.contains("xxx"), "the token is never named: {error}");
+        let env = |_: &str| Some("x".repeat(MIN_TOKEN_CHARS));
+        assert!(Clients::read(&serve(&[("a", "A")]), env).is_ok());
     }
 }

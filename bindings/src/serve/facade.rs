@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use brain_config::ToolBinding;
-use brain_runtime::{CallRequest, ContentBlock, Event, OutcomeKind, Runtime, Scope, ToolResult};
+use brain_runtime::{
+    CallRequest, ContentBlock, Event, OutcomeKind, Refusal, Runtime, Scope, ToolResult,
+};
 use futures_util::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
@@ -24,7 +26,18 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::clients::Client;
+use super::http::{MAX_ID_BYTES, SessionEnd};
 use super::log::CallLine;
+use super::owners::{CallSlot, Owners};
+
+/// serve's bounds on calls and sessions, from the config.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) calls_per_client: u32,
+    pub(crate) calls: u32,
+    pub(crate) sessions_per_client: u32,
+    pub(crate) sessions: u32,
+}
 
 /// The MCP server of one `serve` process; cheap to clone (rmcp makes one per session).
 #[derive(Clone)]
@@ -44,9 +57,10 @@ struct Inner {
     tenants: HashMap<String, Vec<String>>,
     /// Calls in flight, all clients together.
     all_calls: Arc<Semaphore>,
-    /// The per-client bound, and each client's calls in flight.
+    /// The per-client bound on calls.
     per_client: usize,
-    clients: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Sessions' owners, and each principal's sessions and calls in flight.
+    owners: Arc<Owners>,
     /// The size of `all_calls`.
     all: u32,
     /// Log lines as JSON.
@@ -73,7 +87,7 @@ impl Facade {
         bindings: &[ToolBinding],
         fixed: Option<Client>,
         session: Option<String>,
-        bounds: (u32, u32),
+        bounds: Bounds,
         json_log: bool,
         stop: CancellationToken,
     ) -> Facade {
@@ -86,7 +100,8 @@ impl Facade {
             }
             tenants.insert(binding.name.clone(), binding.tenants.clone());
         }
-        let (per_client, all) = bounds;
+        let per_client = bounds.calls_per_client;
+        let all = bounds.calls;
         Facade {
             inner: Arc::new(Inner {
                 runtime,
@@ -96,7 +111,11 @@ impl Facade {
                 tenants,
                 all_calls: Arc::new(Semaphore::new(all as usize)),
                 per_client: per_client as usize,
-                clients: std::sync::Mutex::default(),
+                owners: Owners::new(
+                    bounds.sessions_per_client as usize,
+                    bounds.sessions as usize,
+                    per_client as usize,
+                ),
                 all,
                 json_log,
                 draining: AtomicBool::new(false),
@@ -120,6 +139,11 @@ impl Facade {
         let _all = self.inner.all_calls.acquire_many(self.inner.all).await;
     }
 
+    /// The table of sessions' owners and principals' bounds.
+    pub(crate) fn owners(&self) -> Arc<Owners> {
+        Arc::clone(&self.inner.owners)
+    }
+
     /// The runtime, to wait for its cleanups at shutdown.
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.inner.runtime
@@ -140,27 +164,22 @@ impl Facade {
     }
 
     /// Permits for one more call of `client`, or why not.
-    fn admit(&self, client: &Client) -> Result<[OwnedSemaphorePermit; 2], (OutcomeKind, String)> {
+    fn admit(
+        &self,
+        client: &Client,
+    ) -> Result<(CallSlot, OwnedSemaphorePermit), (Refusal, String)> {
         if self.inner.draining.load(Ordering::SeqCst) {
             return Err((
-                OutcomeKind::Refused,
+                Refusal::Refused,
                 "refused: the server is stopping; nothing was sent — retry with the \
                         same call id against another replica or once it is back"
                     .to_owned(),
             ));
         }
-        let own = {
-            let mut clients = self.inner.clients.lock().unwrap_or_else(|p| p.into_inner());
-            Arc::clone(
-                clients
-                    .entry(client.id.clone())
-                    .or_insert_with(|| Arc::new(Semaphore::new(self.inner.per_client))),
-            )
-        };
         // Serve's own limits: concurrency quotas of this process, refused as a limit is.
-        let own = own.try_acquire_owned().map_err(|_| {
+        let own = self.inner.owners.admit_call(client).map_err(|_| {
             (
-                OutcomeKind::Limited,
+                Refusal::Limited,
                 format!(
                     "refused: over the limit of serve/client ({} running at once: serve's \
                      `concurrent_calls_per_client`); nothing was sent — retry when one has ended",
@@ -172,14 +191,29 @@ impl Facade {
             .try_acquire_owned()
             .map_err(|_| {
                 (
-                    OutcomeKind::Limited,
+                    Refusal::Limited,
                     "refused: over the limit of serve (serve's `concurrent_calls`); nothing was \
                      sent — retry shortly"
                         .to_owned(),
                 )
             })?;
-        Ok([own, all])
+        Ok((own, all))
     }
+}
+
+/// Whether a client's session or call id may be taken: at most [`MAX_ID_BYTES`] bytes, no
+/// control characters (they would forge log lines, and are no one's id).
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "is {} bytes long: an id is at most {MAX_ID_BYTES} bytes",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("holds a control character: an id is printable text".to_owned());
+    }
+    Ok(())
 }
 
 /// A binding as the client sees it: its name, with its pinned description, schemas and
@@ -269,12 +303,62 @@ fn outcome(result: &ToolResult, call_id: &str) -> Value {
     outcome
 }
 
-/// A refusal before the runtime: `isError`, nothing sent; `kind` says whether by serve's
-/// concurrency bounds (limited) or because it is stopping (refused).
-fn refusal(call_id: &str, (kind, message): (OutcomeKind, String)) -> ToolResult {
-    let mut result = ToolResult::tool_error(call_id, vec![ContentBlock::text(message)]);
-    result.kind = Some(kind);
-    result
+/// What a client reads of a failure the runtime reported: what it may act on, naming the
+/// binding — never a store's path or address, an upstream URL or address, or brain's derived
+/// upstream call id. The runtime's own text (the operator's detail) is returned beside it for
+/// the log, joined by the call id. A tool's own result (success or `isError`) and the argument
+/// and limit refusals (the client's own doing, with nothing internal in them) pass unchanged.
+fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
+    let kind = result.kind?;
+    let detail = || match result.content.first() {
+        Some(ContentBlock::Text { text }) => text.clone(),
+        _ => String::new(),
+    };
+    let told = match kind {
+        OutcomeKind::ToolError | OutcomeKind::Limited => return None,
+        OutcomeKind::Refused if detail().starts_with("refused: the arguments do not match") => {
+            return None;
+        }
+        OutcomeKind::Refused => format!(
+            "{tool}: refused: this tool cannot be called now (the operator's log says why); \
+             nothing was sent"
+        ),
+        OutcomeKind::JournalConflict => format!(
+            "{tool}: refused: this call id was used before for another call (another tool or \
+             other arguments); nothing was sent — use a new call id"
+        ),
+        OutcomeKind::StoreUnavailable => format!(
+            "{tool}: not sent: brain's state store is unavailable now; nothing was sent — \
+             retry with the same call id shortly"
+        ),
+        OutcomeKind::NotSent => format!(
+            "{tool}: not sent: the tool's server could not be reached or refused the call \
+             before running it; retry with the same call id"
+        ),
+        OutcomeKind::Timeout | OutcomeKind::Cancelled => {
+            let what = if kind == OutcomeKind::Timeout {
+                "timed out"
+            } else {
+                "was cancelled"
+            };
+            if result.unknown_outcome {
+                format!(
+                    "{tool}: the call {what} after it was sent: the tool may have run — check \
+                     before calling it again"
+                )
+            } else {
+                format!("{tool}: the call {what} before it was sent; nothing ran")
+            }
+        }
+        _ => format!(
+            "{tool}: the outcome is unknown: the tool may have run — check before calling it \
+             again; a retry with the same call id returns what brain recorded"
+        ),
+    };
+    let detail = detail();
+    result.content = vec![ContentBlock::text(told)];
+    result.structured_content = None;
+    Some(detail)
 }
 
 impl ServerHandler for Facade {
@@ -326,6 +410,14 @@ impl ServerHandler for Facade {
             .unwrap_or_else(|| DEFAULT_SESSION.to_owned());
         let call_id =
             named(&meta, CALL_KEY, "call_id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        // An id that cannot be taken is refused before anything (the journal, the log) sees it.
+        for (what, id) in [("session id", &session), ("call id", &call_id)] {
+            if let Err(why) = check_id(id) {
+                let message = format!("refused: the {what} {why}; nothing was sent");
+                let result = ToolResult::refused("-", Refusal::Refused, message);
+                return Ok(call_tool_result(&result, "-").into());
+            }
+        }
         let upstream = upstream_call_id(&client.tenant, &session, &call_id);
         let mcp_session = context
             .extensions
@@ -341,8 +433,13 @@ impl ServerHandler for Facade {
             upstream: &upstream,
             mcp_session: mcp_session.as_deref(),
         };
-        let result = match self.admit(&client) {
-            Err(message) => refusal(&call_id, message),
+        let ended = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<SessionEnd>())
+            .map(|end| end.0.clone());
+        let mut result = match self.admit(&client) {
+            Err((refusal, message)) => ToolResult::refused(&call_id, refusal, message),
             Ok(_permits) => {
                 let arguments = Value::Object(request.arguments.unwrap_or_default());
                 let scope = Scope {
@@ -354,10 +451,16 @@ impl ServerHandler for Facade {
                 let request = CallRequest::new(name.clone(), scope, arguments)
                     .with_call_id(upstream.clone())
                     .with_parent(span);
-                self.run(request, &context).await
+                self.run(request, &context, ended).await
             }
         };
-        line.write(&result, started.elapsed(), self.inner.json_log);
+        let detail = for_the_client(&mut result, &name);
+        line.write(
+            &result,
+            detail.as_deref(),
+            started.elapsed(),
+            self.inner.json_log,
+        );
         Ok(call_tool_result(&result, &call_id).into())
     }
 }
@@ -412,17 +515,39 @@ fn continue_trace(span: &tracing::Span, meta: &Value, context: &RequestContext<R
 impl Facade {
     /// Runs the call on the runtime: progress relayed with the client's own token, in order; the
     /// client's cancellation (or, at 2026-07-28, its closed stream) cancels the call, whose
-    /// result still comes back classified.
-    async fn run(&self, request: CallRequest, context: &RequestContext<RoleServer>) -> ToolResult {
+    /// result still comes back classified. The end of its session (`ended`: the owner's DELETE,
+    /// or its idle expiry) withdraws it instead: cancelled if not yet claimed, else run to its
+    /// result, which the journal keeps for a retry with the same call id.
+    async fn run(
+        &self,
+        request: CallRequest,
+        context: &RequestContext<RoleServer>,
+        ended: Option<CancellationToken>,
+    ) -> ToolResult {
         let token = context.meta.get_progress_token();
         let mut call = self.inner.runtime.call(request);
         let mut cancelled = false;
+        let mut withdrawn = false;
+        let ended = ended.unwrap_or_default();
         loop {
             let event = tokio::select! {
+                biased;
+                () = ended.cancelled(), if !withdrawn && !cancelled => {
+                    withdrawn = true;
+                    call.withdraw();
+                    continue;
+                }
                 event = call.next() => event,
-                () = context.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    call.cancel();
+                () = context.ct.cancelled(), if !cancelled && !withdrawn => {
+                    // rmcp cancels a session's requests as the session ends: that is the
+                    // session's end, not the client asking to cancel.
+                    if ended.is_cancelled() {
+                        withdrawn = true;
+                        call.withdraw();
+                    } else {
+                        cancelled = true;
+                        call.cancel();
+                    }
                     continue;
                 }
                 () = self.inner.stop.cancelled(), if !cancelled => {
@@ -443,16 +568,111 @@ impl Facade {
                 }
                 Some(Event::Result(result)) => return result,
                 Some(_) => {}
-                None => {
-                    let mut result = ToolResult::tool_error(
-                        call.call_id(),
-                        vec![ContentBlock::text("the call ended without a result")],
-                    );
-                    result.unknown_outcome = true;
-                    result.kind = Some(OutcomeKind::UnknownOutcome);
-                    return result;
-                }
+                None => return ToolResult::ended_without_result(call.call_id()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result as the journal or the runtime would have it, with `kind`.
+    fn failed(kind: &str, unknown: bool, text: &str) -> ToolResult {
+        serde_json::from_value(json!({"call_id": "c1", "is_error": true,
+            "unknown_outcome": unknown, "content": [{"type": "text", "text": text}],
+            "kind": kind}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_client_is_told_what_it_may_do_and_nothing_internal() {
+        let internal = [
+            (
+                "store_unavailable",
+                false,
+                "the call journal (SQLite /var/lib/brain/state.db) failed",
+            ),
+            (
+                "store_unavailable",
+                false,
+                "the call journal (PostgreSQL db.internal:5432) failed",
+            ),
+            (
+                "not_sent",
+                false,
+                "could not connect to http://10.0.0.7:8080/internal-mcp",
+            ),
+            (
+                "journal_conflict",
+                false,
+                "call id 1b4e28ba-2fa1-4d2b-8f0e-9c3a1f2b3c4d was used",
+            ),
+            (
+                "unknown_outcome",
+                true,
+                "http://10.0.0.7:8080/internal-mcp dropped the stream",
+            ),
+            (
+                "timeout",
+                true,
+                "the call timed out after 30s (http://10.0.0.7/mcp)",
+            ),
+            (
+                "cancelled",
+                false,
+                "interrupted before tools/call was sent to 10.0.0.7",
+            ),
+            (
+                "refused",
+                false,
+                "refused: MCP_API_KEY is not set; export it",
+            ),
+        ];
+        for (kind, unknown, text) in internal {
+            let mut result = failed(kind, unknown, text);
+            let detail = for_the_client(&mut result, "docs_search");
+            assert_eq!(detail.as_deref(), Some(text), "the log keeps the detail");
+            let ContentBlock::Text { text: told } = &result.content[0] else {
+                panic!("a text block");
+            };
+            assert!(told.starts_with("docs_search: "), "{told}");
+            for secret in [
+                "/var/lib",
+                "db.internal",
+                "10.0.0.7",
+                "1b4e28ba",
+                "MCP_API_KEY",
+            ] {
+                assert!(!told.contains(secret), "{kind}: {told}");
+            }
+            assert_eq!(result.unknown_outcome, unknown, "the outcome is unchanged");
+        }
+        // The client's own doing passes as it is.
+        for (kind, text) in [
+            (
+                "refused",
+                "refused: the arguments do not match the input schema of \"x\": at `/q`",
+            ),
+            (
+                "limited",
+                "refused: over the limit of x (1 a minute); retry in 3 s",
+            ),
+            ("tool_error", "the tool's own words"),
+        ] {
+            let mut result = failed(kind, false, text);
+            assert_eq!(for_the_client(&mut result, "x"), None);
+            assert_eq!(result.content, vec![ContentBlock::text(text)]);
+        }
+    }
+
+    #[test]
+    fn ids_are_bounded_and_printable() {
+        assert!(check_id(&"a".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(check_id(&"a".repeat(MAX_ID_BYTES + 1)).is_err());
+        assert!(check_id("c1\r\nforged").is_err());
+        assert!(check_id("tab\there").is_err());
+        assert!(check_id("émoji ok ✓").is_ok());
     }
 }

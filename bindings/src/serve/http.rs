@@ -1,20 +1,23 @@
 //! Streamable HTTP at `/mcp`: rmcp's service (sessions at the 2025 revisions, stateless requests
 //! at 2026-07-28), behind brain's own layer, which runs first on every request: the `Origin`
-//! check (403), authentication (401, `WWW-Authenticate: Bearer`), the request body bound (413),
-//! and the cap on one client's sessions. `/ready` answers without authentication.
+//! check (403), the failed-authentication throttle of its source (429), authentication (401,
+//! `WWW-Authenticate: Bearer`), the session's owner (404 for anyone else), the request body bound
+//! (413), and the caps on sessions (429). Connections are bounded before all of it
+//! (`listener.rs`). `/ready` answers without authentication, from a background probe.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use brain_config::Serve;
-use brain_runtime::journal::{Filter, Journal};
+use brain_runtime::journal::Journal;
+use rmcp::model::ProtocolVersion;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
@@ -24,6 +27,9 @@ use brain_runtime::auth::{AccessTokenVerifier, TokenRejected};
 
 use super::clients::{Client, Clients, bearer};
 use super::facade::Facade;
+use super::listener;
+use super::owners::{Full, Lookup, OwnedSessions, Owners};
+use super::sources::{Throttle, TrustedProxies};
 
 /// Where and for whom `serve --listen` answers.
 pub(crate) struct Listen {
@@ -36,6 +42,8 @@ pub(crate) struct Listen {
     /// `--anonymous-tenant`: a request without `Authorization` runs as this tenant (loopback
     /// addresses only).
     pub(crate) anonymous: Option<String>,
+    /// `--trusted-proxy`: proxies whose `Forwarded`/`X-Forwarded-For` name the source.
+    pub(crate) proxies: TrustedProxies,
 }
 
 /// What brain's layer needs on every request.
@@ -48,10 +56,14 @@ struct Gate {
     anonymous: Option<String>,
     origins: Vec<String>,
     max_request_bytes: usize,
-    sessions_per_client: usize,
-    sessions: Arc<LocalSessionManager>,
-    /// Each live session's client.
-    owners: tokio::sync::Mutex<HashMap<String, String>>,
+    /// Each session's owner, the caps on sessions and calls.
+    owners: Arc<Owners>,
+    /// rmcp's sessions (to close one that would break a cap).
+    sessions: Arc<OwnedSessions>,
+    /// `--trusted-proxy`.
+    proxies: TrustedProxies,
+    /// Failed authentications per source.
+    throttle: Throttle,
 }
 
 /// When to stop: `accept` closes the listener (then the server returns once every connection
@@ -74,10 +86,29 @@ pub(crate) async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen.addr).await?;
     let addr = listener.local_addr()?;
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive =
-        Some(Duration::from_secs(u64::from(serve.session_idle_seconds())));
-    let sessions = Arc::new(sessions);
+    let owners = facade.owners();
+    // Sessions end on their idle time through the table (which withdraws their calls first),
+    // not through rmcp's own keep-alive.
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = None;
+    let sessions = Arc::new(OwnedSessions {
+        local,
+        owners: Arc::clone(&owners),
+    });
+    let idle = Duration::from_secs(u64::from(serve.session_idle_seconds()));
+    let expiring = Arc::clone(&sessions);
+    let reaper_stop = stop.sessions.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(
+            (idle / 10).clamp(Duration::from_millis(100), Duration::from_secs(5)),
+        );
+        loop {
+            tokio::select! {
+                _ = tick.tick() => expiring.expire(idle).await,
+                () = reaper_stop.cancelled() => return,
+            }
+        }
+    });
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
         .map(str::to_owned)
         .to_vec();
@@ -102,7 +133,7 @@ pub(crate) async fn serve(
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_request_bytes)
         .with_cancellation_token(stop.sessions.child_token());
-    let service: StreamableHttpService<Facade, LocalSessionManager> =
+    let service: StreamableHttpService<Facade, OwnedSessions> =
         StreamableHttpService::new(move || Ok(facade.clone()), Arc::clone(&sessions), config);
     let oauth = match &serve.authorization {
         Some(authorization) => {
@@ -111,7 +142,8 @@ pub(crate) async fn serve(
                 &authorization.resource,
                 &authorization.tenant_claim,
             )
-            .map_err(std::io::Error::other)?;
+            .map_err(std::io::Error::other)?
+            .with_key_lifetimes(authorization.jwks_max_age(), authorization.jwks_max_stale());
             Some((verifier, metadata_url(&authorization.resource)))
         }
         None => None,
@@ -130,16 +162,18 @@ pub(crate) async fn serve(
         anonymous: listen.anonymous.clone(),
         origins,
         max_request_bytes,
-        sessions_per_client: serve.sessions_per_client() as usize,
+        owners,
         sessions,
-        owners: tokio::sync::Mutex::default(),
+        proxies: listen.proxies.clone(),
+        throttle: Throttle::new(serve.failed_authentications_per_minute()),
     });
+    let readiness = Readiness::start(journal, stop.sessions.clone()).await;
     let mut router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate, guard))
         .route(
             "/ready",
-            axum::routing::get(move || ready_answer(journal.clone())),
+            axum::routing::get(move || std::future::ready(readiness.answer())),
         );
     if let Some(metadata) = metadata {
         // RFC 9728: the path-insert form for `/mcp`, and the root form.
@@ -157,35 +191,94 @@ pub(crate) async fn serve(
                 axum::routing::get(answer),
             );
     }
+    let bounds = listener::Bounds {
+        max_connections: listener::connection_cap(serve.max_connections()),
+        per_source: serve.connections_per_source() as usize,
+        header_read: Duration::from_secs(u64::from(serve.header_read_timeout_seconds())),
+        idle: Duration::from_secs(u64::from(serve.idle_timeout_seconds())),
+        max_streams: serve.max_concurrent_streams(),
+    };
     ready(addr);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { stop.accept.cancelled_owned().await })
-        .await
+    listener::serve(listener, router, bounds, stop.accept).await
 }
 
-/// `/ready`: 200 when the state store answers (or there is none), 503 when it does not. Names
-/// nothing secret: the store's kind only.
-async fn ready_answer(journal: Option<Journal>) -> Response {
-    let Some(journal) = journal else {
-        return json_response(StatusCode::OK, json!({"ready": true, "state": "none"}));
-    };
-    // The store's kind only ("sqlite", "postgresql"), never its path or address.
-    let kind = journal
-        .describe()
-        .split([':', ' '])
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let probe = Filter {
-        limit: 1,
-        ..Filter::default()
-    };
-    match tokio::time::timeout(Duration::from_secs(2), journal.list(&probe)).await {
-        Ok(Ok(_)) => json_response(StatusCode::OK, json!({"ready": true, "state": kind})),
-        _ => json_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            json!({"ready": false, "state": kind, "reason": "the state store does not answer"}),
-        ),
+/// `/ready`: the state store's last probe, made every [`PROBE_EVERY`] in the background on a
+/// reader (never behind the journal's writer), so that a flood of `/ready` costs a call nothing.
+/// 503 when the last probe failed or is older than [`PROBE_STALE`]. Names the store's kind only.
+struct Readiness {
+    kind: Option<String>,
+    /// When the last probe that succeeded ended, and whether the last one failed.
+    last: Arc<std::sync::Mutex<(Option<tokio::time::Instant>, bool)>>,
+}
+
+/// How often `/ready` probes the state store.
+const PROBE_EVERY: Duration = Duration::from_secs(2);
+/// How old a probe may be for `/ready` to answer 200.
+const PROBE_STALE: Duration = Duration::from_secs(10);
+
+impl Readiness {
+    /// Probes once (so that `/ready` answers from the start), then every [`PROBE_EVERY`].
+    async fn start(journal: Option<Journal>, stop: CancellationToken) -> Arc<Readiness> {
+        // The store's kind only ("sqlite", "postgresql"), never its path or address.
+        let kind = journal.as_ref().map(|journal| {
+            journal
+                .describe()
+                .split([':', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+        });
+        let readiness = Arc::new(Readiness {
+            kind,
+            last: Arc::default(),
+        });
+        if let Some(journal) = journal {
+            let last = Arc::clone(&readiness.last);
+            let probe = move || {
+                let journal = journal.clone();
+                let last = Arc::clone(&last);
+                async move {
+                    let probed = tokio::time::timeout(PROBE_EVERY, journal.probe()).await;
+                    let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+                    match probed {
+                        Ok(Ok(())) => *last = (Some(tokio::time::Instant::now()), false),
+                        Ok(Err(error)) => {
+                            tracing::warn!(%error, "serve: the state store's probe failed");
+                            last.1 = true;
+                        }
+                        Err(_) => last.1 = true,
+                    }
+                }
+            };
+            probe().await;
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(PROBE_EVERY);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => probe().await,
+                        () = stop.cancelled() => return,
+                    }
+                }
+            });
+        }
+        readiness
+    }
+
+    fn answer(&self) -> Response {
+        let Some(kind) = &self.kind else {
+            return json_response(StatusCode::OK, json!({"ready": true, "state": "none"}));
+        };
+        let (at, failed) = *self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = at.is_some_and(|at| at.elapsed() <= PROBE_STALE);
+        if fresh && !failed {
+            json_response(StatusCode::OK, json!({"ready": true, "state": kind}))
+        } else {
+            json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"ready": false, "state": kind, "reason": "the state store does not answer"}),
+            )
+        }
     }
 }
 
@@ -206,6 +299,52 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
     )
 }
 
+/// A session another client cannot tell from one that does not exist.
+fn no_session() -> Response {
+    rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found")
+}
+
+/// The session's end, in a request's extensions: the facade withdraws the session's calls not
+/// yet claimed when it fires.
+#[derive(Clone)]
+pub(crate) struct SessionEnd(pub(crate) CancellationToken);
+
+/// Whether rmcp itself rejects an `Mcp-Method` header that contradicts the body: it checks the
+/// standard headers against the body only when the request's `MCP-Protocol-Version` is at least
+/// 2026-07-28 (its own predicate, `validate_standard_headers`). Elsewhere the header is the
+/// client's word and says nothing.
+fn method_header_checked(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|version| version >= ProtocolVersion::STANDARD_HEADERS.as_str())
+}
+
+/// Whether a request without a session may open one: its JSON-RPC body decides (`initialize`),
+/// except where rmcp checks the `Mcp-Method` header against the body — there a header naming
+/// another method is enough to know it cannot.
+fn may_initialize(headers: &HeaderMap) -> bool {
+    if !method_header_checked(headers) {
+        return true;
+    }
+    let mut methods = headers.get_all("mcp-method").iter();
+    match (methods.next(), methods.next()) {
+        (Some(method), None) => method == "initialize",
+        // None: the body decides; several: rmcp rejects them, and the body still decides.
+        _ => true,
+    }
+}
+
+/// Whether a JSON-RPC body is (or, as a batch, holds) an `initialize` request.
+fn is_initialize(body: &[u8]) -> bool {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(messages)) => messages.iter().any(|m| m["method"] == "initialize"),
+        Ok(message) => message["method"] == "initialize",
+        // Not JSON: rmcp refuses it; should it not, the answer's session is still owned below.
+        Err(_) => false,
+    }
+}
+
 /// Brain's layer in front of rmcp's service.
 async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN)
@@ -217,37 +356,55 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
             "this Origin may not use this server (serve --allow-origin names the ones that may)",
         );
     }
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let client = match gate.authenticate(authorization).await {
+    let peer = request
+        .extensions()
+        .get::<listener::Peer>()
+        .map_or(IpAddr::from([127, 0, 0, 1]), |peer| peer.0.ip());
+    let source = gate.proxies.source(peer, request.headers());
+    if let Some(wait) = gate.throttle.throttled(source) {
+        let mut response = rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            -32000,
+            "too many failed authentications from this address: retry later",
+        );
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        return response;
+    }
+    let client = match gate
+        .authenticate(request.headers().get(header::AUTHORIZATION))
+        .await
+    {
         Ok(client) => client,
-        Err(response) => return response,
+        Err((response, failed)) => {
+            if failed {
+                gate.throttle.failed(source);
+            }
+            return response;
+        }
     };
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    // A session is its client's: another client's session id is a session that does not exist.
+    let session = match request.headers().get("mcp-session-id") {
+        None => None,
+        Some(value) => match value.to_str() {
+            Ok(id) if id.len() <= MAX_ID_BYTES => Some(id.to_owned()),
+            _ => return no_session(),
+        },
+    };
+    // A session is its owner's: another's, or one with no owner, is a session that does not
+    // exist.
     if let Some(session) = &session {
-        let owners = gate.owners.lock().await;
-        if owners.get(session).is_some_and(|owner| *owner != client.id) {
-            return rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found");
+        match gate.owners.lookup(session, &client) {
+            Lookup::Owned(ended) => {
+                request.extensions_mut().insert(SessionEnd(ended));
+            }
+            Lookup::NotFound => return no_session(),
         }
     }
-    // A request that may open a session: a POST without a session, unless its `Mcp-Method`
-    // (2026-07-28, checked against the body by rmcp) names another method.
-    let named_method = request
-        .headers()
-        .get("mcp-method")
-        .and_then(|value| value.to_str().ok());
-    let opens_session = request.method() == Method::POST
-        && session.is_none()
-        && named_method.is_none_or(|method| method == "initialize");
-    if opens_session {
+    let opens = request.method() == Method::POST && session.is_none();
+    let mut reservation = None;
+    if opens && may_initialize(request.headers()) {
         // Read the body (within the bound) to see whether it is `initialize`.
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, gate.max_request_bytes).await {
@@ -260,69 +417,129 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
                 );
             }
         };
-        let initialize = serde_json::from_slice::<Value>(&bytes)
-            .is_ok_and(|message| message["method"] == "initialize");
-        if initialize && gate.live_sessions(&client.id).await >= gate.sessions_per_client {
-            return rpc_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                -32000,
-                "this client has as many sessions open as serve's `sessions_per_client` allows: \
-                 end one (HTTP DELETE) or let one expire",
-            );
+        if is_initialize(&bytes) {
+            match gate.owners.reserve(&client) {
+                Ok(reserved) => reservation = Some(reserved),
+                Err(full) => return over_cap(full),
+            }
         }
         request = Request::from_parts(parts, Body::from(bytes));
-        request.extensions_mut().insert(client.clone());
-        let response = next.run(request).await;
-        if initialize
-            && let Some(id) = response
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|value| value.to_str().ok())
-        {
-            gate.owners.lock().await.insert(id.to_owned(), client.id);
-        }
+    }
+    request.extensions_mut().insert(client.clone());
+    let response = next.run(request).await;
+    // Every answer that names a new session records its owner before it leaves, whatever the
+    // request claimed to be; a session that would break a cap is closed at once.
+    let Some(id) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+    else {
+        return response;
+    };
+    if !opens || gate.owners.knows(id) {
         return response;
     }
-    request.extensions_mut().insert(client);
-    next.run(request).await
+    let reserved = match reservation {
+        Some(reserved) => Ok(reserved),
+        None => gate.owners.reserve(&client),
+    };
+    match reserved {
+        Ok(reserved) => {
+            reserved.commit(id);
+            response
+        }
+        Err(full) => {
+            let id: rmcp::transport::streamable_http_server::session::SessionId = id.into();
+            let _ = gate.sessions.close_session(&id).await;
+            over_cap(full)
+        }
+    }
+}
+
+/// The longest id serve takes (a session's, a call's): longer ones are refused before the
+/// journal.
+pub(crate) const MAX_ID_BYTES: usize = 256;
+
+/// The 429 of a session over a cap.
+fn over_cap(full: Full) -> Response {
+    match full {
+        Full::Principal => rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            -32000,
+            "this client has as many sessions open as serve's `sessions_per_client` allows: \
+             end one (HTTP DELETE) or let one expire",
+        ),
+        Full::Server => rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            -32000,
+            "serve holds as many sessions as its `max_sessions` allows: retry later",
+        ),
+    }
 }
 
 impl Gate {
     /// The client a request's `Authorization` names: a static token's, else a verified JWT
     /// access token's; otherwise the answer to give (401, or 503 when the issuer's keys cannot
-    /// be read).
-    async fn authenticate(&self, authorization: &str) -> Result<Client, Response> {
-        if let Some(client) = self.clients.authenticate(authorization) {
+    /// be read) and whether it counts as a failed authentication.
+    async fn authenticate(
+        &self,
+        authorization: Option<&HeaderValue>,
+    ) -> Result<Client, (Response, bool)> {
+        let Some(authorization) = authorization else {
+            if let Some(tenant) = &self.anonymous {
+                return Ok(Client::named(
+                    tenant,
+                    "anonymous",
+                    "anonymous",
+                    "anonymous".into(),
+                ));
+            }
+            return Err((self.challenge(None), false));
+        };
+        // Present but unreadable (not text, not `Bearer`): a credential that fails, never an
+        // absent one.
+        let Some(token) = authorization.to_str().ok().and_then(bearer) else {
+            return Err((
+                self.challenge(Some(
+                    "the Authorization header is not `Bearer TOKEN`".into(),
+                )),
+                true,
+            ));
+        };
+        if let Some(client) = self.clients.authenticate_token(token) {
             return Ok(client);
         }
-        if authorization.is_empty()
-            && let Some(tenant) = &self.anonymous
-        {
-            return Ok(Client {
-                tenant: tenant.clone(),
-                id: "anonymous".into(),
-            });
-        }
-        let rejected = match (&self.oauth, bearer(authorization)) {
-            (Some((verifier, _)), Some(token)) => match verifier.verify(token).await {
+        let rejected = match &self.oauth {
+            Some((verifier, _)) => match verifier.verify(token).await {
                 Ok(verified) => {
-                    return Ok(Client {
-                        tenant: verified.tenant,
-                        id: format!("jwt:{}", verified.subject),
-                    });
+                    return Ok(Client::of_token(
+                        verified.tenant,
+                        verified.issuer,
+                        verified.subject,
+                        verified.client_id,
+                    ));
                 }
                 Err(TokenRejected::KeysUnavailable(why)) => {
                     tracing::warn!(%why, "no access token can be checked");
-                    return Err(rpc_error(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        -32603,
-                        "the authorization server's keys cannot be read now; retry shortly",
+                    return Err((
+                        rpc_error(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            -32603,
+                            "the authorization server's keys cannot be read now; retry shortly",
+                        ),
+                        false,
                     ));
                 }
-                Err(rejected) => Some(rejected.to_string()),
+                Err(rejected) => rejected.to_string(),
             },
-            _ => None,
+            None => "a valid bearer token is required".to_owned(),
         };
+        Err((self.challenge(Some(rejected)), true))
+    }
+
+    /// The 401: `WWW-Authenticate: Bearer`, naming the resource metadata with OAuth, and
+    /// `invalid_token` when a credential was presented.
+    fn challenge(&self, rejected: Option<String>) -> Response {
         let mut challenge = "Bearer".to_owned();
         if let Some((_, metadata)) = &self.oauth {
             challenge.push_str(&format!(" resource_metadata=\"{metadata}\""));
@@ -337,15 +554,7 @@ impl Gate {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, value);
         }
-        Err(response)
-    }
-
-    /// The sessions `client` holds that rmcp still has (ended and expired ones are forgotten).
-    async fn live_sessions(&self, client: &str) -> usize {
-        let live = self.sessions.sessions.read().await;
-        let mut owners = self.owners.lock().await;
-        owners.retain(|id, _| live.contains_key(id.as_str()));
-        owners.values().filter(|owner| *owner == client).count()
+        response
     }
 }
 

@@ -1,6 +1,8 @@
 //! One line on stderr per call: JSON when stderr is not a terminal, `key=value` on one. It names
 //! the call (tool, tenant, client, session, the client's call id and the upstream one, the MCP
-//! session for telemetry) and its outcome — never an argument, a result or a credential.
+//! session for telemetry) and its outcome — never an argument, a result or a credential. A
+//! failure's `detail` is the runtime's own text, which the client is not told (`facade.rs`).
+//! Control characters in every field are escaped in both formats: no field can forge a line.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,7 +23,13 @@ pub(crate) struct CallLine<'a> {
 
 impl CallLine<'_> {
     /// Writes the line for `result`, which took `elapsed`.
-    pub(crate) fn write(&self, result: &ToolResult, elapsed: Duration, json: bool) {
+    pub(crate) fn write(
+        &self,
+        result: &ToolResult,
+        detail: Option<&str>,
+        elapsed: Duration,
+        json: bool,
+    ) {
         let ms = elapsed.as_secs_f64() * 1000.0;
         let error_type = result.kind.map(OutcomeKind::as_str);
         if json {
@@ -43,25 +51,40 @@ impl CallLine<'_> {
                 "unknown_outcome": result.unknown_outcome,
                 "replayed": result.replayed,
                 "error_type": error_type,
+                "detail": detail,
                 "ms": (ms * 1000.0).round() / 1000.0,
             });
+            // serde_json escapes every control character in a string.
             emit(line.to_string());
         } else {
-            emit(format!(
+            let mut line = format!(
                 "tools/call {} tenant={} client={} session={} call_id={} upstream_call_id={} \
                  is_error={} unknown_outcome={} replayed={} error_type={} ms={ms:.1}",
-                self.tool,
-                self.client.tenant,
-                self.client.id,
-                self.session,
-                self.call_id,
-                self.upstream,
+                escaped(self.tool),
+                escaped(&self.client.tenant),
+                escaped(&self.client.id),
+                escaped(self.session),
+                escaped(self.call_id),
+                escaped(self.upstream),
                 result.is_error,
                 result.unknown_outcome,
                 result.replayed,
                 error_type.unwrap_or("-"),
-            ));
+            );
+            if let Some(detail) = detail {
+                line.push_str(&format!(" detail={:?}", detail));
+            }
+            emit(line);
         }
+    }
+}
+
+/// `field` with its control characters escaped (`\n`, `\u{1b}`), and borrowed when it has none.
+fn escaped(field: &str) -> std::borrow::Cow<'_, str> {
+    if field.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(field.chars().flat_map(char::escape_default).collect())
+    } else {
+        std::borrow::Cow::Borrowed(field)
     }
 }
 
@@ -71,4 +94,17 @@ fn emit(mut line: String) {
     use std::io::Write;
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaped;
+
+    #[test]
+    fn control_characters_cannot_forge_a_line() {
+        assert_eq!(escaped("c1"), "c1");
+        let forged = escaped("c1 is_error=false\ntools/call fake tenant=other\r\u{1b}[2J");
+        assert!(!forged.chars().any(char::is_control), "{forged}");
+        assert!(forged.contains("\\n"), "{forged}");
+    }
 }

@@ -8,7 +8,10 @@
 mod clients;
 mod facade;
 mod http;
+mod listener;
 mod log;
+mod owners;
+mod sources;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -59,6 +62,11 @@ pub(crate) struct ServeArgs {
     /// with a credential is still checked.
     #[arg(long = "anonymous-tenant", value_name = "T", requires = "listen")]
     anonymous: Option<String>,
+    /// With `--listen`: a proxy (an address or a CIDR block, e.g. `10.0.0.0/8`) whose
+    /// `Forwarded`/`X-Forwarded-For` headers name a request's source for the throttle of failed
+    /// authentications; repeatable. Without it, the source is the peer's address.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", requires = "listen")]
+    trusted_proxies: Vec<String>,
 }
 
 /// Runs `serve` until stdin closes (stdio), or SIGTERM or SIGINT.
@@ -71,21 +79,26 @@ pub(crate) fn run(
 ) -> ExitCode {
     let serve = config.serve.clone().unwrap_or_default();
     let json_log = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let bounds = (
-        serve.concurrent_calls_per_client(),
-        serve.concurrent_calls(),
-    );
+    let bounds = facade::Bounds {
+        calls_per_client: serve.concurrent_calls_per_client(),
+        calls: serve.concurrent_calls(),
+        sessions_per_client: serve.sessions_per_client(),
+        sessions: serve.max_sessions(),
+    };
     let bindings = &config.tools;
+    if let Some(session) = &options.session
+        && let Err(why) = facade::check_id(session)
+    {
+        eprintln!("error: --session {why}");
+        return ExitCode::from(2);
+    }
     match (options.tenant.filter(|_| options.stdio), options.listen) {
         (Some(tenant), None) => {
             if !bindings.iter().any(|b| b.tenants.contains(&tenant)) {
                 eprintln!("error: no binding allows tenant {tenant:?}: serve would offer no tool");
                 return ExitCode::from(2);
             }
-            let client = Client {
-                tenant,
-                id: "stdio".into(),
-            };
+            let client = Client::named(&tenant, "stdio", "stdio", "stdio".into());
             let stop = CancellationToken::new();
             let facade = Facade::new(
                 runtime,
@@ -133,6 +146,13 @@ pub(crate) fn run(
                 );
                 return ExitCode::from(2);
             }
+            let proxies = match sources::TrustedProxies::parse(&options.trusted_proxies) {
+                Ok(proxies) => proxies,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
             let stop = CancellationToken::new();
             let facade = Facade::new(
                 runtime,
@@ -148,6 +168,7 @@ pub(crate) fn run(
                 origins: options.origins,
                 hosts: options.hosts,
                 anonymous: options.anonymous,
+                proxies,
             };
             tokio.block_on(listen_http(facade, &serve, clients, journal, listen, stop))
         }

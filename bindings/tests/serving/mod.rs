@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tests::peers::{Peer, discover};
 
-pub const ACME: &str = "acme-token-0123456789";
-pub const GLOBEX: &str = "globex-token-9876543210";
+pub const ACME: &str = "acme-token-0123456789abcdef0123456789";
+pub const GLOBEX: &str = "globex-token-9876543210fedcba9876543210";
 
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -63,10 +63,33 @@ impl Serving {
     }
 
     pub fn start_at(listen: &str, config: &str, state: &str, env: &[(&str, &str)]) -> Serving {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+        Serving::start_with(&[], listen, config, state, env, &[])
+    }
+
+    /// [`Serving::start_at`] run through `wrapper` (e.g. `prlimit --nofile=256:256 --`), with
+    /// `extra` after `serve`'s own arguments.
+    pub fn start_with(
+        wrapper: &[&str],
+        listen: &str,
+        config: &str,
+        state: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Serving {
+        let harness = env!("CARGO_BIN_EXE_brain-harness");
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(harness);
+                command
+            }
+            None => Command::new(harness),
+        };
+        let mut child = command
             .args([
                 "--config", config, "--state", state, "serve", "--listen", listen,
             ])
+            .args(extra)
             .env("BRAIN_SERVE_TOKEN_ACME", ACME)
             .env("BRAIN_SERVE_TOKEN_GLOBEX", GLOBEX)
             .env_remove("RUST_LOG")
@@ -224,13 +247,26 @@ pub fn test_server(tokio: &tokio::runtime::Runtime) -> tests::server::TestServer
 }
 
 pub fn test_server_config(dir: &Path, url: &str) -> String {
-    let tools = tests::server::bindings_json(url, |_, binding| {
+    test_server_config_with(dir, url, |_| {}, |_, _| {})
+}
+
+/// [`test_server_config`] with its `serve` section and each binding (by name) patched.
+pub fn test_server_config_with(
+    dir: &Path,
+    url: &str,
+    serve_patch: impl Fn(&mut Value),
+    binding_patch: impl Fn(&str, &mut Value),
+) -> String {
+    let tools = tests::server::bindings_json(url, |name, binding| {
         binding["tenants"] = json!(["acme", "globex"]);
+        binding_patch(name, binding);
     });
-    let config = json!({"serve": {"clients": [
+    let mut serve = json!({"clients": [
         {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
         {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
-    ]}, "tools": tools});
+    ]});
+    serve_patch(&mut serve);
+    let config = json!({"serve": serve, "tools": tools});
     let path = dir.join("host.json");
     std::fs::write(&path, config.to_string()).unwrap();
     path.display().to_string()
@@ -285,10 +321,19 @@ pub struct Upstream {
 }
 
 pub fn upstream() -> Upstream {
+    upstream_with(|_| {}, |_, _| {})
+}
+
+/// [`upstream`] with the config's `serve` section and bindings patched (see
+/// [`test_server_config_with`]).
+pub fn upstream_with(
+    serve_patch: impl Fn(&mut Value),
+    binding_patch: impl Fn(&str, &mut Value),
+) -> Upstream {
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let server = test_server(&tokio);
     let dir = tempfile::tempdir().unwrap();
-    let config = test_server_config(dir.path(), &server.url);
+    let config = test_server_config_with(dir.path(), &server.url, serve_patch, binding_patch);
     let state = format!("sqlite:{}", dir.path().join("state.db").display());
     Upstream {
         server,
@@ -296,5 +341,221 @@ pub fn upstream() -> Upstream {
         config,
         state,
         tokio,
+    }
+}
+
+/// The JSON-RPC message of a response body: JSON, or the first SSE `data:` line that holds one
+/// (after the empty priming event); a body that is neither comes back as a JSON string, to be
+/// shown.
+pub fn json_rpc(body: &str) -> Value {
+    serde_json::from_str(body)
+        .ok()
+        .or_else(|| {
+            body.lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .find_map(|data| serde_json::from_str(data).ok())
+        })
+        .unwrap_or_else(|| Value::String(body.to_owned()))
+}
+
+/// A 2025-11-25 session over raw HTTP, opened (`initialize`, `notifications/initialized`) by
+/// one client.
+pub struct RawSession {
+    pub authority: String,
+    pub bearer: String,
+    pub id: String,
+}
+
+impl RawSession {
+    pub fn open(authority: &str, token: &str) -> RawSession {
+        let bearer = format!("Bearer {token}");
+        let (status, head, body) = post(authority, &[("Authorization", &bearer)]);
+        assert_eq!(status, 200, "initialize: {head}{body}");
+        let session = RawSession {
+            authority: authority.to_owned(),
+            bearer,
+            id: session_id(&head),
+        };
+        let (status, _, body) =
+            session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(status, 202, "notifications/initialized: {body}");
+        session
+    }
+
+    /// A POST of `message` on the session (as its owner): (status, head, body).
+    pub fn send(&self, message: &Value) -> (u16, String, String) {
+        post_body(
+            &self.authority,
+            &[
+                ("Authorization", &self.bearer),
+                ("Mcp-Session-Id", &self.id),
+                ("Mcp-Protocol-Version", "2025-11-25"),
+            ],
+            &message.to_string(),
+        )
+    }
+
+    /// A `tools/call` of `tool` with `call_id` in its `_meta`: (status, the JSON-RPC message).
+    pub fn call(&self, tool: &str, arguments: Value, call_id: &str) -> (u16, Value) {
+        let (status, _, body) = self.send(&json!({"jsonrpc": "2.0", "id": 7,
+            "method": "tools/call", "params": {"name": tool, "arguments": arguments,
+            "_meta": {"brain.dev/call_id": call_id}}}));
+        (status, json_rpc(&body))
+    }
+
+    /// [`RawSession::call`] on a thread of its own.
+    pub fn spawn_call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        call_id: &str,
+    ) -> std::thread::JoinHandle<(u16, Value)> {
+        let session = RawSession {
+            authority: self.authority.clone(),
+            bearer: self.bearer.clone(),
+            id: self.id.clone(),
+        };
+        let (tool, call_id) = (tool.to_owned(), call_id.to_owned());
+        std::thread::spawn(move || session.call(&tool, arguments, &call_id))
+    }
+
+    /// A `ping` on the session as its owner: the status.
+    pub fn ping(&self) -> u16 {
+        self.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}))
+            .0
+    }
+
+    /// An HTTP DELETE of the session as `token`'s client: (status, the whole response).
+    pub fn delete_as(&self, token: &str) -> (u16, String) {
+        let authority = &self.authority;
+        let mut stream = TcpStream::connect(authority).unwrap();
+        write!(
+            stream,
+            "DELETE /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
+             Mcp-Session-Id: {}\r\nMcp-Protocol-Version: 2025-11-25\r\nConnection: close\r\n\r\n",
+            self.id
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        let status = response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, response)
+    }
+}
+
+/// A keep-alive HTTP/1.1 connection to serve, one request at a time.
+pub struct Connection {
+    authority: String,
+    reader: BufReader<TcpStream>,
+}
+
+impl Connection {
+    pub fn open(authority: &str) -> Connection {
+        let stream = TcpStream::connect(authority).unwrap();
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Connection {
+            authority: authority.to_owned(),
+            reader: BufReader::new(stream),
+        }
+    }
+
+    /// `method path` with `headers` and `body` (a `Content-Length` added when there is one):
+    /// (status, body). The body read by `Content-Length` or chunked.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.authority);
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if !body.is_empty() {
+            request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.reader.get_mut().write_all(request.as_bytes()).unwrap();
+        let mut status_line = String::new();
+        self.reader.read_line(&mut status_line).unwrap();
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {status_line:?}"));
+        let (mut length, mut chunked) = (0, false);
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line).unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap();
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.trim().eq_ignore_ascii_case("chunked");
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body).unwrap();
+        }
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// A 2026-07-28 stateless `tools/call` of `tool` as `token`, with `call_id` in its `_meta`:
+    /// (status, the JSON-RPC message).
+    pub fn call(
+        &mut self,
+        token: &str,
+        tool: &str,
+        arguments: Value,
+        call_id: &str,
+    ) -> (u16, Value) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": tool, "arguments": arguments, "_meta": {
+                "brain.dev/call_id": call_id,
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        let bearer = format!("Bearer {token}");
+        let (status, body) = self.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", tool),
+            ],
+            &body,
+        );
+        (status, json_rpc(&body))
     }
 }
