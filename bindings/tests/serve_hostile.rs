@@ -220,66 +220,87 @@ fn simultaneous_initializes_open_exactly_the_cap() {
     );
 }
 
-/// One serve for the property test's cases.
-static PROPERTY_SERVE: std::sync::OnceLock<(Upstream, Serving)> = std::sync::OnceLock::new();
-
-fn property_serve() -> String {
-    let (_, serving) = PROPERTY_SERVE.get_or_init(|| {
-        let upstream = upstream();
-        let config = hostile_config(upstream.dir.path(), &upstream.server.url, |serve| {
-            serve["sessions_per_client"] = json!(1000);
-        });
-        let serving = Serving::start(&config, &upstream.state, &[]);
-        (upstream, serving)
+/// Arbitrary `Mcp-Method`, `MCP-Protocol-Version` and bodies (a property test over one serve,
+/// which is stopped with the test): a session is only ever opened with an owner, and another
+/// owner never reaches it.
+#[test]
+fn no_header_and_body_opens_an_ownerless_session() {
+    use proptest::test_runner::{Config, TestRunner};
+    let upstream = upstream();
+    let config = hostile_config(upstream.dir.path(), &upstream.server.url, |serve| {
+        serve["sessions_per_client"] = json!(1000);
     });
-    serving.authority()
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
-
-    /// Arbitrary `Mcp-Method`, `MCP-Protocol-Version` and bodies: a session is only ever opened
-    /// with an owner, and another owner never reaches it.
-    #[test]
-    fn no_header_and_body_opens_an_ownerless_session(
-        method in prop::option::of(prop::sample::select(vec![
-            "initialize", "Initialize", "ping", "tools/list", "tools/call", "INITIALIZE", "",
+    let serving = Serving::start(&config, &upstream.state, &[]);
+    let authority = serving.authority();
+    let strategy = (
+        prop::option::of(prop::sample::select(vec![
+            "initialize",
+            "Initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "INITIALIZE",
+            "",
         ])),
-        version in prop::option::of(prop::sample::select(vec![
-            "2025-11-25", "2025-06-18", "2026-07-28", "2099-01-01", "1999",
+        prop::option::of(prop::sample::select(vec![
+            "2025-11-25",
+            "2025-06-18",
+            "2026-07-28",
+            "2099-01-01",
+            "1999",
         ])),
-        body_method in prop::sample::select(vec![
-            "initialize", "ping", "tools/list", "batch", "not-json", "duplicate",
+        prop::sample::select(vec![
+            "initialize",
+            "ping",
+            "tools/list",
+            "batch",
+            "not-json",
+            "duplicate",
         ]),
-        params_version in prop::sample::select(vec!["2025-11-25", "2026-07-28", "2025-03-26"]),
-    ) {
-        let authority = property_serve();
-        let init = initialize_body(params_version);
-        let body = match body_method {
-            "initialize" => init,
-            "batch" => format!("[{init}]"),
-            "not-json" => format!("{init}}}"),
-            // Two `method` keys: whichever a parser keeps, the answer decides.
-            "duplicate" => init.replacen("\"method\":\"initialize\"",
-                "\"method\":\"ping\",\"method\":\"initialize\"", 1),
-            other => json!({"jsonrpc": "2.0", "id": 1, "method": other}).to_string(),
-        };
-        let acme = format!("Bearer {ACME}");
-        let mut headers = vec![("Authorization", acme.as_str())];
-        if let Some(version) = version {
-            headers.push(("MCP-Protocol-Version", version));
-        }
-        if let Some(method) = method {
-            headers.push(("Mcp-Method", method));
-        }
-        let (_, head, _) = post_body(&authority, &headers, &body);
-        if let Some(session) = maybe_session(&head) {
-            prop_assert_eq!(ping(&authority, GLOBEX, &session), 404);
-            prop_assert_eq!(delete(&authority, GLOBEX, &session), 404);
-            prop_assert_ne!(ping(&authority, ACME, &session), 404);
-            prop_assert!((200..300).contains(&delete(&authority, ACME, &session)));
-        }
-    }
+        prop::sample::select(vec!["2025-11-25", "2026-07-28", "2025-03-26"]),
+    );
+    let opened = std::cell::Cell::new(0);
+    let mut runner = TestRunner::new(Config {
+        cases: 128,
+        ..Config::default()
+    });
+    let result = runner.run(
+        &strategy,
+        |(method, version, body_method, params_version)| {
+            let init = initialize_body(params_version);
+            let body = match body_method {
+                "initialize" => init,
+                "batch" => format!("[{init}]"),
+                "not-json" => format!("{init}}}"),
+                // Two `method` keys: whichever a parser keeps, the answer decides.
+                "duplicate" => init.replacen(
+                    "\"method\":\"initialize\"",
+                    "\"method\":\"ping\",\"method\":\"initialize\"",
+                    1,
+                ),
+                other => json!({"jsonrpc": "2.0", "id": 1, "method": other}).to_string(),
+            };
+            let acme = format!("Bearer {ACME}");
+            let mut headers = vec![("Authorization", acme.as_str())];
+            if let Some(version) = version {
+                headers.push(("MCP-Protocol-Version", version));
+            }
+            if let Some(method) = method {
+                headers.push(("Mcp-Method", method));
+            }
+            let (_, head, _) = post_body(&authority, &headers, &body);
+            if let Some(session) = maybe_session(&head) {
+                opened.set(opened.get() + 1);
+                prop_assert_eq!(ping(&authority, GLOBEX, &session), 404);
+                prop_assert_eq!(delete(&authority, GLOBEX, &session), 404);
+                prop_assert_ne!(ping(&authority, ACME, &session), 404);
+                prop_assert!((200..300).contains(&delete(&authority, ACME, &session)));
+            }
+            Ok(())
+        },
+    );
+    result.unwrap();
+    assert!(opened.get() > 0, "some cases opened a session");
 }
 
 /// Under a 256-descriptor limit, 300 half-sent requests and 50 silent connections from
@@ -349,6 +370,8 @@ fn slow_connections_are_bounded_before_authentication() {
     );
     eprintln!("the client's initialize and tools/call took {took:?} beside the attacker");
     // The attacker's connections end at the header-read timeout (3 s), or sooner at the caps.
+    let held = attacker.len();
+    assert!(held >= 300, "the attacker held {held} connections");
     let closed = tokio.block_on(async {
         use tokio::io::AsyncReadExt;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
@@ -716,13 +739,7 @@ fn two_tenants_through_one_oauth_app_stay_apart() {
             json!({}),
         );
         assert_eq!(bobs_call["isError"], json!(false), "{bobs_call}");
-        let alices_second = call(
-            authority,
-            alice,
-            "echo",
-            json!({"message": "a"}),
-            json!({}),
-        );
+        let alices_second = call(authority, alice, "echo", json!({"message": "a"}), json!({}));
         assert_eq!(
             alices_second["_meta"]["brain.dev/outcome"]["error_type"],
             json!("limited"),

@@ -10,15 +10,53 @@ pub(crate) const MIN_TOKEN_CHARS: usize = 32;
 
 /// Whom a request acts for: its tenant, and who it is at the party that vouched for it — a
 /// JWT's (`iss`, `sub`), or a static token's variable. The bounds (sessions, calls in flight)
-/// count principals, never OAuth apps: a `client_id` is cheap to mint.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Principal {
+/// count principals, never OAuth apps: a `client_id` is cheap to mint. Cheap to clone, and
+/// hashed once (the bookkeeping looks it up on every call); equal only when all three are.
+#[derive(Debug, Clone)]
+pub(crate) struct Principal(std::sync::Arc<(PrincipalName, u64)>);
+
+/// The three parts of a principal.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PrincipalName {
     /// The tenant its calls run as.
     pub(crate) tenant: String,
     /// Who vouched: a JWT's `iss`; `token` for a static token, `stdio`, `anonymous`.
     pub(crate) issuer: String,
     /// Who it is there: a JWT's `sub`; a static token's variable; `stdio`, `anonymous`.
     pub(crate) subject: String,
+}
+
+impl Principal {
+    pub(crate) fn new(tenant: &str, issuer: &str, subject: &str) -> Principal {
+        use std::hash::BuildHasher;
+        let name = PrincipalName {
+            tenant: tenant.to_owned(),
+            issuer: issuer.to_owned(),
+            subject: subject.to_owned(),
+        };
+        let hash = HASHER
+            .get_or_init(std::collections::hash_map::RandomState::new)
+            .hash_one(&name);
+        Principal(std::sync::Arc::new((name, hash)))
+    }
+}
+
+/// The process's randomly keyed hasher of principals: no client chooses its principal's hash.
+static HASHER: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+    std::sync::OnceLock::new();
+
+impl PartialEq for Principal {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.0 == other.0.0
+    }
+}
+
+impl Eq for Principal {}
+
+impl std::hash::Hash for Principal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.1);
+    }
 }
 
 /// Who a request comes from: its principal (whose bounds it counts against) and, for a JWT, the
@@ -42,11 +80,7 @@ impl Client {
         Client {
             tenant: tenant.to_owned(),
             id,
-            principal: Principal {
-                tenant: tenant.to_owned(),
-                issuer: issuer.to_owned(),
-                subject: subject.to_owned(),
-            },
+            principal: Principal::new(tenant, issuer, subject),
             app: None,
         }
     }
@@ -60,12 +94,8 @@ impl Client {
     ) -> Client {
         Client {
             id: format!("jwt:{subject}@{issuer}"),
-            tenant: tenant.clone(),
-            principal: Principal {
-                tenant,
-                issuer,
-                subject,
-            },
+            principal: Principal::new(&tenant, &issuer, &subject),
+            tenant,
             app,
         }
     }

@@ -151,15 +151,17 @@ impl Facade {
 
     /// The request's client: the fixed one, or the one the authentication layer put in the HTTP
     /// request's extensions.
-    fn client(&self, context: &RequestContext<RoleServer>) -> Result<Client, ErrorData> {
+    fn client<'a>(
+        &'a self,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Result<&'a Client, ErrorData> {
         if let Some(client) = &self.inner.fixed {
-            return Ok(client.clone());
+            return Ok(client);
         }
         context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Client>())
-            .cloned()
             .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
     }
 
@@ -427,7 +429,7 @@ impl ServerHandler for Facade {
             .map(str::to_owned);
         let line = CallLine {
             tool: &name,
-            client: &client,
+            client,
             session: &session,
             call_id: &call_id,
             upstream: &upstream,
@@ -438,7 +440,7 @@ impl ServerHandler for Facade {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<SessionEnd>())
             .map(|end| end.0.clone());
-        let mut result = match self.admit(&client) {
+        let mut result = match self.admit(client) {
             Err((refusal, message)) => ToolResult::refused(&call_id, refusal, message),
             Ok(_permits) => {
                 let arguments = Value::Object(request.arguments.unwrap_or_default());
@@ -446,7 +448,7 @@ impl ServerHandler for Facade {
                     tenant_id: client.tenant.clone(),
                     session_id: session.clone(),
                 };
-                let span = server_span(&name, &client, &call_id, mcp_session.as_deref());
+                let span = server_span(&name, client, &call_id, mcp_session.as_deref());
                 continue_trace(&span, &meta, &context);
                 let request = CallRequest::new(name.clone(), scope, arguments)
                     .with_call_id(upstream.clone())
@@ -462,6 +464,14 @@ impl ServerHandler for Facade {
             self.inner.json_log,
         );
         Ok(call_tool_result(&result, &call_id).into())
+    }
+}
+
+/// Resolves when the session ends (never without one).
+async fn session_end(ended: Option<&CancellationToken>) {
+    match ended {
+        Some(ended) => ended.cancelled().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -528,11 +538,12 @@ impl Facade {
         let mut call = self.inner.runtime.call(request);
         let mut cancelled = false;
         let mut withdrawn = false;
-        let ended = ended.unwrap_or_default();
+        let session_ended = || ended.as_ref().is_some_and(CancellationToken::is_cancelled);
         loop {
             let event = tokio::select! {
                 biased;
-                () = ended.cancelled(), if !withdrawn && !cancelled => {
+                // Without a session (stdio, 2026-07-28) this branch is never polled.
+                () = session_end(ended.as_ref()), if ended.is_some() && !withdrawn && !cancelled => {
                     withdrawn = true;
                     call.withdraw();
                     continue;
@@ -541,7 +552,7 @@ impl Facade {
                 () = context.ct.cancelled(), if !cancelled && !withdrawn => {
                     // rmcp cancels a session's requests as the session ends: that is the
                     // session's end, not the client asking to cancel.
-                    if ended.is_cancelled() {
+                    if session_ended() {
                         withdrawn = true;
                         call.withdraw();
                     } else {

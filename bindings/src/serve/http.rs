@@ -521,14 +521,15 @@ impl Gate {
                 }
                 Err(TokenRejected::KeysUnavailable(why)) => {
                     tracing::warn!(%why, "no access token can be checked");
-                    return Err((
-                        rpc_error(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            -32603,
-                            "the authorization server's keys cannot be read now; retry shortly",
-                        ),
-                        false,
-                    ));
+                    let mut response = rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32603,
+                        "the authorization server's keys cannot be read now; retry shortly",
+                    );
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from(2u64));
+                    return Err((response, false));
                 }
                 Err(rejected) => rejected.to_string(),
             },

@@ -7,7 +7,6 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use brain_runtime::{OutcomeKind, ToolResult};
-use serde_json::json;
 
 use super::clients::Client;
 
@@ -37,25 +36,27 @@ impl CallLine<'_> {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
                 .as_millis();
-            let line = json!({
-                "time_ms": at as u64,
-                "event": "tools/call",
-                "tool": self.tool,
-                "tenant": self.client.tenant,
-                "client": self.client.id,
-                "session": self.session,
-                "call_id": self.call_id,
-                "upstream_call_id": self.upstream,
-                "mcp_session_id": self.mcp_session,
-                "is_error": result.is_error,
-                "unknown_outcome": result.unknown_outcome,
-                "replayed": result.replayed,
-                "error_type": error_type,
-                "detail": detail,
-                "ms": (ms * 1000.0).round() / 1000.0,
-            });
+            let line = JsonLine {
+                time_ms: at as u64,
+                event: "tools/call",
+                tool: self.tool,
+                tenant: &self.client.tenant,
+                client: &self.client.id,
+                session: self.session,
+                call_id: self.call_id,
+                upstream_call_id: self.upstream,
+                mcp_session_id: self.mcp_session,
+                is_error: result.is_error,
+                unknown_outcome: result.unknown_outcome,
+                replayed: result.replayed,
+                error_type,
+                detail,
+                ms: (ms * 1000.0).round() / 1000.0,
+            };
             // serde_json escapes every control character in a string.
-            emit(line.to_string());
+            if let Ok(line) = serde_json::to_string(&line) {
+                emit(line);
+            }
         } else {
             let mut line = format!(
                 "tools/call {} tenant={} client={} session={} call_id={} upstream_call_id={} \
@@ -77,6 +78,26 @@ impl CallLine<'_> {
             emit(line);
         }
     }
+}
+
+/// The JSON form of the line (a struct, not a map: no allocation per field).
+#[derive(serde::Serialize)]
+struct JsonLine<'a> {
+    time_ms: u64,
+    event: &'static str,
+    tool: &'a str,
+    tenant: &'a str,
+    client: &'a str,
+    session: &'a str,
+    call_id: &'a str,
+    upstream_call_id: &'a str,
+    mcp_session_id: Option<&'a str>,
+    is_error: bool,
+    unknown_outcome: bool,
+    replayed: bool,
+    error_type: Option<&'static str>,
+    detail: Option<&'a str>,
+    ms: f64,
 }
 
 /// `field` with its control characters escaped (`\n`, `\u{1b}`), and borrowed when it has none.
