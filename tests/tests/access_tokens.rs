@@ -386,3 +386,38 @@ async fn an_issuer_max_age_is_raised_to_a_minute_and_capped_by_the_config() {
     assert_eq!(issuer.jwks_fetches(), 2);
     verifier.verify(&good).await.expect("after the refresh");
 }
+
+/// An issuer that serves an empty JWKS once (a bad deploy, a proxy) retires no key: the fetch
+/// counts as a failed one, and the keys held are used on (within the stale window) and again
+/// once the issuer lists them.
+#[tokio::test]
+async fn an_empty_key_set_retires_nothing() {
+    let issuer = TestIssuer::start().await;
+    let verifier = verifier_with(&issuer, Duration::from_secs(2), Duration::from_secs(3600));
+    let token = issuer.token("key-1", &issuer.claims(RESOURCE));
+    verifier.verify(&token).await.expect("key-1");
+    let fetches = issuer.jwks_fetches();
+    issuer.withdraw_key("key-1");
+    let deadline = Instant::now() + Duration::from_secs(7);
+    while issuer.jwks_fetches() == fetches {
+        assert!(Instant::now() < deadline, "no refresh within 7 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    verifier
+        .verify(&token)
+        .await
+        .expect("an empty set is a failed fetch: the held key is still used");
+    issuer.republish_key("key-1");
+    let refetched = issuer.jwks_fetches();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while issuer.jwks_fetches() == refetched {
+        assert!(Instant::now() < deadline, "no retry within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    verifier
+        .verify(&token)
+        .await
+        .expect("key-1 listed again: never retired");
+}

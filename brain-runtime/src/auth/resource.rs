@@ -19,7 +19,8 @@
 //!   [`TokenRejected::KeysUnavailable`]; failed fetches are retried with a backoff of at most
 //!   [`REFETCH_INTERVAL`].
 //! - A key id that a successful fetch no longer lists is retired: it is never used again, even if
-//!   the issuer lists it later (the last [`RETIRED_KEYS`] retired ids are kept).
+//!   the issuer lists it later (the last [`RETIRED_KEYS`] retired ids are kept). A fetch that
+//!   finds no key at all is taken as a failed one: it retires nothing.
 //! - A key id the set does not hold triggers a fetch at most once per [`REFETCH_INTERVAL`], so
 //!   that tokens with made-up key ids cannot make brain hammer the issuer; only that token waits
 //!   for the fetch (at most [`KEYS_WAIT`]), never one whose key is held.
@@ -469,6 +470,11 @@ impl Inner {
         }
         let set: JwkSet = serde_json::from_slice(&answer.body)
             .map_err(|error| format!("{uri} is not a JWKS: {error}"))?;
+        // An empty set is an issuer's mistake (a deploy, a proxy), not the withdrawal of every
+        // key: taken as a failed fetch, it never retires the keys held (the stale window applies).
+        if set.keys.is_empty() {
+            return Err(format!("{uri} serves an empty JWKS"));
+        }
         let max_age = answer
             .headers
             .get_all(CACHE_CONTROL)
