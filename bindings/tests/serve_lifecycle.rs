@@ -1,11 +1,11 @@
 //! `brain-harness serve`'s lifecycle, with the fault-injecting test server upstream counting:
 //! cancellation by revision, a SIGKILLed serve, two replicas on PostgreSQL, SIGTERM, the end of a
-//! session, and the server span.
+//! session (its owner's DELETE, its idle expiry), the server span, and `/ready` under a flood.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+#![allow(clippy::print_stderr)] // the calls' medians under a flood of `/ready`, printed for the record
+
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -175,7 +175,7 @@ fn sigterm_lets_the_call_in_flight_finish() {
     let caller =
         std::thread::spawn(move || std::panic::catch_unwind(|| client(plan)).map_err(|_| ()));
     wait_for(&server.stats.calls, 1, "the call");
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let status = Command::new("kill")
         .args(["-TERM", &serving.child.id().to_string()])
         .status()
@@ -224,7 +224,7 @@ fn a_served_call_is_a_server_span_in_the_client_s_trace() {
         ]}),
     );
     assert_eq!(text(&lines[0]), "traced", "{}", lines[0]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(20);
     let spans = loop {
         let spans: Vec<tests::otlp::Span> = collector
             .spans()
@@ -237,7 +237,7 @@ fn a_served_call_is_a_server_span_in_the_client_s_trace() {
         {
             break spans;
         }
-        assert!(std::time::Instant::now() < deadline, "no spans arrived");
+        assert!(Instant::now() < deadline, "no spans arrived");
         std::thread::sleep(Duration::from_millis(100));
     };
     let served = spans
@@ -257,9 +257,207 @@ fn a_served_call_is_a_server_span_in_the_client_s_trace() {
     assert_eq!(upstream.parent_span_id, served.span_id, "{spans:#?}");
 }
 
-/// The end of a 2025 session (HTTP DELETE) cancels its call in flight upstream.
+/// serve's log lines (JSON) of the calls with the client's `call_id`, in order.
+fn logged(stderr: &str, call_id: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["event"] == "tools/call" && line["call_id"] == call_id)
+        .collect()
+}
+
+/// What `handle` returned, if it finished within `within`.
+fn joined<T>(handle: std::thread::JoinHandle<T>, within: Duration) -> Option<T> {
+    let deadline = Instant::now() + within;
+    while !handle.is_finished() {
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    handle.join().ok()
+}
+
+/// The end of a 2025 session by its owner's DELETE withdraws its calls: a call already sent runs
+/// to its result upstream (not cancelled), which a retry with the same call id on another session
+/// gets from the journal; a call not yet claimed (waiting for its binding's concurrency slot) is
+/// never sent, and leaves no slot held. Another client's DELETE is a 404 and ends nothing.
 #[test]
-fn deleting_a_session_cancels_its_call() {
+fn deleting_a_session_withdraws_unclaimed_calls_and_keeps_sent_ones() {
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream_with(
+        |_| {},
+        |name, binding| {
+            if name == "slow" {
+                binding["limits"] = json!({"concurrent": 1, "wait_seconds": 30});
+            }
+        },
+    );
+    let stats = &server.stats;
+    let count = |counter: &std::sync::atomic::AtomicUsize| tests::server::Stats::get(counter);
+    let serving = Serving::start(config, state, &[]);
+    let authority = serving.authority();
+
+    // A sent call: the DELETE answers, the session is gone, the call runs on upstream.
+    let first = RawSession::open(&authority, ACME);
+    let sent = first.spawn_call("slow", json!({"seconds": 2.5}), "sent-then-deleted");
+    wait_for(&stats.calls, 1, "the call");
+    let sent_at = Instant::now();
+    let (status, response) = first.delete_as(ACME);
+    assert!((200..300).contains(&status), "{response}");
+    assert_eq!(first.ping(), 404, "the deleted session is gone");
+    std::thread::sleep(
+        (sent_at + Duration::from_millis(3500)).saturating_duration_since(Instant::now()),
+    );
+    assert_eq!(
+        count(&stats.cancelled_runs),
+        0,
+        "the sent call is not cancelled upstream: {}",
+        serving.stderr()
+    );
+    assert_eq!(count(&stats.running), 0, "the upstream run completed");
+    // The caller's response ended with its session (no connection left hanging).
+    let (status, answer) =
+        joined(sent, Duration::from_secs(2)).expect("the deleted session's response ended");
+    assert_eq!(status, 200, "{answer}");
+    // Its result is in the journal: the retry, on another session, is replayed.
+    let second = RawSession::open(&authority, ACME);
+    let (status, retry) = second.call("slow", json!({"seconds": 2.5}), "sent-then-deleted");
+    assert_eq!(status, 200, "{retry}");
+    assert_eq!(outcome(&retry)["replayed"], json!(true), "{retry}");
+    assert_eq!(retry["result"]["isError"], json!(false), "{retry}");
+    assert_eq!(text(&retry), "slept", "{retry}");
+    assert_eq!(count(&stats.calls), 1, "sent once");
+
+    // An unclaimed call: it waits for `slow`'s one slot, held by another session's call; its
+    // session's DELETE withdraws it, and it is never sent.
+    let holder = second.spawn_call("slow", json!({"seconds": 3}), "holder");
+    wait_for(&stats.calls, 2, "the holder's call");
+    let third = RawSession::open(&authority, ACME);
+    let waiting = third.spawn_call("slow", json!({"seconds": 0.2}), "unclaimed");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(count(&stats.calls), 2, "the second call waits for the slot");
+    assert!(!waiting.is_finished(), "the second call waits for the slot");
+    let (status, response) = third.delete_as(ACME);
+    assert!((200..300).contains(&status), "{response}");
+    let (status, held) = joined(holder, Duration::from_secs(10)).expect("the holder's answer");
+    assert_eq!(status, 200, "{held}");
+    assert_eq!(text(&held), "slept", "{held}");
+    // Once the slot is free, the withdrawn call does not take it.
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        count(&stats.calls),
+        2,
+        "the withdrawn call is never sent: {}",
+        serving.stderr()
+    );
+    let (status, answer) =
+        joined(waiting, Duration::from_secs(2)).expect("the deleted session's response ended");
+    assert_eq!(status, 200, "{answer}");
+    // No slot is left held: the next call runs at once.
+    let started = Instant::now();
+    let (status, next) = second.call("slow", json!({"seconds": 0.2}), "after-the-withdrawal");
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(text(&next), "slept", "{next}");
+    assert_eq!(outcome(&next)["replayed"], json!(false), "{next}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the slot was free: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(count(&stats.calls), 3);
+    assert_eq!(count(&stats.cancelled_runs), 0);
+
+    // Another client's DELETE of acme's session: 404, and the session lives on.
+    let (status, response) = second.delete_as(GLOBEX);
+    assert_eq!(status, 404, "{response}");
+    assert_eq!(second.ping(), 200, "acme's session is still open");
+    let (status, echoed) = second.call("echo", json!({"message": "still here"}), "still-here");
+    assert_eq!(status, 200, "{echoed}");
+    assert_eq!(text(&echoed), "still here", "{echoed}");
+    assert_eq!(count(&stats.calls), 4);
+
+    // serve's log: the sent call ran to its result; the unclaimed one was cancelled, unsent, at
+    // the DELETE (not at the end of its wait, ~3 s after it began).
+    let stderr = serving.stderr();
+    let sent = &logged(&stderr, "sent-then-deleted")[0];
+    assert_eq!(sent["is_error"], json!(false), "{sent}");
+    assert_eq!(sent["replayed"], json!(false), "{sent}");
+    let withdrawn = logged(&stderr, "unclaimed");
+    assert_eq!(withdrawn.len(), 1, "{stderr}");
+    let withdrawn = &withdrawn[0];
+    assert_eq!(withdrawn["error_type"], json!("cancelled"), "{withdrawn}");
+    assert_eq!(withdrawn["unknown_outcome"], json!(false), "{withdrawn}");
+    assert!(
+        withdrawn["ms"].as_f64().is_some_and(|ms| ms < 2000.0),
+        "withdrawn at the DELETE: {withdrawn}"
+    );
+}
+
+/// A session without a request for `serve.session_idle_seconds` expires, even with a call of
+/// its own still running: the call, already sent, is not cancelled upstream but runs to its
+/// result, which the retry with the same call id on a new session gets from the journal.
+#[test]
+fn an_idle_session_expires_and_its_sent_call_is_kept() {
+    let Upstream {
+        server,
+        config,
+        state,
+        ..
+    } = &upstream_with(|serve| serve["session_idle_seconds"] = json!(2), |_, _| {});
+    let stats = &server.stats;
+    let count = |counter: &std::sync::atomic::AtomicUsize| tests::server::Stats::get(counter);
+    let serving = Serving::start(config, state, &[]);
+    let authority = serving.authority();
+    let session = RawSession::open(&authority, ACME);
+    let sent = session.spawn_call("slow", json!({"seconds": 4}), "idle-session");
+    wait_for(&stats.calls, 1, "the call");
+    let sent_at = Instant::now();
+    // No request on the session for 2 s (and the reaper's tick): it has expired, though its call
+    // still runs.
+    std::thread::sleep(Duration::from_millis(3000));
+    assert_eq!(count(&stats.running), 1, "the call still runs");
+    assert_eq!(session.ping(), 404, "the idle session expired");
+    std::thread::sleep(
+        (sent_at + Duration::from_millis(4800)).saturating_duration_since(Instant::now()),
+    );
+    assert_eq!(
+        count(&stats.cancelled_runs),
+        0,
+        "the sent call is not cancelled upstream: {}",
+        serving.stderr()
+    );
+    assert_eq!(count(&stats.running), 0, "the upstream run completed");
+    let (status, answer) =
+        joined(sent, Duration::from_secs(2)).expect("the expired session's response ended");
+    assert_eq!(status, 200, "{answer}");
+    let again = RawSession::open(&authority, ACME);
+    let (status, retry) = again.call("slow", json!({"seconds": 4}), "idle-session");
+    assert_eq!(status, 200, "{retry}");
+    assert_eq!(outcome(&retry)["replayed"], json!(true), "{retry}");
+    assert_eq!(text(&retry), "slept", "{retry}");
+    assert_eq!(count(&stats.calls), 1, "sent once");
+    let logged = logged(&serving.stderr(), "idle-session");
+    assert_eq!(
+        logged[0]["is_error"],
+        json!(false),
+        "ran to its result: {}",
+        logged[0]
+    );
+}
+
+/// `/ready` answers 200 `{"ready": true, "state": "sqlite"}` from the start, from a background
+/// probe: a flood of it (4 keep-alive connections for 3 s) is answered 200 and quickly, and does
+/// not slow the calls served meanwhile (their median within 2× the quiet one's, plus 10 ms).
+#[test]
+fn ready_answers_from_a_background_probe_and_a_flood_does_not_delay_calls() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     let Upstream {
         server,
         config,
@@ -268,54 +466,87 @@ fn deleting_a_session_cancels_its_call() {
     } = &upstream();
     let serving = Serving::start(config, state, &[]);
     let authority = serving.authority();
-    let acme = format!("Bearer {ACME}");
-    let (status, head, _) = post(&authority, &[("Authorization", &acme)]);
-    assert_eq!(status, 200);
-    let session = session_id(&head);
-    let headers = |session: &str| {
-        vec![
-            ("Authorization".to_owned(), acme.clone()),
-            ("Mcp-Session-Id".to_owned(), session.to_owned()),
-            ("Mcp-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
-        ]
-    };
-    let send = |body: Value| {
-        let headers = headers(&session);
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        post_body(&authority, &pairs, &body.to_string())
-    };
-    let (status, _, _) = send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    assert_eq!(status, 202);
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "slow", "arguments": {"seconds": 10}}});
-    let caller = {
-        let authority = authority.clone();
-        let headers = headers(&session);
-        std::thread::spawn(move || {
-            let pairs: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            post_body(&authority, &pairs, &call.to_string())
-        })
-    };
-    wait_for(&server.stats.calls, 1, "the call");
-    let mut stream = TcpStream::connect(&authority).unwrap();
-    write!(
-        stream,
-        "DELETE /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: {acme}\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    assert!(response.starts_with("HTTP/1.1 2"), "{response}");
-    wait_for(
-        &server.stats.cancelled_runs,
-        1,
-        "the upstream run's cancellation",
+    let (status, body) = Connection::open(&authority).request("GET", "/ready", &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"ready": true, "state": "sqlite"})
     );
-    let _ = caller.join();
+
+    // 40 sequential 2026-07-28 `echo` calls on one keep-alive connection: each one's time.
+    let time_calls = |label: &str| -> Vec<Duration> {
+        let mut connection = Connection::open(&authority);
+        (0..40)
+            .map(|n| {
+                let id = format!("{label}-{n}");
+                let started = Instant::now();
+                let (status, message) = connection.call(ACME, "echo", json!({"message": id}), &id);
+                let took = started.elapsed();
+                assert_eq!(status, 200, "{message}");
+                assert_eq!(text(&message), id, "{message}");
+                took
+            })
+            .collect()
+    };
+    let median = |times: &[Duration]| {
+        let mut times = times.to_vec();
+        times.sort();
+        times[times.len() / 2]
+    };
+    time_calls("warm-up");
+    let quiet = time_calls("quiet");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood_started = Instant::now();
+    let flooders: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, authority) = (Arc::clone(&stop), authority.clone());
+            std::thread::spawn(move || {
+                let mut connection = Connection::open(&authority);
+                let mut answers = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    let (status, body) = connection.request("GET", "/ready", &[], "");
+                    answers.push((status, started.elapsed(), body));
+                }
+                answers
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let flooded = time_calls("flooded");
+    std::thread::sleep(
+        (flood_started + Duration::from_secs(3)).saturating_duration_since(Instant::now()),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let answers: Vec<(u16, Duration, String)> = flooders
+        .into_iter()
+        .flat_map(|flooder| flooder.join().unwrap())
+        .collect();
+    let flood_time = flood_started.elapsed();
+
+    let (quiet_median, flooded_median) = (median(&quiet), median(&flooded));
+    let mut latencies: Vec<Duration> = answers.iter().map(|(_, took, _)| *took).collect();
+    latencies.sort();
+    let p99 = latencies[latencies.len() * 99 / 100];
+    let slowest = *latencies.last().unwrap();
+    eprintln!(
+        "echo median: {quiet_median:?} quiet, {flooded_median:?} under the flood; /ready: {} \
+         answers in {flood_time:?}, median {:?}, p99 {p99:?}, max {slowest:?}",
+        answers.len(),
+        median(&latencies),
+    );
+    if let Some((status, _, body)) = answers.iter().find(|(status, _, _)| *status != 200) {
+        panic!("a /ready in the flood answered {status}: {body}");
+    }
+    assert!(answers.len() >= 1000, "{} /ready answers", answers.len());
+    assert!(
+        slowest < Duration::from_secs(1),
+        "/ready answers quickly: {slowest:?}"
+    );
+    assert!(
+        flooded_median <= quiet_median * 2 + Duration::from_millis(10),
+        "a flood of /ready delays calls: median {flooded_median:?} against {quiet_median:?}"
+    );
+    assert_eq!(tests::server::Stats::get(&server.stats.calls), 120);
 }
