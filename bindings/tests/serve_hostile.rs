@@ -749,3 +749,77 @@ fn two_tenants_through_one_oauth_app_stay_apart() {
     });
     assert_eq!(slow["isError"], json!(false), "{slow}");
 }
+
+/// h2c: the server's SETTINGS bound the streams of a connection (`max_concurrent_streams`), and
+/// a connection that opens HTTP/2 but sends no request is closed at the head deadline, as an
+/// HTTP/1.1 one is.
+#[test]
+fn an_h2c_connection_is_bounded_too() {
+    let upstream = upstream();
+    let config = hostile_config(upstream.dir.path(), &upstream.server.url, |serve| {
+        serve["header_read_timeout_seconds"] = json!(2);
+        serve["idle_timeout_seconds"] = json!(2);
+        serve["max_concurrent_streams"] = json!(7);
+    });
+    let serving = Serving::start(&config, &upstream.state, &[]);
+    let mut stream = TcpStream::connect(serving.authority()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // The client preface and an empty SETTINGS frame, then nothing.
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .unwrap();
+    let opened = Instant::now();
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+        }
+    }
+    let closed_after = opened.elapsed();
+    assert!(
+        closed_after >= Duration::from_millis(1500) && closed_after < Duration::from_secs(6),
+        "closed after {closed_after:?}"
+    );
+    // The server's first frame is its SETTINGS: MAX_CONCURRENT_STREAMS (0x3) is 7.
+    assert!(received.len() >= 9, "{received:?}");
+    let length =
+        usize::from(received[0]) << 16 | usize::from(received[1]) << 8 | usize::from(received[2]);
+    assert_eq!(received[3], 0x4, "a SETTINGS frame first");
+    let settings = &received[9..9 + length];
+    let streams = settings.chunks(6).find_map(|setting| {
+        (u16::from_be_bytes([setting[0], setting[1]]) == 0x3)
+            .then(|| u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]))
+    });
+    assert_eq!(streams, Some(7), "{settings:?}");
+
+    // A connection that made a request and then holds no stream is closed at the idle timeout.
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let authority = serving.authority();
+    let idle_for = tokio.block_on(async {
+        let stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        let ended = tokio::spawn(connection);
+        let request = http::Request::get(format!("http://{authority}/ready"))
+            .body(String::new())
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+        let answered = Instant::now();
+        let _ = tokio::time::timeout(Duration::from_secs(10), ended).await;
+        answered.elapsed()
+    });
+    assert!(
+        idle_for >= Duration::from_millis(1500) && idle_for < Duration::from_secs(6),
+        "an idle h2c connection closed after {idle_for:?}"
+    );
+}

@@ -398,9 +398,10 @@ fn deleting_a_session_withdraws_unclaimed_calls_and_keeps_sent_ones() {
     );
 }
 
-/// A session without a request for `serve.session_idle_seconds` expires, even with a call of
-/// its own still running: the call, already sent, is not cancelled upstream but runs to its
-/// result, which the retry with the same call id on a new session gets from the journal.
+/// A session without a request in flight or begun for `serve.session_idle_seconds` expires —
+/// one whose client went away while its call runs, not one whose client waits for an answer:
+/// the call, already sent, is not cancelled upstream but runs to its result, which the retry
+/// with the same call id on a new session gets from the journal.
 #[test]
 fn an_idle_session_expires_and_its_sent_call_is_kept() {
     let Upstream {
@@ -413,15 +414,28 @@ fn an_idle_session_expires_and_its_sent_call_is_kept() {
     let count = |counter: &std::sync::atomic::AtomicUsize| tests::server::Stats::get(counter);
     let serving = Serving::start(config, state, &[]);
     let authority = serving.authority();
+    // A session with a request in flight is not idle: its client waits for the answer.
+    let waiting = RawSession::open(&authority, ACME);
+    let answered = waiting.spawn_call("slow", json!({"seconds": 3.5}), "idle-waiting");
+    // A session whose client went away (at 2025-11-25, not a cancellation) is.
     let session = RawSession::open(&authority, ACME);
-    let sent = session.spawn_call("slow", json!({"seconds": 4}), "idle-session");
-    wait_for(&stats.calls, 1, "the call");
+    let left = session.call_and_leave("slow", json!({"seconds": 4}), "idle-session");
+    wait_for(&stats.calls, 2, "the calls");
+    drop(left);
     let sent_at = Instant::now();
     // No request on the session for 2 s (and the reaper's tick): it has expired, though its call
     // still runs.
     std::thread::sleep(Duration::from_millis(3000));
-    assert_eq!(count(&stats.running), 1, "the call still runs");
+    assert_eq!(count(&stats.running), 2, "both calls still run");
     assert_eq!(session.ping(), 404, "the idle session expired");
+    assert_eq!(
+        waiting.ping(),
+        200,
+        "a session with a request in flight did not"
+    );
+    let (status, answer) = joined(answered, Duration::from_secs(3)).expect("answered");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(text(&answer), "slept", "{answer}");
     std::thread::sleep(
         (sent_at + Duration::from_millis(4800)).saturating_duration_since(Instant::now()),
     );
@@ -431,16 +445,13 @@ fn an_idle_session_expires_and_its_sent_call_is_kept() {
         "the sent call is not cancelled upstream: {}",
         serving.stderr()
     );
-    assert_eq!(count(&stats.running), 0, "the upstream run completed");
-    let (status, answer) =
-        joined(sent, Duration::from_secs(2)).expect("the expired session's response ended");
-    assert_eq!(status, 200, "{answer}");
+    assert_eq!(count(&stats.running), 0, "the upstream runs completed");
     let again = RawSession::open(&authority, ACME);
     let (status, retry) = again.call("slow", json!({"seconds": 4}), "idle-session");
     assert_eq!(status, 200, "{retry}");
     assert_eq!(outcome(&retry)["replayed"], json!(true), "{retry}");
     assert_eq!(text(&retry), "slept", "{retry}");
-    assert_eq!(count(&stats.calls), 1, "sent once");
+    assert_eq!(count(&stats.calls), 2, "each sent once");
     let logged = logged(&serving.stderr(), "idle-session");
     assert_eq!(
         logged[0]["is_error"],

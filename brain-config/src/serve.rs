@@ -74,16 +74,17 @@ pub struct Serve {
     /// else the new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<u32>,
-    /// TCP connections one source (its address, or with `--trusted-proxy` the client a proxy
-    /// names) may hold open at once (default 64).
+    /// TCP connections one source (the peer's address; an IPv6 one's /64) may hold open at
+    /// once (default 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections_per_source: Option<u32>,
     /// A connection that has not sent a complete request head within this many seconds of
-    /// opening (or of its last response) is closed (default 10).
+    /// opening (or of its last response) is closed, and a request's body must have arrived
+    /// this long after its head (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header_read_timeout_seconds: Option<u32>,
-    /// A connection with no request in flight and no byte either way for this long is closed
-    /// (default 60).
+    /// A connection with no request in flight (a response's body, such as an SSE stream,
+    /// included) for this long is closed (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_seconds: Option<u32>,
     /// HTTP/2 (h2c): streams one connection may have open at once (default 128).

@@ -89,13 +89,11 @@ pub(crate) async fn serve(
     let owners = facade.owners();
     // Sessions end on their idle time through the table (which withdraws their calls first),
     // not through rmcp's own keep-alive.
-    let mut local = LocalSessionManager::default();
-    local.session_config.keep_alive = None;
-    let sessions = Arc::new(OwnedSessions {
-        local,
-        owners: Arc::clone(&owners),
-    });
     let idle = Duration::from_secs(u64::from(serve.session_idle_seconds()));
+    let mut local = LocalSessionManager::default();
+    // rmcp's keep-alive only as a backstop (the table's expiry comes first).
+    local.session_config.keep_alive = Some(idle * 2);
+    let sessions = OwnedSessions::new(local, Arc::clone(&owners));
     let expiring = Arc::clone(&sessions);
     let reaper_stop = stop.sessions.clone();
     tokio::spawn(async move {
@@ -104,7 +102,7 @@ pub(crate) async fn serve(
         );
         loop {
             tokio::select! {
-                _ = tick.tick() => expiring.expire(idle).await,
+                _ = tick.tick() => expiring.expire(idle),
                 () = reaper_stop.cancelled() => return,
             }
         }
@@ -394,10 +392,13 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     };
     // A session is its owner's: another's, or one with no owner, is a session that does not
     // exist.
+    // The session is in use (never idle) until this request is answered.
+    let mut in_use = None;
     if let Some(session) = &session {
         match gate.owners.lookup(session, &client) {
-            Lookup::Owned(ended) => {
+            Lookup::Owned(ended, session_use) => {
                 request.extensions_mut().insert(SessionEnd(ended));
+                in_use = Some(session_use);
             }
             Lookup::NotFound => return no_session(),
         }
@@ -426,7 +427,16 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         request = Request::from_parts(parts, Body::from(bytes));
     }
     request.extensions_mut().insert(client.clone());
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    // A session's answer may be a stream (its SSE): the session is in use until it has ended.
+    if let Some(in_use) = in_use {
+        response = response.map(|body| {
+            Body::new(listener::Holding {
+                body,
+                _held: in_use,
+            })
+        });
+    }
     // Every answer that names a new session records its owner before it leaves, whatever the
     // request claimed to be; a session that would break a cap is closed at once.
     let Some(id) = response
@@ -436,8 +446,16 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     else {
         return response;
     };
-    if !opens || gate.owners.knows(id) {
+    if gate.owners.knows(id) {
         return response;
+    }
+    let id = id.to_owned();
+    if !opens {
+        // rmcp names a new session only in answer to an `initialize` without one: anything
+        // else is closed rather than left without an owner.
+        tracing::warn!("serve: an answer named a session nobody opened; closed");
+        gate.sessions.close_soon(id);
+        return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "internal error");
     }
     let reserved = match reservation {
         Some(reserved) => Ok(reserved),
@@ -445,12 +463,22 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     };
     match reserved {
         Ok(reserved) => {
-            reserved.commit(id);
+            reserved.commit(&id);
+            gate.sessions.owned(&id);
+            // A session whose worker already ended (its close found no owner to tell).
+            let alive = gate
+                .sessions
+                .local
+                .has_session(&id.clone().into())
+                .await
+                .unwrap_or(false);
+            if !alive {
+                gate.owners.end(&id);
+            }
             response
         }
         Err(full) => {
-            let id: rmcp::transport::streamable_http_server::session::SessionId = id.into();
-            let _ = gate.sessions.close_session(&id).await;
+            gate.sessions.close_soon(id);
             over_cap(full)
         }
     }

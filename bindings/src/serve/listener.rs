@@ -1,12 +1,15 @@
 //! `serve --listen`'s accept loop: connections are bounded before anything is read from them —
 //! a cap on all connections and one per source (the peer's address), a deadline for the first
-//! request head, an idle timeout — and each is served by hyper (HTTP/1.1, or h2c with a bound on
-//! its streams and on the resets it waits to accept).
+//! request head (hyper's for the heads after it), an idle timeout (no request in flight, a
+//! response's body included: keep-alive pings or stray bytes do not keep a connection) — and
+//! each is served by hyper (HTTP/1.1, or h2c with a bound on its streams and on the resets it
+//! waits to accept).
 //!
 //! At a cap, the oldest connection that has not yet sent a complete request head is closed to
 //! make room (in all, or of that source); when every connection has, the new one is closed.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +20,6 @@ use std::time::Duration;
 use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -49,6 +51,8 @@ struct Open {
     opened: Instant,
     /// Set once a complete request head has arrived.
     headed: Arc<AtomicBool>,
+    /// Its requests in flight, and when one last began or ended.
+    activity: Arc<Activity>,
     /// Cancelled to close the connection at once.
     close: CancellationToken,
 }
@@ -61,8 +65,9 @@ struct Table {
 }
 
 impl Table {
-    /// Makes room for a connection from `source` within `bounds`: closes the oldest unheaded
-    /// connection (of that source when its own cap is met); false when none can go.
+    /// Makes room for a connection from `source` within `bounds`: closes the oldest connection
+    /// that has not sent a complete request head (of that source when its own cap is met), else
+    /// the one idle longest (no request in flight); false when none can go.
     fn make_room(&mut self, source: IpAddr, bounds: &Bounds) -> bool {
         let of_source = self.per_source.get(&source).copied().unwrap_or(0);
         let scope = if of_source >= bounds.per_source {
@@ -72,14 +77,22 @@ impl Table {
         } else {
             return true;
         };
-        let oldest = self
-            .open
-            .iter()
-            .filter(|(_, open)| scope.is_none_or(|s| s == open.source))
+        let candidates = || {
+            self.open
+                .iter()
+                .filter(move |(_, open)| scope.is_none_or(|s| s == open.source))
+        };
+        let unheaded = candidates()
             .filter(|(_, open)| !open.headed.load(Ordering::Relaxed))
             .min_by_key(|(_, open)| open.opened)
             .map(|(id, _)| *id);
-        match oldest {
+        let idle = || {
+            candidates()
+                .filter(|(_, open)| open.activity.in_flight.load(Ordering::Relaxed) == 0)
+                .min_by_key(|(_, open)| open.activity.last())
+                .map(|(id, _)| *id)
+        };
+        match unheaded.or_else(idle) {
             Some(id) => {
                 self.remove(id);
                 true
@@ -128,8 +141,8 @@ pub(crate) async fn serve(
             },
             () = accept.cancelled() => break,
         };
-        let source = peer.ip();
-        let (id, headed, close) = {
+        let source = super::sources::source_of(peer.ip());
+        let (id, headed, close, activity) = {
             let mut table = table.lock().unwrap_or_else(|p| p.into_inner());
             if !table.make_room(source, &bounds) {
                 tracing::debug!(%peer, "serve: at the connection cap; closed");
@@ -140,17 +153,24 @@ pub(crate) async fn serve(
             table.next += 1;
             let headed = Arc::new(AtomicBool::new(false));
             let close = CancellationToken::new();
+            let activity = Arc::new(Activity {
+                epoch,
+                last: AtomicU64::new(0),
+                in_flight: AtomicUsize::new(0),
+            });
+            activity.touch();
             table.open.insert(
                 id,
                 Open {
                     source,
                     opened: Instant::now(),
                     headed: Arc::clone(&headed),
+                    activity: Arc::clone(&activity),
                     close: close.clone(),
                 },
             );
             *table.per_source.entry(source).or_default() += 1;
-            (id, headed, close)
+            (id, headed, close, activity)
         };
         let _ = stream.set_nodelay(true);
         let connection = Connection {
@@ -160,12 +180,16 @@ pub(crate) async fn serve(
             headed,
             close,
             graceful: graceful.clone(),
-            epoch,
+            activity,
         };
-        let table = Arc::clone(&table);
+        // Out of the table however the connection ends (a panic in its service included).
+        let entry = Entry {
+            table: Arc::clone(&table),
+            id,
+        };
         tracker.spawn(async move {
+            let _entry = entry;
             connection.run(stream).await;
-            table.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
         });
     }
     drop(listener);
@@ -173,6 +197,21 @@ pub(crate) async fn serve(
     tracker.close();
     tracker.wait().await;
     Ok(())
+}
+
+/// A connection's place in the table, given back when dropped.
+struct Entry {
+    table: Arc<Mutex<Table>>,
+    id: u64,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.table
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(self.id);
+    }
 }
 
 /// One connection's service and its watch.
@@ -183,10 +222,11 @@ struct Connection {
     headed: Arc<AtomicBool>,
     close: CancellationToken,
     graceful: CancellationToken,
-    epoch: Instant,
+    activity: Arc<Activity>,
 }
 
-/// What the watch reads: the last byte either way (ms since the epoch), requests in flight.
+/// What the watch reads: when a request last began or ended (ms since the epoch), and the
+/// requests in flight (until their response's body has ended).
 struct Activity {
     epoch: Instant,
     last: AtomicU64,
@@ -206,30 +246,37 @@ impl Activity {
 
 impl Connection {
     async fn run(self, stream: TcpStream) {
-        let activity = Arc::new(Activity {
-            epoch: self.epoch,
-            last: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-        });
-        activity.touch();
+        let activity = Arc::clone(&self.activity);
         let opened = Instant::now();
-        let io = TokioIo::new(Watched {
-            inner: stream,
-            activity: Arc::clone(&activity),
-        });
+        let io = TokioIo::new(stream);
         let router = self.router.clone();
         let headed = Arc::clone(&self.headed);
         let peer = self.peer;
         let counted = Arc::clone(&activity);
+        let body_deadline = self.bounds.header_read;
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             headed.store(true, Ordering::Relaxed);
             request.extensions_mut().insert(Peer(peer));
+            // The body arrives within the head's deadline, or the request fails: a request in
+            // flight keeps its connection, so it may not wait for a body forever.
+            let request = request.map(|body| Deadline {
+                body,
+                deadline: Box::pin(tokio::time::sleep(body_deadline)),
+            });
             let mut router = router.clone();
             let flight = InFlight::start(Arc::clone(&counted));
             async move {
                 let response = router.call(request.map(Body::new)).await;
-                drop(flight);
-                response
+                // The request is in flight until its response's body has ended (an SSE stream
+                // included).
+                response.map(|response| {
+                    response.map(|body| {
+                        Body::new(Holding {
+                            body,
+                            _held: flight,
+                        })
+                    })
+                })
             }
         });
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -245,7 +292,7 @@ impl Connection {
             .max_local_error_reset_streams(Some(256))
             .keep_alive_interval(Some(Duration::from_secs(30)))
             .keep_alive_timeout(Duration::from_secs(10));
-        let connection = builder.serve_connection_with_upgrades(io, service);
+        let connection = builder.serve_connection(io, service);
         tokio::pin!(connection);
         let mut shutting_down = false;
         loop {
@@ -278,7 +325,7 @@ impl Connection {
                     } else if activity.in_flight.load(Ordering::Relaxed) > 0
                         && now >= activity.last() + self.bounds.idle
                     {
-                        // A request is in flight (a long call): look again later.
+                        // A request is in flight (a long call, an SSE stream): look again later.
                         activity.touch();
                     }
                 }
@@ -292,6 +339,7 @@ struct InFlight(Arc<Activity>);
 
 impl InFlight {
     fn start(activity: Arc<Activity>) -> InFlight {
+        activity.touch();
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(activity)
     }
@@ -304,62 +352,64 @@ impl Drop for InFlight {
     }
 }
 
-/// The connection's socket, noting each byte read or written.
-struct Watched {
-    inner: TcpStream,
-    activity: Arc<Activity>,
+/// A request's body, failing once its deadline has passed before it ended.
+struct Deadline {
+    body: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
 }
 
-impl AsyncRead for Watched {
-    fn poll_read(
+impl http_body::Body for Deadline {
+    type Data = axum::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch();
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-        polled
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(
+                "the request body did not arrive within serve's header_read_timeout_seconds".into(),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
-impl AsyncWrite for Watched {
-    fn poll_write(
+/// A response's body holding something (its request in flight, its session in use) until the
+/// body ends or is dropped.
+pub(crate) struct Holding<T> {
+    pub(crate) body: Body,
+    pub(crate) _held: T,
+}
+
+impl<T: Unpin> http_body::Body for Holding<T> {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
     }
 
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -394,16 +444,31 @@ mod tests {
     }
 
     fn open(table: &mut Table, source: [u8; 4], headed: bool) -> (u64, CancellationToken) {
+        open_busy(table, source, headed, usize::from(headed))
+    }
+
+    fn open_busy(
+        table: &mut Table,
+        source: [u8; 4],
+        headed: bool,
+        in_flight: usize,
+    ) -> (u64, CancellationToken) {
         let source = IpAddr::from(source);
         let id = table.next;
         table.next += 1;
         let close = CancellationToken::new();
+        let activity = Arc::new(Activity {
+            epoch: Instant::now(),
+            last: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(in_flight),
+        });
         table.open.insert(
             id,
             Open {
                 source,
                 opened: Instant::now(),
                 headed: Arc::new(AtomicBool::new(headed)),
+                activity,
                 close: close.clone(),
             },
         );
@@ -426,9 +491,15 @@ mod tests {
         // All connections: the oldest unheaded one anywhere, never the headed client's.
         assert!(table.make_room(IpAddr::from([127, 0, 0, 4]), &caps));
         assert!(second.is_cancelled() && !client.is_cancelled() && !third.is_cancelled());
-        // Nothing to close: every connection has sent a head.
+        // Nothing to close: every connection has a request in flight.
         let mut full = Table::default();
         open(&mut full, [127, 0, 0, 1], true);
         assert!(!full.make_room(IpAddr::from([127, 0, 0, 1]), &bounds(1, 5)));
+        // A headed connection with nothing in flight (an idle h2c one) goes when none else can.
+        let mut idle = Table::default();
+        let (_, kept) = open(&mut idle, [127, 0, 0, 1], true);
+        let (_, holder) = open_busy(&mut idle, [127, 0, 0, 2], true, 0);
+        assert!(idle.make_room(IpAddr::from([127, 0, 0, 3]), &bounds(2, 5)));
+        assert!(holder.is_cancelled() && !kept.is_cancelled());
     }
 }

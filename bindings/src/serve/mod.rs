@@ -67,6 +67,14 @@ pub(crate) struct ServeArgs {
     /// authentications; repeatable. Without it, the source is the peer's address.
     #[arg(long = "trusted-proxy", value_name = "CIDR", requires = "listen")]
     trusted_proxies: Vec<String>,
+    /// With `--trusted-proxy`: the one header those proxies write, `x-forwarded-for` (the
+    /// default) or `forwarded` (RFC 7239); the other is never read.
+    #[arg(
+        long = "forwarded-header",
+        value_name = "NAME",
+        requires = "trusted_proxies"
+    )]
+    forwarded_header: Option<String>,
 }
 
 /// Runs `serve` until stdin closes (stdio), or SIGTERM or SIGINT.
@@ -146,7 +154,10 @@ pub(crate) fn run(
                 );
                 return ExitCode::from(2);
             }
-            let proxies = match sources::TrustedProxies::parse(&options.trusted_proxies) {
+            let proxies = match sources::TrustedProxies::parse(
+                &options.trusted_proxies,
+                options.forwarded_header.as_deref(),
+            ) {
                 Ok(proxies) => proxies,
                 Err(message) => {
                     eprintln!("error: {message}");

@@ -69,8 +69,10 @@ struct Session {
     owner: Owner,
     /// Cancelled when the session ends: its calls not yet claimed are withdrawn.
     ended: CancellationToken,
-    /// The last request on it.
+    /// When its last request began or ended.
     seen: Instant,
+    /// Its requests in flight (a session with one is never idle).
+    in_flight: usize,
 }
 
 /// One principal's sessions (open and reserved) and calls in flight.
@@ -107,10 +109,27 @@ impl State {
 
 /// What a request on a session finds.
 pub(crate) enum Lookup {
-    /// The session is the client's: cancelled when it ends.
-    Owned(CancellationToken),
+    /// The session is the client's: the token is cancelled when it ends; the session is in use
+    /// (never idle) while the [`InUse`] lives.
+    Owned(CancellationToken, InUse),
     /// No such session, or another owner's: both answer 404.
     NotFound,
+}
+
+/// A request on a session, in flight: the session is not idle until it is dropped.
+pub(crate) struct InUse {
+    owners: Arc<Owners>,
+    id: String,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut state = self.owners.state();
+        if let Some(session) = state.sessions.get_mut(&self.id) {
+            session.in_flight = session.in_flight.saturating_sub(1);
+            session.seen = Instant::now();
+        }
+    }
 }
 
 impl Owners {
@@ -153,13 +172,23 @@ impl Owners {
         })
     }
 
-    /// The session `id` as `client` may use it, and marks it seen.
-    pub(crate) fn lookup(&self, id: &str, client: &Client) -> Lookup {
+    /// The session `id` as `client` may use it, in use until the answer's [`InUse`] is dropped.
+    pub(crate) fn lookup(self: &Arc<Self>, id: &str, client: &Client) -> Lookup {
         let mut state = self.state();
         match state.sessions.get_mut(id) {
-            Some(session) if session.owner == Owner::of(client) => {
+            Some(session)
+                if session.owner.principal == client.principal
+                    && session.owner.app == client.app =>
+            {
                 session.seen = Instant::now();
-                Lookup::Owned(session.ended.clone())
+                session.in_flight += 1;
+                Lookup::Owned(
+                    session.ended.clone(),
+                    InUse {
+                        owners: Arc::clone(self),
+                        id: id.to_owned(),
+                    },
+                )
             }
             _ => Lookup::NotFound,
         }
@@ -185,13 +214,16 @@ impl Owners {
         }
     }
 
-    /// The sessions without a request for `idle`, which the caller then closes.
+    /// The sessions without a request in flight or begun for `idle`, which the caller then
+    /// closes.
     pub(crate) fn idle_sessions(&self, idle: Duration) -> Vec<String> {
         let now = Instant::now();
         self.state()
             .sessions
             .iter()
-            .filter(|(_, session)| now.duration_since(session.seen) >= idle)
+            .filter(|(_, session)| {
+                session.in_flight == 0 && now.duration_since(session.seen) >= idle
+            })
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -244,6 +276,7 @@ impl Reservation {
                 owner,
                 ended: CancellationToken::new(),
                 seen: Instant::now(),
+                in_flight: 0,
             },
         );
     }
@@ -275,16 +308,61 @@ impl Drop for CallSlot {
 pub(crate) struct OwnedSessions {
     pub(crate) local: LocalSessionManager,
     pub(crate) owners: Arc<Owners>,
+    /// Sessions rmcp created whose owner is not recorded yet, and since when: one whose
+    /// request was dropped before its answer named it is closed by [`OwnedSessions::expire`].
+    pub(crate) unowned: Mutex<HashMap<String, Instant>>,
 }
 
+/// How long a created session may stay without an owner.
+const UNOWNED_FOR: Duration = Duration::from_secs(30);
+/// How long one session's close may take before it is left to finish on its own.
+const CLOSE_BOUND: Duration = Duration::from_secs(5);
+
 impl OwnedSessions {
-    /// Closes the sessions idle for `idle` (no request on them): what rmcp's own keep-alive
-    /// would do, but telling the table first.
-    pub(crate) async fn expire(&self, idle: Duration) {
-        for id in self.owners.idle_sessions(idle) {
-            let id: SessionId = id.into();
-            let _ = self.close_session(&id).await;
+    pub(crate) fn new(local: LocalSessionManager, owners: Arc<Owners>) -> Arc<OwnedSessions> {
+        Arc::new(OwnedSessions {
+            local,
+            owners,
+            unowned: Mutex::default(),
+        })
+    }
+
+    /// The session `id` has its owner now.
+    pub(crate) fn owned(&self, id: &str) {
+        self.unowned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    /// Closes the sessions idle for `idle` (no request in flight or begun), and the ones left
+    /// without an owner: what rmcp's own keep-alive would do, but telling the table first.
+    /// Each close runs on its own, bounded: one session that does not close stalls no other.
+    pub(crate) fn expire(self: &Arc<Self>, idle: Duration) {
+        let mut ids = self.owners.idle_sessions(idle);
+        {
+            let mut unowned = self.unowned.lock().unwrap_or_else(|p| p.into_inner());
+            unowned.retain(|id, since| {
+                let keep = since.elapsed() < UNOWNED_FOR;
+                if !keep {
+                    ids.push(id.clone());
+                }
+                keep
+            });
         }
+        for id in ids {
+            self.close_soon(id);
+        }
+    }
+
+    /// Ends `id` in the table now and closes it in rmcp in the background, bounded.
+    pub(crate) fn close_soon(self: &Arc<Self>, id: String) {
+        self.owners.end(&id);
+        let sessions = Arc::clone(self);
+        tokio::spawn(async move {
+            let id: SessionId = id.into();
+            let _ = tokio::time::timeout(CLOSE_BOUND, sessions.close_session(&id)).await;
+        });
     }
 }
 
@@ -293,7 +371,12 @@ impl SessionManager for OwnedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        self.local.create_session().await
+        let created = self.local.create_session().await?;
+        self.unowned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(created.0.to_string(), Instant::now());
+        Ok(created)
     }
 
     async fn initialize_session(
@@ -310,6 +393,7 @@ impl SessionManager for OwnedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.owners.end(id);
+        self.owned(id);
         self.local.close_session(id).await
     }
 
@@ -397,7 +481,7 @@ mod tests {
         drop(three);
         assert_eq!(owners.counts(), (1, 2));
         // A session is its owner's: the same principal through another app does not get it.
-        assert!(matches!(owners.lookup("s1", &alice), Lookup::Owned(_)));
+        assert!(matches!(owners.lookup("s1", &alice), Lookup::Owned(..)));
         assert!(matches!(
             owners.lookup("s1", &alice_elsewhere),
             Lookup::NotFound

@@ -403,6 +403,29 @@ impl RawSession {
         (status, json_rpc(&body))
     }
 
+    /// A `tools/call` written on a connection of its own, not waited for: the client goes away
+    /// when the stream is dropped (at the 2025 revisions, not a cancellation).
+    pub fn call_and_leave(&self, tool: &str, arguments: Value, call_id: &str) -> TcpStream {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments,
+            "_meta": {"brain.dev/call_id": call_id}}})
+        .to_string();
+        let authority = &self.authority;
+        let mut stream = TcpStream::connect(authority).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nAuthorization: {}\r\n\
+             Mcp-Session-Id: {}\r\nMcp-Protocol-Version: 2025-11-25\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            self.bearer,
+            self.id,
+            body.len()
+        )
+        .unwrap();
+        stream
+    }
+
     /// [`RawSession::call`] on a thread of its own.
     pub fn spawn_call(
         &self,

@@ -87,6 +87,14 @@ impl Withdrawal {
         self.claimed.store(true, SeqCst);
         !self.withdrawn.load(SeqCst)
     }
+
+    /// A claim that did not happen (a limit refused it, and the call waits): a withdrawal may
+    /// cancel the call again. Whether the call is still wanted (not withdrawn meanwhile).
+    pub(crate) fn release(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.claimed.store(false, SeqCst);
+        !self.withdrawn.load(SeqCst)
+    }
 }
 
 /// A call the gate let through, as the runtime hands it to the lifecycle.

@@ -21,14 +21,17 @@ use crate::revision::STATELESS;
 /// instead, and sends nothing. Where the claim is the journal's first look at the call, its
 /// limits are charged in the claim's transaction (a refusal sends and records nothing).
 pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Failure> {
-    if !call.withdrawal.claim() {
-        return Err(Failure::new(
+    let withdrawn = || {
+        Failure::new(
             Fact::Interrupted {
                 by: Interruption::Cancelled,
                 written: false,
             },
             "the call was withdrawn (its client's session ended) before tools/call was sent",
-        ));
+        )
+    };
+    if !call.withdrawal.claim() {
+        return Err(withdrawn());
     }
     if let Some(ticket) = call.ticket {
         let claimed = match call.claim_limits {
@@ -37,9 +40,19 @@ pub(crate) async fn claim(call: &Exchange<'_>) -> Result<Option<ToolResult>, Fai
             Some(limits) => {
                 limits
                     .waiting(|| async {
+                        // Each attempt is a claim: a withdrawal while the limit is waited for
+                        // (released below) is decided against the next one.
+                        if !call.withdrawal.claim() {
+                            return Err(withdrawn());
+                        }
                         let charge = |owner: &str| limits.charge(owner);
                         Ok(match ticket.claim(Some(&charge)).await? {
-                            Claiming::Refused(refusals) => Err(refusals),
+                            Claiming::Refused(refusals) => {
+                                if !call.withdrawal.release() {
+                                    return Err(withdrawn());
+                                }
+                                Err(refusals)
+                            }
                             claimed => {
                                 if let Claiming::Claimed = claimed {
                                     limits.charged();
@@ -83,6 +96,8 @@ pub(crate) fn settle_interrupted(
 /// (`Ticket::admit`): it was sent by that owner, and is not sent again; a failure from here on
 /// may leave the tool's outcome unknown.
 pub(crate) fn resumed(call: &Exchange<'_>) {
+    // Sent by the owner before: a withdrawal from here on lets it run to its result.
+    let _ = call.withdrawal.claim();
     let mut state = call.state();
     state.call_sent = true;
     // Answered with the task's creation: what is left to cancel is the task.
