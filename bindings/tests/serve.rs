@@ -189,12 +189,7 @@ fn http_serves_oauth_clients_by_the_tenant_of_their_jwt() {
     use tests::oauth::{
         AuthorizationServer, GLOBEX_CLIENT, GLOBEX_SECRET, SERVICE_CLIENT, SERVICE_SECRET,
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (port, resource) = free_resource();
     let authorization =
         AuthorizationServer::start_with(&resource, 300, &[("BRAIN_TEST_AS_JWT", "1")]);
     let peer = Peer::python();

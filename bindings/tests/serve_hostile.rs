@@ -20,18 +20,7 @@ use serving::*;
 
 /// The test server's tools for acme and globex, with `serve` patched.
 fn hostile_config(dir: &std::path::Path, url: &str, patch: impl Fn(&mut Value)) -> String {
-    let tools = tests::server::bindings_json(url, |_, binding| {
-        binding["tenants"] = json!(["acme", "globex"]);
-    });
-    let mut serve = json!({"clients": [
-        {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},
-        {"tenant": "globex", "token_env": "BRAIN_SERVE_TOKEN_GLOBEX"},
-    ]});
-    patch(&mut serve);
-    let config = json!({"serve": serve, "tools": tools});
-    let path = dir.join("host.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    path.display().to_string()
+    test_server_config_with(dir, url, patch, |_, _| {})
 }
 
 /// Raw bytes to serve: (status, head, body).
@@ -662,12 +651,7 @@ fn a_client_reads_nothing_internal() {
 #[test]
 fn two_tenants_through_one_oauth_app_stay_apart() {
     use tests::oauth::{AuthorizationServer, jwt_claims};
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (port, resource) = free_resource();
     let authorization =
         AuthorizationServer::start_with(&resource, 300, &[("BRAIN_TEST_AS_JWT", "1")]);
     let upstream = upstream();

@@ -27,15 +27,6 @@ struct Protected {
     authority: String,
 }
 
-/// A free loopback port (so that `resource` can name it before serve starts).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The test server's tools for acme; `serve` is `authorization` (the test issuer, this serve's
 /// resource, the `tenant` claim) with `authorization_patch` applied, then `serve_patch`.
 fn keys_config(
@@ -66,8 +57,7 @@ fn protected(
 ) -> Protected {
     let upstream = upstream();
     let issuer = upstream.tokio.block_on(TestIssuer::start());
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (port, resource) = free_resource();
     let config = keys_config(
         upstream.dir.path(),
         &upstream.server.url,

@@ -126,21 +126,10 @@ impl AuthorizationServer {
             .append_pair("resource", resource)
             .append_pair("scope", "mcp:basic")
             .finish();
-        let response: Value = client()
+        let request = client()
             .post(format!("{}/token", self.issuer))
-            .basic_auth(client_id, Some(secret))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .expect("a token request")
-            .json()
-            .await
-            .expect("a JSON answer");
-        response["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no access token: {response}"))
-            .to_owned()
+            .basic_auth(client_id, Some(secret));
+        access_token(request, body, client_id).await
     }
 
     /// An access token for `resource` (scope `mcp:basic`) that `user` obtains through the user
@@ -191,20 +180,8 @@ impl AuthorizationServer {
             .append_pair("code_verifier", &verifier)
             .append_pair("resource", resource)
             .finish();
-        let response: Value = client()
-            .post(format!("{}/token", self.issuer))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .expect("a token request")
-            .json()
-            .await
-            .expect("a JSON answer");
-        response["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no access token for {user}: {response}"))
-            .to_owned()
+        let request = client().post(format!("{}/token", self.issuer));
+        access_token(request, body, user).await
     }
 
     /// Revokes `token` (RFC 7009) as the public user client: an access token alone, or a refresh
@@ -329,6 +306,23 @@ pub async fn follow(url: &str, redirect_uri: &str) -> Result<String, String> {
         };
     }
     Err("too many redirects".into())
+}
+
+/// The `access_token` a token request with the form `body` answers (`who` for the panic).
+async fn access_token(request: reqwest::RequestBuilder, body: String, who: &str) -> String {
+    let response: Value = request
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .expect("a token request")
+        .json()
+        .await
+        .expect("a JSON answer");
+    response["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no access token for {who}: {response}"))
+        .to_owned()
 }
 
 /// The claims of a JWT (its payload, base64url-decoded; the signature is not checked).

@@ -272,6 +272,17 @@ pub fn test_server_config_with(
     path.display().to_string()
 }
 
+/// A free loopback port for serve, and the resource URL serve will have there (for an OAuth
+/// resource server, whose tokens name it before serve starts).
+pub fn free_resource() -> (u16, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    (port, format!("http://127.0.0.1:{port}/mcp"))
+}
+
 /// The Python SDK client on `plan`, not waited for.
 pub fn spawn_client(plan: &Value) -> Child {
     let interop = workspace().join("tests/interop");

@@ -47,7 +47,9 @@ impl Serving {
         config["serve"] = json!({
             "clients": [{"tenant": "local", "token_env": "BRAIN_BENCH_SERVE_TOKEN"}],
             "concurrent_calls_per_client": 4096, "concurrent_calls": 4096,
-            "sessions_per_client": 4096,
+            "sessions_per_client": 4096, "max_sessions": 4096,
+            // The bench is one source on loopback, holding 1,000 calls (and sessions) at once.
+            "max_connections": 4096, "connections_per_source": 4096,
         });
         let path = dir.path().join("host.json");
         std::fs::write(&path, config.to_string())?;
