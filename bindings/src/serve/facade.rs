@@ -26,9 +26,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::clients::Client;
-use super::http::{MAX_ID_BYTES, SessionEnd};
 use super::log::CallLine;
-use super::owners::{CallSlot, Owners};
+use super::owners::{CallSlot, MAX_ID_BYTES, Owners, SessionEnd};
 
 /// serve's bounds on calls and sessions, from the config.
 #[derive(Debug, Clone, Copy)]

@@ -28,7 +28,7 @@ use brain_runtime::auth::{AccessTokenVerifier, TokenRejected};
 use super::clients::{Client, Clients, bearer};
 use super::facade::Facade;
 use super::listener;
-use super::owners::{Full, Lookup, OwnedSessions, Owners};
+use super::owners::{Full, Lookup, MAX_ID_BYTES, OwnedSessions, Owners, SessionEnd};
 use super::sources::{Throttle, TrustedProxies};
 
 /// Where and for whom `serve --listen` answers.
@@ -302,11 +302,6 @@ fn no_session() -> Response {
     rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found")
 }
 
-/// The session's end, in a request's extensions: the facade withdraws the session's calls not
-/// yet claimed when it fires.
-#[derive(Clone)]
-pub(crate) struct SessionEnd(pub(crate) CancellationToken);
-
 /// Whether rmcp itself rejects an `Mcp-Method` header that contradicts the body: it checks the
 /// standard headers against the body only when the request's `MCP-Protocol-Version` is at least
 /// 2026-07-28 (its own predicate, `validate_standard_headers`). Elsewhere the header is the
@@ -483,10 +478,6 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         }
     }
 }
-
-/// The longest id serve takes (a session's, a call's): longer ones are refused before the
-/// journal.
-pub(crate) const MAX_ID_BYTES: usize = 256;
 
 /// The 429 of a session over a cap.
 fn over_cap(full: Full) -> Response {

@@ -20,6 +20,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::clients::{Client, Principal};
 
+/// The session's end, in a request's extensions: the facade withdraws the session's calls not
+/// yet claimed when it fires.
+#[derive(Clone)]
+pub(crate) struct SessionEnd(pub(crate) CancellationToken);
+
+/// The longest id serve takes (a session's, a call's): longer ones are refused before the
+/// journal.
+pub(crate) const MAX_ID_BYTES: usize = 256;
+
 /// A session's owner: the principal, through the app (a JWT's `client_id`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Owner {

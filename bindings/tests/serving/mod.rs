@@ -4,6 +4,8 @@
 #![allow(dead_code, unreachable_pub)] // each test file uses some of it
 #![allow(clippy::print_stderr)]
 
+pub mod hostile;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -74,7 +74,7 @@ pub(crate) struct Exchange<'a> {
     /// journal's first look at the call).
     pub(crate) claim_limits: Option<&'a super::limited::CallLimits>,
     /// The caller's withdrawal, decided against the claim.
-    pub(crate) withdrawal: &'a super::Withdrawal,
+    pub(crate) withdrawal: &'a Withdrawal,
 }
 
 /// How a call travels: the steps one transport supplies to the lifecycle. A transport reports
@@ -265,5 +265,38 @@ impl Exchange<'_> {
             }
             _ => String::new(),
         }
+    }
+}
+
+/// A caller's withdrawal of a call, against its claim: whichever comes first wins. A
+/// withdrawal before the claim refuses the claim (the call is cancelled, not sent); a claim
+/// first makes the withdrawal a no-op (the call runs to its result).
+#[derive(Debug, Default)]
+pub(crate) struct Withdrawal {
+    claimed: std::sync::atomic::AtomicBool,
+    withdrawn: std::sync::atomic::AtomicBool,
+}
+
+impl Withdrawal {
+    /// Withdraws; whether the call is not claimed (so it must be cancelled).
+    pub(crate) fn withdraw(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.withdrawn.store(true, SeqCst);
+        !self.claimed.load(SeqCst)
+    }
+
+    /// At the claim: whether the call may be claimed (it was not withdrawn first).
+    pub(crate) fn claim(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.claimed.store(true, SeqCst);
+        !self.withdrawn.load(SeqCst)
+    }
+
+    /// A claim that did not happen (a limit refused it, and the call waits): a withdrawal may
+    /// cancel the call again. Whether the call is still wanted (not withdrawn meanwhile).
+    pub(crate) fn release(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.claimed.store(false, SeqCst);
+        !self.withdrawn.load(SeqCst)
     }
 }

@@ -55,6 +55,7 @@ use crate::wire::Endpoint;
 
 pub(crate) use exchange::{
     CONTROL_TIMEOUT, CallState, Events, Exchange, Incoming, MAX_HEARD, Reading, Transport,
+    Withdrawal,
 };
 pub(crate) use limited::{CallLimits, Keeper};
 pub(crate) use rounds::{CALL_ID, Round, call_message};
@@ -63,39 +64,6 @@ pub(crate) use rounds::{CALL_ID, Round, call_message};
 /// call running elsewhere: the wait for it lasts until its owner's deadline plus the
 /// journal's grace (5 s).
 const ADMIT_GRACE: Duration = Duration::from_secs(10);
-
-/// A caller's withdrawal of a call, against its claim: whichever comes first wins. A
-/// withdrawal before the claim refuses the claim (the call is cancelled, not sent); a claim
-/// first makes the withdrawal a no-op (the call runs to its result).
-#[derive(Debug, Default)]
-pub(crate) struct Withdrawal {
-    claimed: std::sync::atomic::AtomicBool,
-    withdrawn: std::sync::atomic::AtomicBool,
-}
-
-impl Withdrawal {
-    /// Withdraws; whether the call is not claimed (so it must be cancelled).
-    pub(crate) fn withdraw(&self) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.withdrawn.store(true, SeqCst);
-        !self.claimed.load(SeqCst)
-    }
-
-    /// At the claim: whether the call may be claimed (it was not withdrawn first).
-    pub(crate) fn claim(&self) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.claimed.store(true, SeqCst);
-        !self.withdrawn.load(SeqCst)
-    }
-
-    /// A claim that did not happen (a limit refused it, and the call waits): a withdrawal may
-    /// cancel the call again. Whether the call is still wanted (not withdrawn meanwhile).
-    pub(crate) fn release(&self) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.claimed.store(false, SeqCst);
-        !self.withdrawn.load(SeqCst)
-    }
-}
 
 /// A call the gate let through, as the runtime hands it to the lifecycle.
 pub(crate) struct Started<'a> {
