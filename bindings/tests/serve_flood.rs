@@ -125,14 +125,8 @@ fn failed_authentications_are_throttled_per_source() {
              Content-Length: 2\r\nConnection: close\r\n\r\n{{}}"
         )
         .unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        let status = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, response, started.elapsed())
+        let (status, head, _) = read_response(&mut stream);
+        (status, head, started.elapsed())
     };
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
     let mut slowest_refusal = Duration::ZERO;

@@ -1,9 +1,6 @@
 //! What the hostile-client tests share (`serve_hostile.rs`, `serve_flood.rs`): a config of the
 //! test server's tools, raw requests, a 2026-07-28 call, a session's ping and DELETE.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use serde_json::{Value, json};
 
 use super::*;
@@ -15,18 +12,7 @@ pub fn hostile_config(dir: &Path, url: &str, patch: impl Fn(&mut Value)) -> Stri
 
 /// Raw bytes to serve: (status, head, body).
 pub fn raw(authority: &str, request: &[u8]) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(authority).unwrap();
-    stream.write_all(request).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_owned(), body.to_owned())
+    exchange(authority, request)
 }
 
 /// The JSON-RPC message of a response body (JSON, or the first SSE `data:`).

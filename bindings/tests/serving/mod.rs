@@ -215,10 +215,21 @@ pub fn post_body(authority: &str, headers: &[(&str, &str)], body: &str) -> (u16,
     }
     request.push_str("\r\n");
     request.push_str(body);
+    exchange(authority, request.as_bytes())
+}
+
+/// Raw bytes to serve on a connection of their own, read to its end: (status, head, body).
+pub fn exchange(authority: &str, request: &[u8]) -> (u16, String, String) {
     let mut stream = TcpStream::connect(authority).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
+    stream.write_all(request).unwrap();
+    read_response(&mut stream)
+}
+
+/// A response read to the end of its connection: (status, head, body).
+pub fn read_response(stream: &mut TcpStream) -> (u16, String, String) {
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let status = head
         .split_whitespace()
@@ -472,14 +483,8 @@ impl RawSession {
             self.id
         )
         .unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        let status = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, response)
+        let (status, head, body) = read_response(&mut stream);
+        (status, format!("{head}\r\n\r\n{body}"))
     }
 }
 
