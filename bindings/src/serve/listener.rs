@@ -416,17 +416,10 @@ impl<T: Unpin> http_body::Body for Holding<T> {
 /// The connection cap in force: the config's, at most half the descriptor limit (the rest is
 /// for upstream sockets, the state store and stdio servers).
 pub(crate) fn connection_cap(configured: u32) -> usize {
-    let limit = descriptor_limit().unwrap_or(1024);
-    (configured as usize).min((limit / 2).max(1) as usize)
-}
-
-/// The process's soft limit on open descriptors.
-fn descriptor_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
+    // The harness raised the soft limit to the hard one at start; this reads what is in force.
+    let limit = brain_runtime::raise_open_file_limit().unwrap_or(1024);
+    let half = usize::try_from(limit / 2).unwrap_or(usize::MAX).max(1);
+    (configured as usize).min(half)
 }
 
 #[cfg(test)]
