@@ -48,6 +48,7 @@ fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
     let config = brain_config::HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools: vec![binding("research", 30), binding("research_short", 2)],

@@ -124,7 +124,22 @@ impl Builder {
     pub fn compile(&self, config: impl AsRef<Path>) -> Result<PathBuf, Error> {
         let config = config.as_ref();
         println!("cargo::rerun-if-changed={}", config.display());
-        let module = self.module(config)?;
+        let (module, loaded) = self.module(config)?;
+        // The policies' files are part of the config: a change to one, or a new file in a
+        // pattern's directory, regenerates.
+        if let Some(policies) = &loaded.policies {
+            let base = config.parent().unwrap_or(Path::new(""));
+            for source in &policies.sources {
+                println!(
+                    "cargo::rerun-if-changed={}",
+                    base.join(&source.path).display()
+                );
+            }
+            for pattern in policies.files.iter().chain(&policies.tests) {
+                let parent = Path::new(pattern).parent().unwrap_or(Path::new(""));
+                println!("cargo::rerun-if-changed={}", base.join(parent).display());
+            }
+        }
         let dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => std::env::var_os("OUT_DIR")
@@ -147,7 +162,7 @@ impl Builder {
         mode: DirMode,
     ) -> Result<DirReport, Error> {
         let (config, dir) = (config.as_ref(), dir.as_ref());
-        let module = self.module(config)?;
+        let (module, _) = self.module(config)?;
         let target = dir.join(DIR_MODULE);
         let mut report = DirReport::default();
         for file in ours(dir)? {
@@ -173,14 +188,15 @@ impl Builder {
         Ok(report)
     }
 
-    /// The generated module of the config at `path`; an invalid config's diagnostics printed.
-    fn module(&self, path: &Path) -> Result<String, Error> {
+    /// The generated module of the config at `path`, and the config; an invalid config's
+    /// diagnostics printed.
+    fn module(&self, path: &Path) -> Result<(String, HostConfig), Error> {
         let config = load(path)?;
         let source = self
             .source_name
             .clone()
             .unwrap_or_else(|| path.display().to_string());
-        Ok(generate(&config, &source)?)
+        Ok((generate(&config, &source)?, config))
     }
 }
 

@@ -34,6 +34,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         model_apis,
         serve,
         tenant_limits,
+        policies,
         tools,
     } = config;
     let header = format!(
@@ -54,6 +55,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
             model_apis.as_deref(),
             serve.as_ref(),
             tenant_limits.as_ref(),
+            policies.as_ref(),
             &modules,
             &args,
         ),
@@ -106,6 +108,7 @@ fn root(
     model_apis: Option<&[ModelApi]>,
     serve: Option<&brain_config::Serve>,
     tenant_limits: Option<&std::collections::BTreeMap<String, brain_config::TenantLimits>>,
+    policies: Option<&brain_config::policy::PolicyConfig>,
     items: &[TokenStream],
     args: &[String],
 ) -> TokenStream {
@@ -122,6 +125,8 @@ fn root(
     // `tenant_limits` likewise.
     let tenant_limits =
         option(tenant_limits.map(|limits| serde_json::to_string(limits).expect("JSON")));
+    // `policies` likewise, with the text of every policy and test file.
+    let policies = option(policies.map(|policies| serde_json::to_string(policies).expect("JSON")));
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -310,7 +315,7 @@ fn root(
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies)
         }
     }
 }

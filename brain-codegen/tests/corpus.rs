@@ -69,6 +69,7 @@ fn bind_corpus() -> (HostConfig, String) {
     let mut config = HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools: Vec::new(),
@@ -114,6 +115,7 @@ fn bind_corpus() -> (HostConfig, String) {
             let alone = HostConfig {
                 serve: None,
                 tenant_limits: None,
+                policies: None,
                 model_apis: None,
                 schema: None,
                 tools: vec![binding.clone()],

@@ -161,6 +161,23 @@ rules! {
     /// `serve.authorization` is unusable: an issuer or resource that is not an `https` URL
     /// (`http` on loopback), or a blank `tenant_claim`.
     ServeAuthorizationInvalid = "serve-authorization-invalid",
+    /// `policies.files` or `policies.tests` names a file that cannot be read, or a glob that
+    /// matches no file.
+    PolicyFiles = "policy-files",
+    /// A policy file is not Cedar.
+    PolicySyntax = "policy-syntax",
+    /// A policy does not validate strictly against the schema brain derives from the bindings
+    /// (Cedar's warnings count as errors: an always-false policy is one).
+    PolicyInvalid = "policy-invalid",
+    /// A policy Cedar accepts that would not do what it says: a `forbid` guarded by `has` on an
+    /// argument, `context.call.approval` outside an `@approval` policy, an `@approval` permit
+    /// that does not test `context.call.approval.granted == true`, a policy that names an
+    /// argument with no faithful Cedar type.
+    PolicyTrap = "policy-trap",
+    /// A policy without a unique `@id`, or with an annotation brain does not know.
+    PolicyAnnotation = "policy-annotation",
+    /// A policy test is malformed, or its decision is not the one it expects.
+    PolicyTest = "policy-test",
 }
 
 impl fmt::Display for Rule {
@@ -184,6 +201,8 @@ pub struct Diagnostic {
     pub help: String,
     /// Line and column in the file, when the text is known.
     pub location: Option<Location>,
+    /// The file it is in, when that is not the host config itself (a policy file).
+    pub file: Option<String>,
 }
 
 impl Diagnostic {
@@ -200,6 +219,7 @@ impl Diagnostic {
             message: message.into(),
             help: help.into(),
             location: None,
+            file: None,
         }
     }
 
@@ -210,6 +230,7 @@ impl Diagnostic {
     ///   help: ...
     /// ```
     pub fn render(&self, file: &str) -> String {
+        let file = self.file.as_deref().unwrap_or(file);
         let mut out = format!("error[{}]: {file}", self.rule);
         if let Some(location) = self.location {
             out += &format!(":{location}");

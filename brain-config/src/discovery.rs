@@ -530,6 +530,7 @@ mod tests {
         let mut config = HostConfig {
             serve: None,
             tenant_limits: None,
+            policies: None,
             model_apis: None,
             schema: None,
             tools: vec![ours.clone()],
@@ -653,6 +654,7 @@ mod tests {
         let mut config = HostConfig {
             serve: None,
             tenant_limits: None,
+            policies: None,
             model_apis: None,
             schema: None,
             tools: vec![a.clone(), b.clone()],
@@ -678,6 +680,7 @@ mod tests {
         let mut config = HostConfig {
             serve: None,
             tenant_limits: None,
+            policies: None,
             model_apis: None,
             schema: None,
             tools: vec![a],

@@ -32,6 +32,7 @@ mod limits;
 mod load;
 mod model;
 pub mod model_api;
+pub mod policy;
 mod schema;
 mod serve;
 mod source;

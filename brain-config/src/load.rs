@@ -11,6 +11,7 @@ use crate::check::{Draft, Sections, check};
 use crate::diagnostic::{Diagnostic, Diagnostics, Rule};
 use crate::limits::TenantLimits;
 use crate::model::{HostConfig, MAX_CONFIG_BYTES, ModelApi, ToolBinding};
+use crate::policy::PolicyConfig;
 use crate::schema::{FIELDS, Field};
 use crate::serve::Serve;
 use crate::source::{Location, SourceIndex, escape_token};
@@ -77,8 +78,13 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         model_apis,
         serve,
         tenant_limits,
+        mut policies,
         drafts,
     } = read_document(document, &mut errors);
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    if let Some(policies) = &mut policies {
+        crate::policy::files::read(policies, dir, &mut errors);
+    }
     errors.extend(check(
         &drafts,
         Sections {
@@ -101,13 +107,24 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         errors.sort_by_key(|d| d.location);
         return Err(fail(errors));
     }
-    Ok(HostConfig {
+    let config = HostConfig {
         schema,
         model_apis,
         serve,
         tenant_limits,
+        policies,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
-    })
+    };
+    crate::policy::compile_in(&config, dir).map_err(|mut errors| {
+        for diagnostic in &mut errors {
+            if diagnostic.location.is_none() && diagnostic.file.is_none() {
+                diagnostic.location = index.locate(&diagnostic.pointer);
+            }
+        }
+        errors.sort_by(|a, b| (&a.file, a.location).cmp(&(&b.file, b.location)));
+        fail(errors)
+    })?;
+    Ok(config)
 }
 
 /// The text of the file: UTF-8, a leading byte-order mark ignored, at most [`MAX_CONFIG_BYTES`].
@@ -185,6 +202,7 @@ struct Document {
     model_apis: Option<Vec<ModelApi>>,
     serve: Option<Serve>,
     tenant_limits: Option<BTreeMap<String, TenantLimits>>,
+    policies: Option<PolicyConfig>,
     drafts: Vec<Draft>,
 }
 
@@ -234,6 +252,24 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
             errors,
         )
     });
+    let policies = root.remove("policies").and_then(|value| {
+        if value.get("sources").is_some() {
+            errors.push(Diagnostic::new(
+                Rule::UnknownField,
+                "/policies/sources",
+                "`policies.sources` is not written in a host config",
+                "name the Cedar files in `policies.files`; brain reads their text when it loads \
+                 the config",
+            ));
+            return None;
+        }
+        read_section::<PolicyConfig>(
+            &value,
+            "policies",
+            "write `{\"files\": [\"policies/*.cedar\"]}`",
+            errors,
+        )
+    });
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -266,6 +302,7 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         model_apis,
         serve,
         tenant_limits,
+        policies,
         drafts,
     }
 }

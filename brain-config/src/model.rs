@@ -65,6 +65,11 @@ pub struct HostConfig {
     /// "per_seconds": S, "concurrent": C}}`. Each key is a tenant some binding allows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_limits: Option<BTreeMap<String, crate::limits::TenantLimits>>,
+    /// Cedar policies on calls and their arguments, checked against the bindings' schemas at
+    /// every load and decided at the gate: `{"files": ["policies/*.cedar"], "tests":
+    /// ["policies/tests/*.json"]}`, relative to this file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<crate::policy::PolicyConfig>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }

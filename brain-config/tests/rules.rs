@@ -9,7 +9,33 @@ use std::path::{Path, PathBuf};
 use brain_config::{Rule, parse};
 
 /// Rules that cannot have a committed fixture, and the test that covers each instead.
-const NO_FIXTURE: &[(Rule, &str)] = &[(Rule::TooLarge, "robustness::fifty_megabytes")];
+const NO_FIXTURE: &[(Rule, &str)] = &[
+    (Rule::TooLarge, "robustness::fifty_megabytes"),
+    (
+        Rule::PolicyFiles,
+        "policies::every_invalid_case_is_pinned (glob-matches-nothing)",
+    ),
+    (
+        Rule::PolicySyntax,
+        "policies::every_invalid_case_is_pinned (syntax)",
+    ),
+    (
+        Rule::PolicyInvalid,
+        "policies::every_invalid_case_is_pinned (typo-attribute)",
+    ),
+    (
+        Rule::PolicyTrap,
+        "policies::every_invalid_case_is_pinned (has-guarded-forbid)",
+    ),
+    (
+        Rule::PolicyAnnotation,
+        "policies::every_invalid_case_is_pinned (annotations)",
+    ),
+    (
+        Rule::PolicyTest,
+        "policies::every_invalid_case_is_pinned (failing-test)",
+    ),
+];
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -176,13 +176,14 @@ impl StaticBinding {
         }
     }
 
-    /// The host config of a table of bindings, the config's `model_apis`, and its `serve` and
-    /// `tenant_limits` as JSON.
+    /// The host config of a table of bindings, the config's `model_apis`, and its `serve`,
+    /// `tenant_limits` and `policies` (with the policies' text) as JSON.
     pub fn host_config(
         bindings: &[StaticBinding],
         model_apis: Option<&[ModelApi]>,
         serve: Option<&str>,
         tenant_limits: Option<&str>,
+        policies: Option<&str>,
     ) -> HostConfig {
         HostConfig {
             tenant_limits: tenant_limits.map(|text| {
@@ -191,6 +192,9 @@ impl StaticBinding {
             model_apis: model_apis.map(<[ModelApi]>::to_vec),
             serve: serve
                 .map(|text| serde_json::from_str(text).expect("codegen embeds valid serve JSON")),
+            policies: policies.map(|text| {
+                serde_json::from_str(text).expect("codegen embeds valid policies JSON")
+            }),
             schema: None,
             tools: bindings.iter().map(StaticBinding::to_binding).collect(),
         }

@@ -139,6 +139,7 @@ async fn a_remote_ref_causes_no_request() {
     let config = HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools: vec![tool],

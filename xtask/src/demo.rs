@@ -90,6 +90,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         model_apis: None,
         serve: None,
         tenant_limits: None,
+        policies: None,
         schema: None,
         tools: discovered,
     });

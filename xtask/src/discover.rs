@@ -512,6 +512,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
             model_apis: None,
             serve: None,
             tenant_limits: None,
+            policies: None,
             schema: None,
             tools: Vec::new(),
         }
@@ -550,12 +551,24 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
         eprintln!("error: the merged config would be invalid; {file} was not changed");
         return Ok(ExitCode::FAILURE);
     }
-    let mut text = serde_json::to_string_pretty(&config)?;
-    text.push('\n');
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    if let Err(errors) = brain_config::policy::Policies::compile_in(&config, dir) {
+        let file = path.display().to_string();
+        for error in &errors {
+            eprint!("{}", error.render(&file));
+        }
+        eprintln!("error: the merged bindings break the config's policies; {file} was not changed");
+        return Ok(ExitCode::FAILURE);
+    }
+    // The policies' text stays in their files.
+    if let Some(policies) = &mut config.policies {
+        policies.sources.clear();
+    }
+    let mut text = serde_json::to_string_pretty(&config)?;
+    text.push('\n');
     let mut temp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     std::io::Write::write_all(&mut temp, text.as_bytes())?;

@@ -1093,5 +1093,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
         ::std::option::Option::Some(
             "{\"staging\":{\"calls\":120,\"per_seconds\":60,\"concurrent\":8}}",
         ),
+        ::std::option::Option::None,
     )
 }

@@ -99,6 +99,7 @@ async fn main() -> ExitCode {
     let errors = brain_config::validate(&HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools: bindings.clone(),
@@ -118,6 +119,7 @@ async fn main() -> ExitCode {
     let config = HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools: bindings

@@ -978,6 +978,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
     let config = HostConfig {
         serve: None,
         tenant_limits: None,
+        policies: None,
         model_apis: None,
         schema: None,
         tools,

@@ -1,0 +1,794 @@
+//! Policies as code on every call and its arguments, in Cedar: the Cedar schema brain derives
+//! from the pinned bindings, strict validation rendered as brain's own diagnostics, the traps
+//! Cedar accepts refused, the policy tests run, and the decision the gate takes — pure, no I/O,
+//! failing closed.
+//!
+//! The request for a call: principal `Brain::Tenant::"acme"` (or `Brain::User::"<iss>|<sub>"`
+//! in that tenant, for a user serve authenticated), action `Brain::Action::"tool:<binding>"` (in
+//! the groups `all_tools` and `upstream:<id>`), resource `Brain::Upstream::"<id>"`, context
+//! `{input, call: {via, session, approval: {granted}}}`.
+//!
+//! ```
+//! use brain_config::policy::{Decision, Policies, PolicyRequest, Principal, Via};
+//!
+//! let dir = std::env::temp_dir().join(format!("brain-policy-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! std::fs::write(dir.join("refund.cedar"), r#"
+//!     @id("refunds-up-to-100")
+//!     permit(principal == Brain::Tenant::"acme", action == Brain::Action::"tool:refund", resource)
+//!     when { context.input.amount <= 100 };
+//! "#).unwrap();
+//! std::fs::write(dir.join("host.json"), r#"{"policies": {"files": ["*.cedar"]}, "tools": [{
+//!     "name": "refund", "description": "Refund an order.", "url": "https://pay.example/mcp",
+//!     "mcp_tool": "refund", "tenants": ["acme"], "input_schema": {"type": "object",
+//!     "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}}]}"#).unwrap();
+//! let config = brain_config::load_file(&dir.join("host.json")).unwrap();
+//! let policies = Policies::compile(&config).unwrap().unwrap();
+//! let acme = Principal::Tenant("acme".into());
+//! let decide = |amount: i64| policies.decide(&PolicyRequest {
+//!     principal: &acme, binding: "refund", via: Via::Rust, session: "s1", granted: false,
+//!     arguments: &serde_json::json!({"amount": amount}),
+//! });
+//! assert_eq!(decide(40), Decision::Allow);
+//! assert!(matches!(decide(400), Decision::Deny { .. }));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+pub(crate) mod files;
+mod lint;
+mod render;
+mod suite;
+mod types;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::str::FromStr;
+
+use cedar_policy::{
+    Authorizer, Context, Effect, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy,
+    PolicyId, PolicySet, Request, RestrictedExpression, Schema, SchemaFragment, ValidationMode,
+    Validator,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+pub use files::MAX_POLICY_FILE_BYTES;
+
+use crate::diagnostic::{Diagnostic, Rule};
+use crate::model::{HostConfig, ToolBinding};
+use render::{from_cedar, policy_diagnostic};
+use types::{Enums, LeftOut, NAMESPACE, Shape};
+
+/// The annotations a policy may carry.
+const ANNOTATIONS: &[&str] = &["id", "reason", "approval"];
+
+/// `policies` in the host config: Cedar files and their tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The Cedar policy files: paths or globs (`policies/*.cedar`), relative to the host
+    /// config's directory. A pattern that matches no file is an error.
+    pub files: Vec<String>,
+    /// The policy tests: JSON files (paths or globs, relative to the host config's directory),
+    /// each a test or a list of tests `{"principal", "binding", "arguments", "expect"}`. Every
+    /// load runs them; a failing one fails the load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<String>,
+    /// The text of every file the patterns matched, read when the config was loaded (codegen
+    /// embeds it, so a compiled-in config carries its policies). Never written in a host config.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub sources: Vec<PolicySource>,
+}
+
+/// One policy or test file, read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySource {
+    /// The file, relative to the host config's directory.
+    pub path: String,
+    /// What it holds.
+    pub kind: SourceKind,
+    /// Its text.
+    pub text: String,
+}
+
+/// What a policy source holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// Cedar policies.
+    Policies,
+    /// Policy tests (JSON).
+    Tests,
+}
+
+/// Who calls, as the policies see it: built only from the authenticated identity, never from
+/// arguments, `_meta` or headers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Principal {
+    /// `Brain::Tenant::"<tenant>"`: the tenant of the session (a static serve token, a Rust host).
+    Tenant(String),
+    /// `Brain::User::"<issuer>|<subject>"`, in `Brain::Tenant::"<tenant>"`: a user whose access
+    /// token serve verified.
+    User {
+        /// The user's tenant (from the token's tenant claim).
+        tenant: String,
+        /// The token's `iss`.
+        issuer: String,
+        /// The token's `sub`.
+        subject: String,
+    },
+}
+
+impl Principal {
+    /// The principal's tenant.
+    pub fn tenant(&self) -> &str {
+        match self {
+            Principal::Tenant(tenant) | Principal::User { tenant, .. } => tenant,
+        }
+    }
+}
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Principal::Tenant(tenant) => write!(f, "{NAMESPACE}::Tenant::{tenant:?}"),
+            Principal::User {
+                tenant,
+                issuer,
+                subject,
+            } => write!(
+                f,
+                "{NAMESPACE}::User::{:?} (tenant {tenant:?})",
+                format!("{issuer}|{subject}")
+            ),
+        }
+    }
+}
+
+/// Which front end a call came through: `context.call.via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// `brain-harness call`.
+    Call,
+    /// `brain-harness serve`.
+    Serve,
+    /// A Rust host calling the runtime.
+    Rust,
+}
+
+impl Via {
+    /// `"call"`, `"serve"` or `"rust"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Call => "call",
+            Via::Serve => "serve",
+            Via::Rust => "rust",
+        }
+    }
+}
+
+/// One call, as the policies decide it.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyRequest<'a> {
+    /// Who calls.
+    pub principal: &'a Principal,
+    /// The binding's name.
+    pub binding: &'a str,
+    /// The arguments, already valid for the binding's `input_schema`.
+    pub arguments: &'a Value,
+    /// Which front end.
+    pub via: Via,
+    /// The session.
+    pub session: &'a str,
+    /// `context.call.approval.granted`: whether a person approved this call (always false until
+    /// brain has approvals).
+    pub granted: bool,
+}
+
+/// What the policies decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// A `permit` applies and no `forbid` does.
+    Allow,
+    /// Refused: no `permit` applies, a `forbid` does, or a policy or the arguments could not be
+    /// evaluated (every error denies).
+    Deny {
+        /// Why, naming the deciding `forbid`s' ids and `@reason`s, or "no policy permits".
+        reason: String,
+        /// Whether the same call with `granted: true` would be allowed (an `@approval` policy
+        /// would permit it).
+        approvable: bool,
+    },
+}
+
+/// What brain knows of one binding for its policies.
+#[derive(Debug)]
+struct Tool {
+    action: EntityUid,
+    resource: EntityUid,
+    input: Shape,
+    left_out: Vec<LeftOut>,
+}
+
+/// Where a policy came from.
+#[derive(Debug, Clone)]
+struct Origin {
+    source: usize,
+    offset: Option<usize>,
+}
+
+/// A host config's policies, validated and ready to decide calls. Built by [`Policies::compile`]
+/// (every load of a config with `policies` already did, and reported every error).
+#[derive(Debug)]
+pub struct Policies {
+    set: PolicySet,
+    /// The `permit`s reduced to their scope, and the `forbid`s that never read `context`: what
+    /// `tools/list` may hide a tool by.
+    listing: PolicySet,
+    schema: Schema,
+    schema_json: Value,
+    tools: HashMap<String, Tool>,
+    actions: Entities,
+    authorizer: Authorizer,
+    digest: String,
+}
+
+impl Policies {
+    /// Compiles a config's policies: `None` when it has none. The config must have been loaded
+    /// ([`crate::load_file`] reads the files into `sources`); the same checks as at load time
+    /// run again, so a config no build checked is never trusted.
+    pub fn compile(config: &HostConfig) -> Result<Option<Policies>, Vec<Diagnostic>> {
+        compile_in(config, Path::new(""))
+    }
+
+    /// [`Policies::compile`], naming the policy files in diagnostics as `dir` (the host config's
+    /// directory) joined with their paths.
+    pub fn compile_in(
+        config: &HostConfig,
+        dir: &Path,
+    ) -> Result<Option<Policies>, Vec<Diagnostic>> {
+        compile_in(config, dir)
+    }
+
+    /// The decision for one call: pure, deterministic, failing closed.
+    pub fn decide(&self, request: &PolicyRequest<'_>) -> Decision {
+        let deny = |reason: String| Decision::Deny {
+            reason,
+            approvable: false,
+        };
+        let Some(tool) = self.tools.get(request.binding) else {
+            return deny(format!(
+                "refused by policy: the binding {:?} is not in the policies' schema",
+                request.binding
+            ));
+        };
+        let outcome = match self.evaluate(tool, request) {
+            Ok(outcome) => outcome,
+            Err(reason) => return deny(reason),
+        };
+        if outcome.decision() == cedar_policy::Decision::Allow {
+            return Decision::Allow;
+        }
+        let approvable = !request.granted
+            && matches!(
+                self.evaluate(tool, &PolicyRequest { granted: true, ..*request }),
+                Ok(r) if r.decision() == cedar_policy::Decision::Allow
+            );
+        let mut forbids: Vec<String> = outcome
+            .diagnostics()
+            .reason()
+            .map(|id| match self.set.annotation(id, "reason") {
+                Some(reason) => format!("forbid {:?} ({reason})", id.to_string()),
+                None => format!("forbid {:?}", id.to_string()),
+            })
+            .collect();
+        forbids.sort();
+        let mut reason = if forbids.is_empty() {
+            format!(
+                "refused by policy: no policy permits {:?} for {}",
+                request.binding, request.principal
+            )
+        } else {
+            format!("refused by policy: {}", forbids.join(", "))
+        };
+        if approvable {
+            reason += "; an @approval policy would permit it once a person approves this call";
+        }
+        Decision::Deny { reason, approvable }
+    }
+
+    /// The Cedar response, or why the call cannot be evaluated (an error denies).
+    fn evaluate(
+        &self,
+        tool: &Tool,
+        request: &PolicyRequest<'_>,
+    ) -> Result<cedar_policy::Response, String> {
+        let input = tool
+            .input
+            .lower(request.arguments, &mut String::new())
+            .map_err(|why| {
+                format!("refused by policy: the arguments cannot be given to the policies: {why}")
+            })?;
+        let call = RestrictedExpression::new_record([
+            (
+                "via".to_owned(),
+                RestrictedExpression::new_string(request.via.as_str().to_owned()),
+            ),
+            (
+                "session".to_owned(),
+                RestrictedExpression::new_string(request.session.to_owned()),
+            ),
+            (
+                "approval".to_owned(),
+                RestrictedExpression::new_record([(
+                    "granted".to_owned(),
+                    RestrictedExpression::new_bool(request.granted),
+                )])
+                .map_err(|e| e.to_string())?,
+            ),
+        ])
+        .map_err(|e| e.to_string())?;
+        let context = Context::from_pairs([("input".to_owned(), input), ("call".to_owned(), call)])
+            .map_err(|e| format!("refused by policy: the call's context: {e}"))?;
+        let (principal, user) = principal_entity(request.principal);
+        let entities;
+        let entities = match user {
+            Some(user) => {
+                entities = self
+                    .actions
+                    .clone()
+                    .add_entities([user], None)
+                    .map_err(|e| format!("refused by policy: the principal: {e}"))?;
+                &entities
+            }
+            None => &self.actions,
+        };
+        let cedar_request = Request::new(
+            principal,
+            tool.action.clone(),
+            tool.resource.clone(),
+            context,
+            Some(&self.schema),
+        )
+        .map_err(|e| format!("refused by policy: the request does not match the schema: {e}"))?;
+        let response = self
+            .authorizer
+            .is_authorized(&cedar_request, &self.set, entities);
+        if let Some(error) = response.diagnostics().errors().next() {
+            return Err(format!(
+                "refused by policy: {error}; a policy that cannot be evaluated denies"
+            ));
+        }
+        Ok(response)
+    }
+
+    /// Whether `tools/list` shows `binding` to `principal`. Never reads `context`: the tool is
+    /// hidden only when a `forbid` that never mentions `context` applies, or when no `permit`'s
+    /// scope can match the principal and the action.
+    pub fn visible(&self, principal: &Principal, binding: &str) -> bool {
+        let Some(tool) = self.tools.get(binding) else {
+            return false;
+        };
+        let (principal, user) = principal_entity(principal);
+        let with_user;
+        let entities = match user {
+            Some(user) => match self.actions.clone().add_entities([user], None) {
+                Ok(entities) => {
+                    with_user = entities;
+                    &with_user
+                }
+                Err(_) => return false,
+            },
+            None => &self.actions,
+        };
+        let Ok(request) = Request::new(
+            principal,
+            tool.action.clone(),
+            tool.resource.clone(),
+            Context::empty(),
+            None,
+        ) else {
+            return false;
+        };
+        self.authorizer
+            .is_authorized(&request, &self.listing, entities)
+            .decision()
+            == cedar_policy::Decision::Allow
+    }
+
+    /// The Cedar schema brain derived from the bindings, in Cedar's schema syntax (what
+    /// `cargo xtask policy schema` writes, for editors and review).
+    pub fn cedar_schema(&self) -> String {
+        let fragment = SchemaFragment::from_json_value(self.schema_json.clone())
+            .unwrap_or_else(|e| panic!("the derived schema parsed once: {e}"));
+        fragment
+            .to_cedarschema()
+            .unwrap_or_else(|e| panic!("the derived schema prints: {e}"))
+    }
+
+    /// SHA-256 (hex) of the policy files' paths and texts (RFC 8785 JSON): the policy set's
+    /// identity.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The ids of the policies, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.set.policies().map(|p| p.id().to_string()).collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// The principal's uid, and its entity when it has a parent (a user in a tenant).
+fn principal_entity(principal: &Principal) -> (EntityUid, Option<Entity>) {
+    let uid = |ty: &str, id: &str| {
+        EntityUid::from_type_name_and_id(
+            EntityTypeName::from_str(&format!("{NAMESPACE}::{ty}")).expect("a Cedar name"),
+            EntityId::new(id),
+        )
+    };
+    match principal {
+        Principal::Tenant(tenant) => (uid("Tenant", tenant), None),
+        Principal::User {
+            tenant,
+            issuer,
+            subject,
+        } => {
+            let user = uid("User", &format!("{issuer}|{subject}"));
+            let entity = Entity::new_no_attrs(user.clone(), HashSet::from([uid("Tenant", tenant)]));
+            (user, Some(entity))
+        }
+    }
+}
+
+/// The upstream id of a binding: its URL's origin and path, or `stdio:<command[0]>`.
+pub fn upstream_id(binding: &ToolBinding) -> String {
+    if let Some(url) = &binding.url
+        && let Ok(parsed) = url::Url::parse(url)
+    {
+        return format!("{}{}", parsed.origin().ascii_serialization(), parsed.path());
+    }
+    match binding.command.as_ref().and_then(|c| c.first()) {
+        Some(program) => format!("stdio:{program}"),
+        None => binding.url.clone().unwrap_or_default(),
+    }
+}
+
+fn entity_uid(ty: &str, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(
+        EntityTypeName::from_str(&format!("{NAMESPACE}::{ty}")).expect("a Cedar name"),
+        EntityId::new(id),
+    )
+}
+
+/// The Cedar schema of the bindings (JSON format), and what brain knows of each binding.
+fn derive_schema(bindings: &[ToolBinding]) -> (Value, HashMap<String, Tool>) {
+    let mut enums = Enums::default();
+    let mut tools = HashMap::new();
+    let mut actions = Map::new();
+    actions.insert("all_tools".to_owned(), json!({}));
+    for binding in bindings {
+        let upstream = upstream_id(binding);
+        let group = format!("upstream:{upstream}");
+        let (input, left_out) =
+            types::input_shape(&binding.name, &binding.input_schema, &mut enums);
+        actions.entry(group.clone()).or_insert_with(|| json!({}));
+        let mut input_type = input.cedar_type();
+        input_type["required"] = Value::Bool(true);
+        let action = format!("tool:{}", binding.name);
+        actions.insert(
+            action.clone(),
+            json!({
+                "memberOf": [{"id": "all_tools"}, {"id": group}],
+                "appliesTo": {
+                    "principalTypes": ["Tenant", "User"],
+                    "resourceTypes": ["Upstream"],
+                    "context": {"type": "Record", "attributes": {
+                        "input": input_type,
+                        "call": {"type": "Record", "attributes": {
+                            "via": {"type": "String"},
+                            "session": {"type": "String"},
+                            "approval": {"type": "Record", "attributes": {
+                                "granted": {"type": "Boolean"}
+                            }}
+                        }}
+                    }}
+                }
+            }),
+        );
+        tools.insert(
+            binding.name.clone(),
+            Tool {
+                action: entity_uid("Action", &action),
+                resource: entity_uid("Upstream", &upstream),
+                input,
+                left_out,
+            },
+        );
+    }
+    let mut entity_types = Map::new();
+    entity_types.insert("Tenant".to_owned(), json!({}));
+    entity_types.insert("User".to_owned(), json!({"memberOfTypes": ["Tenant"]}));
+    entity_types.insert("Upstream".to_owned(), json!({}));
+    for (name, values) in enums.types {
+        entity_types.insert(name, json!({"enum": values}));
+    }
+    (
+        json!({NAMESPACE: {"entityTypes": entity_types, "actions": actions}}),
+        tools,
+    )
+}
+
+/// [`Policies::compile`], with the policy files' paths shown relative to `dir`.
+pub(crate) fn compile_in(
+    config: &HostConfig,
+    dir: &Path,
+) -> Result<Option<Policies>, Vec<Diagnostic>> {
+    let Some(policy_config) = &config.policies else {
+        return Ok(None);
+    };
+    let sources = &policy_config.sources;
+    let display = |i: usize| dir.join(&sources[i].path).display().to_string();
+    let mut errors = Vec::new();
+    if !sources.iter().any(|s| s.kind == SourceKind::Policies) {
+        return Err(vec![Diagnostic::new(
+            Rule::PolicyFiles,
+            "/policies/files",
+            "`policies` holds no policy file's text",
+            "load the config with `brain_config::load_file` (it reads `policies.files`), or \
+             name at least one Cedar file in `policies.files`",
+        )]);
+    }
+    let (schema_json, tools) = derive_schema(&config.tools);
+    let schema = match Schema::from_json_value(schema_json.clone()) {
+        Ok(schema) => schema,
+        Err(e) => {
+            return Err(vec![Diagnostic::new(
+                Rule::PolicyInvalid,
+                "/policies",
+                format!("the Cedar schema brain derived from the bindings is invalid: {e}"),
+                "report this as a bug of brain, with the bindings' names and schemas",
+            )]);
+        }
+    };
+
+    let mut set = PolicySet::new();
+    let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
+    let mut explained = std::collections::BTreeSet::new();
+    for (index, source) in sources.iter().enumerate() {
+        if source.kind != SourceKind::Policies {
+            continue;
+        }
+        let file = display(index);
+        let parsed = match PolicySet::from_str(&source.text) {
+            Ok(parsed) => parsed,
+            Err(parse_errors) => {
+                for error in parse_errors.iter() {
+                    errors.push(from_cedar(
+                        Rule::PolicySyntax,
+                        error,
+                        &file,
+                        &source.text,
+                        None,
+                        None,
+                        "fix the Cedar syntax here (https://docs.cedarpolicy.com/policies/syntax-policy.html)",
+                    ));
+                }
+                continue;
+            }
+        };
+        if parsed.templates().next().is_some() {
+            errors.push(policy_diagnostic(
+                Rule::PolicyInvalid,
+                &file,
+                &source.text,
+                None,
+                None,
+                "the file holds a template (`?principal` or `?resource`)".to_owned(),
+                "write static policies: brain links no templates".to_owned(),
+            ));
+        }
+        let mut policies: Vec<(Option<usize>, &Policy)> = parsed
+            .policies()
+            .map(|p| {
+                let offset = p.to_cedar().and_then(|text| source.text.find(&text));
+                (offset, p)
+            })
+            .collect();
+        policies.sort_by_key(|(offset, _)| *offset);
+        for (offset, policy) in policies {
+            let diagnostic = |rule, id: Option<&str>, message: String, help: &str| {
+                policy_diagnostic(
+                    rule,
+                    &file,
+                    &source.text,
+                    offset,
+                    id,
+                    message,
+                    help.to_owned(),
+                )
+            };
+            for (key, _) in policy.annotations() {
+                if !ANNOTATIONS.contains(&key) {
+                    errors.push(diagnostic(
+                        Rule::PolicyAnnotation,
+                        policy.annotation("id"),
+                        format!("brain does not know the annotation `@{key}`"),
+                        "use only `@id(\"...\")`, `@reason(\"...\")` and `@approval`",
+                    ));
+                }
+            }
+            let id = match policy.annotation("id") {
+                Some(id) if !id.trim().is_empty() => id.to_owned(),
+                _ => {
+                    errors.push(diagnostic(
+                        Rule::PolicyAnnotation,
+                        None,
+                        "this policy has no `@id`".to_owned(),
+                        "put `@id(\"refund-limit\")` (a name unique among the policies) above it: \
+                         a refusal names the policies that decided it",
+                    ));
+                    continue;
+                }
+            };
+            if let Some(first) = origins.get(&id) {
+                let at = first
+                    .offset
+                    .map(|o| format!(":{}", render::location(&sources[first.source].text, o)))
+                    .unwrap_or_default();
+                errors.push(diagnostic(
+                    Rule::PolicyAnnotation,
+                    Some(&id),
+                    format!(
+                        "the id is also the id of a policy at {}{at}",
+                        display(first.source)
+                    ),
+                    "give every policy its own `@id`",
+                ));
+                continue;
+            }
+            lint::policy(policy, &id, &mut |message, help| {
+                errors.push(diagnostic(Rule::PolicyTrap, Some(&id), message, help));
+            });
+            let read = policy
+                .to_json()
+                .map(|est| lint::input_pointers(&est))
+                .unwrap_or_default();
+            for (name, left) in tools
+                .iter()
+                .flat_map(|(n, t)| t.left_out.iter().map(move |l| (n, l)))
+            {
+                if read.contains(&left.pointer) {
+                    explained.insert(id.clone());
+                    errors.push(diagnostic(
+                        Rule::PolicyTrap,
+                        Some(&id),
+                        format!(
+                            "reads the argument `{}` of {name:?}, which the Cedar schema leaves out: {}",
+                            left.pointer, left.why
+                        ),
+                        "a policy cannot test an argument without a faithful Cedar type; narrow the \
+                         tool's input schema (an integer, a string enum, a record with \
+                         `properties`), or decide on other arguments",
+                    ));
+                }
+            }
+            if let Err(e) = set.add(policy.new_id(PolicyId::new(&id))) {
+                errors.push(diagnostic(
+                    Rule::PolicyInvalid,
+                    Some(&id),
+                    e.to_string(),
+                    "report this",
+                ));
+            }
+            origins.insert(
+                id,
+                Origin {
+                    source: index,
+                    offset,
+                },
+            );
+        }
+    }
+
+    let validation = Validator::new(schema.clone()).validate(&set, ValidationMode::Strict);
+    let found = validation
+        .validation_errors()
+        .map(|e| (e.policy_id().to_string(), e as &dyn miette::Diagnostic))
+        .chain(
+            validation
+                .validation_warnings()
+                .map(|w| (w.policy_id().to_string(), w as &dyn miette::Diagnostic)),
+        );
+    for (id, diagnostic) in found {
+        let Some(origin) = origins.get(&id).filter(|_| !explained.contains(&id)) else {
+            continue;
+        };
+        let source = &sources[origin.source];
+        let rendered = from_cedar(
+            Rule::PolicyInvalid,
+            diagnostic,
+            &display(origin.source),
+            &source.text,
+            Some(&id),
+            origin.offset,
+            "fix the policy to match the bindings' schema (`cargo xtask policy schema` writes it)",
+        );
+        errors.push(rendered);
+    }
+
+    let policies = match build(set, schema, schema_json, tools, sources) {
+        Ok(policies) => policies,
+        Err(e) => {
+            errors.push(Diagnostic::new(
+                Rule::PolicyInvalid,
+                "/policies",
+                e,
+                "report this",
+            ));
+            return Err(errors);
+        }
+    };
+    if errors.is_empty() {
+        suite::run(&policies, config, dir, &mut errors);
+    }
+    if errors.is_empty() {
+        Ok(Some(policies))
+    } else {
+        Err(errors)
+    }
+}
+
+fn build(
+    set: PolicySet,
+    schema: Schema,
+    schema_json: Value,
+    tools: HashMap<String, Tool>,
+    sources: &[PolicySource],
+) -> Result<Policies, String> {
+    let mut listing = PolicySet::new();
+    for policy in set.policies() {
+        let mut est = policy.to_json().map_err(|e| e.to_string())?;
+        match policy.effect() {
+            Effect::Permit => {
+                est["conditions"] = json!([]);
+                let scope_only =
+                    Policy::from_json(Some(policy.id().clone()), est).map_err(|e| e.to_string())?;
+                listing.add(scope_only).map_err(|e| e.to_string())?;
+            }
+            Effect::Forbid if !lint::mentions_context(&est["conditions"]) => {
+                listing.add(policy.clone()).map_err(|e| e.to_string())?;
+            }
+            Effect::Forbid => {}
+        }
+    }
+    let actions = schema.action_entities().map_err(|e| e.to_string())?;
+    let mut files: Vec<(&str, &str)> = sources
+        .iter()
+        .filter(|s| s.kind == SourceKind::Policies)
+        .map(|s| (s.path.as_str(), s.text.as_str()))
+        .collect();
+    files.sort();
+    let canonical = serde_jcs::to_vec(&files).map_err(|e| e.to_string())?;
+    let digest = Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(Policies {
+        set,
+        listing,
+        schema,
+        schema_json,
+        tools,
+        actions,
+        authorizer: Authorizer::new(),
+        digest,
+    })
+}

@@ -1,0 +1,158 @@
+//! Policies: every diagnostic on a fixture (`tests/fixtures/policies/<case>/`, its `policies`
+//! section in `policies.json`, the shared bindings in `tools.json`), pinned in
+//! `tests/snapshots/policies/<case>.txt`; and the decisions of the valid fixture.
+//!
+//! Update the snapshots with `EXPECTORATE=overwrite cargo test -p brain-config --test policies`.
+
+use std::path::Path;
+
+use brain_config::policy::{Decision, Policies, PolicyRequest, Principal, Via};
+use serde_json::{Value, json};
+
+const FIXTURES: &str = "tests/fixtures/policies";
+
+/// The host config of a case, parsed as if it were `<case>/host.json`.
+fn load(case: &str) -> Result<brain_config::HostConfig, brain_config::Diagnostics> {
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/{file}")).unwrap())
+            .unwrap()
+    };
+    let config =
+        json!({"policies": read(&format!("{case}/policies.json")), "tools": read("tools.json")});
+    brain_config::parse(
+        serde_json::to_string_pretty(&config).unwrap().as_bytes(),
+        &format!("{FIXTURES}/{case}/host.json"),
+    )
+}
+
+#[test]
+fn every_invalid_case_is_pinned() {
+    let mut cases: Vec<String> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name != "valid" && !name.ends_with(".json"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 12, "{cases:?}");
+    for case in cases {
+        let errors = load(&case).expect_err(&case);
+        let snapshot = Path::new("tests/snapshots/policies").join(format!("{case}.txt"));
+        expectorate::assert_contents(snapshot, &format!("{errors}\n"));
+    }
+}
+
+fn valid() -> Policies {
+    let config = load("valid").unwrap_or_else(|e| panic!("{e}"));
+    Policies::compile_in(&config, Path::new(FIXTURES).join("valid").as_path())
+        .unwrap()
+        .expect("the config has policies")
+}
+
+fn decide(policies: &Policies, principal: &Principal, binding: &str, arguments: Value) -> Decision {
+    policies.decide(&PolicyRequest {
+        principal,
+        binding,
+        arguments: &arguments,
+        via: Via::Rust,
+        session: "s1",
+        granted: false,
+    })
+}
+
+#[test]
+fn decisions_name_the_policies_that_decided_them() {
+    let policies = valid();
+    let acme = Principal::Tenant("acme".into());
+    let refund =
+        |amount: i64, order: &str| json!({"order": order, "amount": amount, "currency": "usd"});
+    assert_eq!(
+        decide(&policies, &acme, "refund", refund(100, "o")),
+        Decision::Allow
+    );
+    let Decision::Deny { reason, approvable } =
+        decide(&policies, &acme, "refund", refund(101, "o"))
+    else {
+        panic!()
+    };
+    assert_eq!(
+        reason,
+        "refused by policy: no policy permits \"refund\" for Brain::Tenant::\"acme\""
+    );
+    assert!(!approvable);
+    let Decision::Deny { reason, .. } = decide(&policies, &acme, "refund", refund(1, "blocked-1"))
+    else {
+        panic!()
+    };
+    assert_eq!(
+        reason,
+        "refused by policy: forbid \"no-refunds-of-blocked-orders\""
+    );
+    // The same call, the same decision: nothing but the call and the policies decides.
+    for _ in 0..3 {
+        assert_eq!(
+            decide(&policies, &acme, "refund", refund(100, "o")),
+            Decision::Allow
+        );
+    }
+}
+
+#[test]
+fn dates_sets_and_absent_arguments() {
+    let policies = valid();
+    let acme = Principal::Tenant("acme".into());
+    // More than 3 fractional digits: denied with the reason, never rounded.
+    let Decision::Deny { reason, .. } = decide(
+        &policies,
+        &acme,
+        "refund",
+        json!({"order": "o", "amount": 1, "currency": "usd", "at": "2026-12-04T10:00:00.1234Z"}),
+    ) else {
+        panic!()
+    };
+    assert!(reason.contains("4 fractional digits"), "{reason}");
+    assert_eq!(
+        decide(
+            &policies,
+            &acme,
+            "refund",
+            json!({"order": "o", "amount": 1, "currency": "usd", "at": "2026-12-04T10:00:00.12+01:00", "tags": ["a"], "ratio": 0.5}),
+        ),
+        Decision::Allow
+    );
+    // An optional argument absent is not an error: `in` is absent, ops may drop.
+    let ops = Principal::Tenant("ops".into());
+    assert_eq!(
+        decide(&policies, &ops, "drop-table", json!({"table": "t"})),
+        Decision::Allow
+    );
+    assert!(matches!(
+        decide(
+            &policies,
+            &ops,
+            "drop-table",
+            json!({"table": "t", "in": "prod"})
+        ),
+        Decision::Deny { .. }
+    ));
+}
+
+#[test]
+fn tools_list_hides_only_by_scope_and_context_free_forbids() {
+    let policies = valid();
+    let acme = Principal::Tenant("acme".into());
+    let globex = Principal::Tenant("globex".into());
+    // acme's refunds depend on the arguments: listed.
+    assert!(policies.visible(&acme, "refund"));
+    // No permit's scope matches globex for refund, nor acme for drop-table.
+    assert!(!policies.visible(&globex, "refund"));
+    assert!(!policies.visible(&acme, "drop-table"));
+    assert!(policies.visible(&Principal::Tenant("ops".into()), "drop-table"));
+}
+
+#[test]
+fn the_schema_is_written_for_editors() {
+    let schema = valid().cedar_schema();
+    assert!(schema.contains("namespace Brain"), "{schema}");
+    assert!(schema.contains("refund_currency"), "{schema}");
+    assert!(schema.contains("\"tool:drop-table\""), "{schema}");
+}
