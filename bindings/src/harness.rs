@@ -337,6 +337,7 @@ fn run(cli: Cli) -> ExitCode {
                 arguments,
             )
             .with_optional_call_id(call_id)
+            .with_via(brain_runtime::Via::Call)
             .with_parent(root);
             let request = match from {
                 Some(api) => request.with_from(api),
@@ -603,8 +604,15 @@ impl std::str::FromStr for ToolsFormat {
 /// `tools`: the table, brain's JSON listing, or an API's definitions (stdout exactly
 /// `{"tools": [...]}`, every note on stderr).
 fn tools(config: &HostConfig, runtime: &Runtime, format: ToolsFormat, tenant: Option<&str>) {
-    let allowed =
-        |binding: &ToolBinding| tenant.is_none_or(|t| binding.tenants.iter().any(|b| b == t));
+    // A tenant's listing hides what its policies hide (by scope and context-free forbids only).
+    let allowed = |binding: &ToolBinding| {
+        tenant.is_none_or(|t| {
+            runtime.visible(
+                &brain_runtime::Principal::Tenant(t.to_owned()),
+                &binding.name,
+            )
+        })
+    };
     match format {
         ToolsFormat::Table => list(config.tools.iter().filter(|b| allowed(b)), runtime),
         ToolsFormat::Json => {

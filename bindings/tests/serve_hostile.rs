@@ -1,7 +1,8 @@
 //! `brain-harness serve` tried as a hostile client would, over loopback against a real serve
 //! process and the fault-injecting test server upstream, counted at that server: sessions owned
 //! whatever a header says, caps decided in one step, tenants apart under one OAuth app, ids
-//! bounded, and nothing internal in what a client reads. An unauthenticated flood:
+//! bounded, nothing internal in what a client reads, and a policy's principal taken from the
+//! verified JWT alone. An unauthenticated flood:
 //! `serve_flood.rs`; keys and claims: `serve_keys.rs`; sessions' ends: `serve_lifecycle.rs`.
 
 use std::time::Duration;
@@ -416,4 +417,103 @@ fn two_tenants_through_one_oauth_app_stay_apart() {
         running.join().unwrap()
     });
     assert_eq!(slow["isError"], json!(false), "{slow}");
+}
+
+/// alice and carol, two users of acme, log in through one OAuth app; a policy names alice as
+/// the principal (`Brain::User::"<iss>|alice"`, built from the verified JWT only). Only alice
+/// sees and calls `echo`: carol's `tools/list` leaves it out, her call is `policy_denied`
+/// whatever her `_meta` says, and the server counts one call.
+#[test]
+fn a_policy_on_the_principal_tells_two_users_of_one_tenant_apart() {
+    use tests::oauth::{ALICE, AuthorizationServer, CAROL, jwt_claims};
+    let (port, resource) = free_resource();
+    let authorization =
+        AuthorizationServer::start_with(&resource, 300, &[("BRAIN_TEST_AS_JWT", "1")]);
+    let upstream = upstream();
+    let config = hostile_config(upstream.dir.path(), &upstream.server.url, |serve| {
+        *serve = json!({"authorization": {"issuer": authorization.issuer,
+            "resource": resource, "tenant_claim": "tenant"}});
+    });
+    let policy = format!(
+        "@id(\"alice-echoes\")\npermit (principal == Brain::User::\"{}|{ALICE}\", \
+         action == Brain::Action::\"tool:echo\", resource);\n",
+        authorization.issuer
+    );
+    std::fs::write(upstream.dir.path().join("echo.cedar"), policy).unwrap();
+    let mut host: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    host["policies"] = json!({"files": ["echo.cedar"]});
+    std::fs::write(&config, host.to_string()).unwrap();
+    let serving = Serving::start_at(&format!("127.0.0.1:{port}"), &config, &upstream.state, &[]);
+    let authority = serving.authority();
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let alice = tokio.block_on(authorization.user_token(&resource, ALICE));
+    let carol = tokio.block_on(authorization.user_token(&resource, CAROL));
+    let (a, c) = (jwt_claims(&alice), jwt_claims(&carol));
+    assert_eq!(
+        (a["tenant"].as_str(), c["tenant"].as_str()),
+        (Some("acme"), Some("acme"))
+    );
+
+    let listed = |token: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        let bearer = format!("Bearer {token}");
+        let (status, _, body) = post_body(
+            &authority,
+            &[
+                ("Authorization", &bearer),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            &body,
+        );
+        assert_eq!(status, 200, "{body}");
+        let listed = message(&body)["result"].clone();
+        names(&listed)
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(listed(&alice).contains(&"echo".to_owned()));
+    assert!(
+        !listed(&carol).contains(&"echo".to_owned()),
+        "hidden by scope"
+    );
+
+    let alices = call(
+        &authority,
+        &alice,
+        "echo",
+        json!({"message": "a"}),
+        json!({}),
+    );
+    assert_eq!(alices["isError"], json!(false), "{alices}");
+    // carol claims alice's identity where a client may write: it is never read.
+    let carols = call(
+        &authority,
+        &carol,
+        "echo",
+        json!({"message": "c"}),
+        json!({"brain.dev/scope": {"principal": format!("{}|{ALICE}", authorization.issuer)}}),
+    );
+    assert_eq!(carols["isError"], json!(true), "{carols}");
+    let outcome = &carols["_meta"]["brain.dev/outcome"];
+    assert_eq!(outcome["error_type"], json!("policy_denied"), "{carols}");
+    assert_eq!(outcome["unknown_outcome"], json!(false), "{carols}");
+    let told = carols["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        told.contains("no policy permits \"echo\" for Brain::User::"),
+        "{told}"
+    );
+    assert_eq!(
+        upstream
+            .server
+            .stats
+            .calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one call reached the server"
+    );
 }

@@ -28,6 +28,9 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
     if !errors.is_empty() {
         return Err(CodegenError::Invalid(errors));
     }
+    // The policies hide tools from a tenant's definitions as they hide them from `tools/list`.
+    let compiled =
+        brain_config::policy::Policies::compile(config).map_err(CodegenError::Invalid)?;
     // `$schema` is for editors only: `host_config()` leaves it out.
     let HostConfig {
         schema: _,
@@ -56,6 +59,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
             serve.as_ref(),
             tenant_limits.as_ref(),
             policies.as_ref(),
+            compiled.as_ref(),
             &modules,
             &args,
         ),
@@ -109,6 +113,7 @@ fn root(
     serve: Option<&brain_config::Serve>,
     tenant_limits: Option<&std::collections::BTreeMap<String, brain_config::TenantLimits>>,
     policies: Option<&brain_config::policy::PolicyConfig>,
+    compiled: Option<&brain_config::policy::Policies>,
     items: &[TokenStream],
     args: &[String],
 ) -> TokenStream {
@@ -142,7 +147,7 @@ fn root(
         let mut document = |tenant: Option<&str>| {
             let chosen = bindings
                 .iter()
-                .filter(|b| tenant.is_none_or(|t| b.tenants.iter().any(|bt| bt == t)));
+                .filter(|b| tenant.is_none_or(|t| visible(compiled, t, b)));
             let document = brain_config::model_api::definitions(*api, chosen).document;
             let text = serde_json::to_string(&document).expect("JSON");
             let index = documents
@@ -318,6 +323,22 @@ fn root(
             ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies)
         }
     }
+}
+
+/// Whether `tenant`'s definitions show `binding`: the tenant may call it and its policies (if
+/// any) do not hide it (as `Runtime::visible`).
+fn visible(
+    policies: Option<&brain_config::policy::Policies>,
+    tenant: &str,
+    binding: &ToolBinding,
+) -> bool {
+    binding.tenants.iter().any(|t| t == tenant)
+        && policies.is_none_or(|p| {
+            p.visible(
+                &brain_config::policy::Principal::Tenant(tenant.to_owned()),
+                &binding.name,
+            )
+        })
 }
 
 /// `Some(value)` or `None`, as a literal of the generated code.

@@ -210,6 +210,10 @@ pub enum OutcomeKind {
     Limited,
     /// The tool ran and reported an error (`isError`).
     ToolError,
+    /// Refused by the host config's policies (`policies`) at the gate: no policy permits the
+    /// call, a `forbid` applies, or evaluating one failed. Nothing was sent or journaled; the
+    /// message names the deciding policies.
+    PolicyDenied,
 }
 
 impl std::fmt::Display for OutcomeKind {

@@ -61,6 +61,7 @@ mod call;
 mod convert;
 pub mod discover;
 mod event;
+mod gate;
 mod http;
 pub mod journal;
 pub mod limits;
@@ -79,6 +80,7 @@ mod typed;
 mod wire;
 
 pub use brain_config::ModelApi;
+pub use brain_config::policy::{Principal, Via};
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
 pub use outcome::Refusal;

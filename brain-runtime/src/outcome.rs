@@ -30,6 +30,9 @@ pub(crate) enum Fact {
     Refused,
     /// Refused by a limit (a rate or a concurrency quota) before anything was opened.
     Limited,
+    /// Refused by the host config's policies at the gate: no permit, a forbid, or an error in
+    /// evaluating one. Nothing was sent or journaled.
+    PolicyDenied,
     /// Refused by the call journal: the call id was used for another call.
     JournalConflict,
     /// The call journal could not record the call, so it was never sent.
@@ -100,12 +103,13 @@ impl OutcomeKind {
         }
     }
 
-    /// The value of telemetry's `error.type` for this kind: `refused`, `not_sent`,
-    /// `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict and a
-    /// limit are `refused`, a store that could not record the call `not_sent`).
+    /// The value of telemetry's `error.type` for this kind: `refused`, `policy_denied`,
+    /// `not_sent`, `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict
+    /// and a limit are `refused`, a store that could not record the call `not_sent`).
     pub fn error_type(self) -> &'static str {
         match self {
             Kind::Refused | Kind::JournalConflict | Kind::Limited => "refused",
+            Kind::PolicyDenied => "policy_denied",
             Kind::NotSent | Kind::StoreUnavailable => "not_sent",
             Kind::UnknownOutcome => "unknown_outcome",
             Kind::Timeout => "timeout",
@@ -126,6 +130,7 @@ impl OutcomeKind {
             Kind::Cancelled => "cancelled",
             Kind::ToolError => "tool_error",
             Kind::Limited => "limited",
+            Kind::PolicyDenied => "policy_denied",
         }
     }
 }
@@ -144,6 +149,7 @@ pub(crate) fn classify(fact: Fact) -> Outcome {
     let (unknown_outcome, kind) = match fact {
         Fact::Refused => (false, Kind::Refused),
         Fact::Limited => (false, Kind::Limited),
+        Fact::PolicyDenied => (false, Kind::PolicyDenied),
         Fact::JournalConflict => (false, Kind::JournalConflict),
         Fact::StoreFailed => (false, Kind::StoreUnavailable),
         Fact::Unreachable | Fact::SetupFailed => (false, Kind::NotSent),
@@ -185,6 +191,7 @@ impl Fact {
         match self {
             Fact::Refused
             | Fact::Limited
+            | Fact::PolicyDenied
             | Fact::JournalConflict
             | Fact::StoreFailed
             | Fact::Unreachable
@@ -250,7 +257,7 @@ impl Failure {
 
 /// Why a front end (such as `brain-harness serve`) refuses a call before handing it to the
 /// runtime. Each is a fact the classifier turns into the result's `kind`, so a front end never
-/// sets `unknown_outcome` or `kind` itself. (Policies, approvals and pins will add theirs here.)
+/// sets `unknown_outcome` or `kind` itself. (A policy denial is the runtime's own gate, not a front end's.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
@@ -293,6 +300,7 @@ mod tests {
         let rows: &[(Fact, bool, Kind)] = &[
             (Fact::Refused, false, Refused),
             (Fact::Limited, false, Limited),
+            (Fact::PolicyDenied, false, PolicyDenied),
             (Fact::JournalConflict, false, JournalConflict),
             (Fact::StoreFailed, false, StoreUnavailable),
             (Fact::Unreachable, false, NotSent),

@@ -1,6 +1,7 @@
 //! One call to make: what a host (or a front end) hands [`crate::Runtime::call`].
 
 use brain_config::ModelApi;
+use brain_config::policy::{Principal, Via};
 use serde_json::Value;
 
 use crate::tool::Scope;
@@ -34,6 +35,12 @@ pub struct CallRequest {
     /// The span the call's span is a child of (its trace continues at the server through
     /// `_meta.traceparent`); the current span when `None`.
     pub parent: Option<tracing::Span>,
+    /// Who calls, as the host config's policies see it: the scope's tenant when `None`. A front
+    /// end that authenticated a user sets [`Principal::User`] (of the scope's tenant), from the
+    /// authenticated identity only.
+    pub principal: Option<Principal>,
+    /// Which front end the call came through (`context.call.via`): [`Via::Rust`] unless set.
+    pub via: Via,
 }
 
 impl CallRequest {
@@ -47,6 +54,8 @@ impl CallRequest {
             arguments,
             from: None,
             parent: None,
+            principal: None,
+            via: Via::Rust,
         }
     }
 
@@ -67,6 +76,19 @@ impl CallRequest {
     /// The span the call's span is a child of.
     pub fn with_parent(mut self, parent: tracing::Span) -> Self {
         self.parent = Some(parent);
+        self
+    }
+
+    /// Who calls, as the policies see it (a user serve authenticated); the scope's tenant by
+    /// default. A principal of another tenant than the scope's is refused.
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// Which front end the call came through (`context.call.via`).
+    pub fn with_via(mut self, via: Via) -> Self {
+        self.via = via;
         self
     }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use brain_config::model_api::Definitions;
+use brain_config::policy::{Policies, Principal};
 use brain_config::{BindingKind, HostConfig, ModelApi, ToolBinding, compile_schema};
 use futures_util::Stream;
 use serde_json::Value;
@@ -18,7 +19,6 @@ use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
 use crate::http::HttpClient;
 use crate::journal::{Journal, Journaling, Key, Ticket};
-use crate::outcome::{Fact, Failure};
 use crate::request::CallRequest;
 use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV, SessionTokenKey};
 use crate::telemetry::{Instruments, Peer};
@@ -76,6 +76,10 @@ pub enum RuntimeError {
         /// Why.
         message: String,
     },
+    /// The host config's policies do not compile or check (a config loaded by brain-config
+    /// never has such policies; one built in code, or whose policy texts were changed, may).
+    #[error("{0}")]
+    Policies(brain_config::Diagnostics),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
@@ -288,9 +292,18 @@ impl<'a> RuntimeBuilder<'a> {
                 bound.route.refill();
             }
         }
+        let policies = Policies::compile(self.config)
+            .map_err(|errors| {
+                RuntimeError::Policies(brain_config::Diagnostics {
+                    file: "the host config".to_owned(),
+                    errors,
+                })
+            })?
+            .map(Arc::new);
         let journal = self.journal.map(Journal::start);
         Ok(Runtime {
             inner: Arc::new(Inner {
+                policies,
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
                 definitions: Mutex::default(),
                 tools,
@@ -421,8 +434,8 @@ fn unavailable(
 }
 
 /// A binding ready to call: its shared facts, and its transport's own value.
-struct Bound {
-    tool: Arc<Tool>,
+pub(crate) struct Bound {
+    pub(crate) tool: Arc<Tool>,
     route: Route,
     /// Its own client, when it trusts a CA of its own (`ca_file`).
     http: Option<HttpClient>,
@@ -433,8 +446,10 @@ struct Bound {
 /// A model API, and the tenant whose tools (or every tool).
 type DefinitionsKey = (ModelApi, Option<String>);
 
-struct Inner {
-    tools: HashMap<String, Arc<Bound>>,
+pub(crate) struct Inner {
+    pub(crate) tools: HashMap<String, Arc<Bound>>,
+    /// The host config's policies, compiled when the runtime was built.
+    pub(crate) policies: Option<Arc<Policies>>,
     /// The bindings' names in config order.
     order: Vec<String>,
     /// Each model API's definitions, per tenant, computed on first use.
@@ -456,7 +471,7 @@ struct Inner {
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -501,6 +516,7 @@ impl Runtime {
         }
         let call_id = request
             .call_id
+            .take()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let (sender, events) = mpsc::channel::<Box<Event>>(64);
         let cancel = CancellationToken::new();
@@ -516,7 +532,7 @@ impl Runtime {
             .parent
             .clone()
             .unwrap_or_else(tracing::Span::current);
-        let bound = match self.check(&request.tool, &request.scope, &request.arguments) {
+        let bound = match self.check(&request) {
             Ok(bound) => bound,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
@@ -617,7 +633,11 @@ impl Runtime {
                 .iter()
                 .filter_map(|name| self.inner.tools.get(name))
                 .map(|bound| &bound.tool.binding)
-                .filter(|binding| tenant.is_none_or(|t| binding.tenants.iter().any(|b| b == t)));
+                .filter(|binding| {
+                    tenant.is_none_or(|t| {
+                        self.visible(&Principal::Tenant(t.to_owned()), &binding.name)
+                    })
+                });
             Arc::new(brain_config::model_api::definitions(api, bindings))
         }))
     }
@@ -640,45 +660,6 @@ impl Runtime {
         self.call(
             CallRequest::new(call.tool(), scope, call.arguments()).with_optional_call_id(call_id),
         )
-    }
-
-    /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the
-    /// arguments validate.
-    fn check(&self, name: &str, scope: &Scope, arguments: &Value) -> Result<Arc<Bound>, Failure> {
-        let refused = |message: String| Failure::new(Fact::Refused, message);
-        let bound = self
-            .inner
-            .tools
-            .get(name)
-            .ok_or_else(|| refused(format!("refused: there is no tool named {name:?}")))?;
-        let tool = &bound.tool;
-        let binding = &tool.binding;
-        if !binding.tenants.contains(&scope.tenant_id) {
-            return Err(refused(format!(
-                "refused: tenant {:?} may not call {name:?}",
-                scope.tenant_id
-            )));
-        }
-        if let Some(Unavailable { why, fix }) = &tool.unavailable {
-            return Err(refused(format!("refused: {why}; {fix}")));
-        }
-        let errors: Vec<String> = tool
-            .input
-            .iter_errors(arguments)
-            .take(5)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!("at `{at}`: {error}")
-            })
-            .collect();
-        if !errors.is_empty() {
-            return Err(refused(format!(
-                "refused: the arguments do not match the input schema of {name:?}: {}",
-                errors.join("; ")
-            )));
-        }
-        Ok(Arc::clone(bound))
     }
 
     /// The bindings, in name order.

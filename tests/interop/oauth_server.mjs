@@ -18,8 +18,8 @@
 // published at its jwks_uri) instead of opaque ones, with `sub` (the user, or the client for a
 // machine), `client_id` and `aud` (the resource), and a `tenant` claim: for a machine
 // (client_credentials), its client's, `acme` for `brain-service` and `globex` for
-// `brain-service-globex`; for a user, the user's, `acme` for alice and `globex` for bob (none for
-// other users).
+// `brain-service-globex`; for a user, the user's, `acme` for alice and carol and `globex` for bob
+// (none for other users).
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -28,7 +28,7 @@ const accessTtl = Number(ttlText || 300);
 const rotate = process.env.BRAIN_TEST_AS_ROTATE !== '0';
 const jwt = process.env.BRAIN_TEST_AS_JWT === '1';
 const tenants = { 'brain-service': 'acme', 'brain-service-globex': 'globex' };
-const userTenants = { alice: 'acme', bob: 'globex' };
+const userTenants = { alice: 'acme', bob: 'globex', carol: 'acme' };
 let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -28,10 +28,13 @@ pub const GLOBEX_CLIENT: &str = "brain-service-globex";
 /// The secret of [`GLOBEX_CLIENT`].
 pub const GLOBEX_SECRET: &str = "globex-secret-0123456789";
 /// Users who log in through [`USER_CLIENT`] (the `login_hint` of [`user_token`]); with
-/// `BRAIN_TEST_AS_JWT=1` their tokens name tenant `acme` ([`ALICE`]) and `globex` ([`BOB`]).
+/// `BRAIN_TEST_AS_JWT=1` their tokens name tenant `acme` ([`ALICE`], [`CAROL`]) and `globex`
+/// ([`BOB`]).
 pub const ALICE: &str = "alice";
 /// See [`ALICE`].
 pub const BOB: &str = "bob";
+/// See [`ALICE`]: a second user of `acme`.
+pub const CAROL: &str = "carol";
 
 /// The authorization server process; killed when dropped.
 #[derive(Debug)]

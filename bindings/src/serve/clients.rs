@@ -72,6 +72,9 @@ pub(crate) struct Client {
     pub(crate) principal: Principal,
     /// The OAuth app (`client_id`) a JWT names.
     pub(crate) app: Option<String>,
+    /// Who calls, as the host config's policies see it: the tenant, or the JWT's user in it.
+    /// Built only from the authenticated identity.
+    pub(crate) acts_as: brain_runtime::Principal,
 }
 
 impl Client {
@@ -82,6 +85,7 @@ impl Client {
             id,
             principal: Principal::new(tenant, issuer, subject),
             app: None,
+            acts_as: brain_runtime::Principal::Tenant(tenant.to_owned()),
         }
     }
 
@@ -95,6 +99,11 @@ impl Client {
         Client {
             id: format!("jwt:{subject}@{issuer}"),
             principal: Principal::new(&tenant, &issuer, &subject),
+            acts_as: brain_runtime::Principal::User {
+                tenant: tenant.clone(),
+                issuer,
+                subject,
+            },
             tenant,
             app,
         }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use brain_config::ToolBinding;
 use brain_runtime::{
-    CallRequest, ContentBlock, Event, OutcomeKind, Refusal, Runtime, Scope, ToolResult,
+    CallRequest, ContentBlock, Event, OutcomeKind, Refusal, Runtime, Scope, ToolResult, Via,
 };
 use futures_util::StreamExt;
 use rmcp::model::{
@@ -316,7 +316,9 @@ fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
         _ => String::new(),
     };
     let told = match kind {
-        OutcomeKind::ToolError | OutcomeKind::Limited => return None,
+        // A policy's refusal names the deciding policies and their `@reason`s: the client acts
+        // on it (other arguments, another tool), as on a schema mismatch.
+        OutcomeKind::ToolError | OutcomeKind::Limited | OutcomeKind::PolicyDenied => return None,
         OutcomeKind::Refused if detail().starts_with("refused: the arguments do not match") => {
             return None;
         }
@@ -376,11 +378,20 @@ impl ServerHandler for Facade {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let client = self.client(&context)?;
+        // The policies hide a tool only by its scope and context-free forbids (never by
+        // arguments): `Runtime::visible`.
+        let runtime = &self.inner.runtime;
         let tools = self
             .inner
             .tools
             .get(&client.tenant)
-            .map(|tools| tools.to_vec())
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter(|tool| runtime.visible(&client.acts_as, &tool.name))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -451,6 +462,8 @@ impl ServerHandler for Facade {
                 continue_trace(&span, &meta, &context);
                 let request = CallRequest::new(name.clone(), scope, arguments)
                     .with_call_id(upstream.clone())
+                    .with_principal(client.acts_as.clone())
+                    .with_via(Via::Serve)
                     .with_parent(span);
                 self.run(request, &context, ended).await
             }

@@ -6,7 +6,7 @@ use super::{CallRequest, Runtime};
 use crate::call::{Round, call_message};
 use crate::event::ToolResult;
 
-/// The gate (tool, tenant, token, argument validation), the `tools/call` message as the
+/// The gate (tool, tenant, token, argument validation, policies), the `tools/call` message as the
 /// binding's revision sends it (its `_meta`, and for 2026-07-28 its headers) serialized to
 /// bytes, and the conversion of `result` into a `tool.result` — everything a call does but
 /// the I/O. `None` when the gate refuses.
@@ -15,9 +15,7 @@ pub fn per_call_work(
     request: &CallRequest,
     result: &Value,
 ) -> Option<ToolResult> {
-    let bound = runtime
-        .check(&request.tool, &request.scope, &request.arguments)
-        .ok()?;
+    let bound = runtime.check(request).ok()?;
     let tool = &bound.tool;
     let call_id = request.call_id.as_deref().unwrap_or("bench");
     let binding = &tool.binding;
