@@ -141,10 +141,14 @@ fn tools_list_hides_only_by_scope_and_context_free_forbids() {
     let policies = valid();
     let acme = Principal::Tenant("acme".into());
     let globex = Principal::Tenant("globex".into());
-    // acme's refunds depend on the arguments: listed.
+    // acme's and globex's refunds depend on the arguments: listed.
     assert!(policies.visible(&acme, "refund"));
-    // No permit's scope matches globex for refund, nor acme for drop-table.
-    assert!(!policies.visible(&globex, "refund"));
+    assert!(policies.visible(&globex, "refund"));
+    let ops = Principal::Tenant("ops".into());
+    // A forbid that never reads `context` hides; one that does (blocked orders) never does.
+    assert!(policies.visible(&acme, "delete_file"));
+    assert!(!policies.visible(&ops, "delete_file"));
+    // No permit's scope matches acme for drop-table.
     assert!(!policies.visible(&acme, "drop-table"));
     assert!(policies.visible(&Principal::Tenant("ops".into()), "drop-table"));
 }
