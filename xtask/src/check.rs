@@ -23,6 +23,34 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `cargo xtask policy schema`: the Cedar schema of the config's bindings, to stdout or `out`.
+pub(crate) fn policy_schema(path: &Path, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // The bindings alone must be valid; the policies need not be (the schema is what fixes them).
+    let text = std::fs::read(path)?;
+    let mut value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
+    if let Some(object) = value.as_object_mut() {
+        object.remove("policies");
+    }
+    let config =
+        match brain_config::parse(value.to_string().as_bytes(), &path.display().to_string()) {
+            Ok(config) => config,
+            Err(diagnostics) => {
+                eprintln!("{diagnostics}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+    let schema = brain_config::policy::cedar_schema(&config);
+    match out {
+        Some(out) => {
+            std::fs::write(out, &schema)?;
+            eprintln!("wrote {} ({} bindings)", out.display(), config.tools.len());
+        }
+        None => print!("{schema}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// "3 bindings (2 MCP, 1 HTTP), no errors".
 pub(crate) fn summary(config: &HostConfig) -> String {
     let count = |kind| config.tools.iter().filter(|b| b.kind() == kind).count();
@@ -37,9 +65,23 @@ pub(crate) fn summary(config: &HostConfig) -> String {
     .collect();
     let n = config.tools.len();
     let plural = if n == 1 { "" } else { "s" };
+    let policies = match &config.policies {
+        Some(policies) => {
+            let count = |kind| policies.sources.iter().filter(|s| s.kind == kind).count();
+            format!(
+                ", {} policy file(s) and {} test file(s) checked",
+                count(brain_config::policy::SourceKind::Policies),
+                count(brain_config::policy::SourceKind::Tests)
+            )
+        }
+        None => String::new(),
+    };
     if kinds.is_empty() {
-        format!("{n} binding{plural}, no errors")
+        format!("{n} binding{plural}{policies}, no errors")
     } else {
-        format!("{n} binding{plural} ({}), no errors", kinds.join(", "))
+        format!(
+            "{n} binding{plural} ({}){policies}, no errors",
+            kinds.join(", ")
+        )
     }
 }

@@ -615,6 +615,8 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
     }
     let mut drifted = 0;
     let mut checked = 0;
+    // Each drifted binding's live input schema (`None`: the tool is gone), for the policies.
+    let mut changed: Vec<(String, Option<serde_json::Value>)> = Vec::new();
     for ((server, (token_env, _)), bindings) in servers {
         let first = bindings[0];
         let tenant = first
@@ -661,6 +663,10 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
                 continue;
             }
             drifted += 1;
+            changed.push((
+                binding.name.clone(),
+                live.map(|tool| tool["inputSchema"].clone()),
+            ));
             println!(
                 "drift: tool {:?} (mcp_tool {mcp_tool:?} {}):",
                 binding.name,
@@ -672,6 +678,9 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         }
     }
     if drifted > 0 {
+        if let Some(report) = broken_policies(&config, path, &changed) {
+            print!("{report}");
+        }
         println!(
             "error: {drifted} of {checked} MCP bindings drifted from their servers\n  help: review \
              the changes, then re-run `cargo xtask discover ... --write {}`",
@@ -681,4 +690,85 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
     }
     println!("ok: {checked} MCP bindings match their servers");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which policies the drift breaks: the config's policies compiled against the bindings as
+/// re-discovery would write them (each changed tool's live input schema; a tool that is gone,
+/// removed). `None` without policies.
+fn broken_policies(
+    config: &HostConfig,
+    path: &Path,
+    changed: &[(String, Option<serde_json::Value>)],
+) -> Option<String> {
+    config.policies.as_ref()?;
+    let mut after = config.clone();
+    after.tools.retain(|binding| {
+        !changed
+            .iter()
+            .any(|(name, live)| *name == binding.name && live.is_none())
+    });
+    for binding in &mut after.tools {
+        if let Some((_, Some(schema))) = changed.iter().find(|(name, _)| *name == binding.name) {
+            binding.input_schema = schema.clone();
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    Some(
+        match brain_config::policy::Policies::compile_in(&after, dir) {
+            Ok(_) => "policies: the changes break none of them\n".to_owned(),
+            Err(errors) => {
+                let diagnostics = brain_config::Diagnostics {
+                    file: path.display().to_string(),
+                    errors,
+                };
+                let mut report =
+                    "policies: re-discovering these tools would break them:\n".to_owned();
+                for line in diagnostics.to_string().lines() {
+                    report += &format!("  {line}\n");
+                }
+                report
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A tool whose `amount` became a string breaks the policy that compares it; a tool that is
+    /// gone breaks the policy that names it; a description's change breaks nothing.
+    #[test]
+    fn drift_names_the_policies_it_breaks() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = |name: &str| {
+            json!({"name": name, "description": "d", "mcp_tool": name,
+            "url": "http://127.0.0.1:9/mcp", "tenants": ["acme"], "input_schema": {"type": "object",
+            "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}})
+        };
+        let config =
+            json!({"policies": {"files": ["p.cedar"]}, "tools": [tool("refund"), tool("void")]});
+        std::fs::write(dir.path().join("p.cedar"), "@id(\"limit\")\npermit (principal, \
+            action == Brain::Action::\"tool:refund\", resource) when { context.input.amount <= 100 };\n\
+            @id(\"voids\")\npermit (principal, action == Brain::Action::\"tool:void\", resource);\n").unwrap();
+        let path = dir.path().join("host.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        let config = brain_config::load_file(&path).unwrap();
+        let string = json!({"type": "object", "properties": {"amount": {"type": "string"}}});
+        let report = super::broken_policies(
+            &config,
+            &path,
+            &[("refund".into(), Some(string)), ("void".into(), None)],
+        )
+        .unwrap();
+        assert!(report.contains("would break them"), "{report}");
+        assert!(report.contains("policy \"limit\""), "{report}");
+        assert!(report.contains("policy \"voids\""), "{report}");
+        let same = config.tools[0].input_schema.clone();
+        let report = super::broken_policies(&config, &path, &[("refund".into(), Some(same))]);
+        assert_eq!(
+            report.as_deref(),
+            Some("policies: the changes break none of them\n")
+        );
+    }
 }

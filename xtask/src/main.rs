@@ -3,6 +3,8 @@
 //! - `cargo xtask discover --url URL [--token-env VAR] --tenant T --tools a,b [--write CONFIG]`
 //!   — bindings from a live MCP server; `cargo xtask discover --check CONFIG` — drift
 //! - `cargo xtask check [--config PATH]` — validate a host config (default `bindings/host.json`)
+//! - `cargo xtask policy schema [--config PATH] [--out FILE]` — the Cedar schema the policies
+//!   are checked against, derived from the bindings
 //! - `cargo xtask codegen [--check] [--config PATH --out DIR]` — write (or verify) the generated
 //!   files: this workspace's, or a host's committed bindings
 //! - `cargo xtask demo` — the main job on the embedded default config
@@ -58,6 +60,12 @@ enum Command {
         #[arg(long, value_name = "PATH", default_value_os_t = default_config())]
         config: PathBuf,
     },
+    /// Policies: `schema` writes the Cedar schema brain derives from the bindings (the one every
+    /// load validates the policies against), for editors and review.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Write the generated files: this workspace's (bindings/src/generated from
     /// bindings/host.json, and brain-config/host-config.schema.json), or with --config and --out
     /// a host's committed bindings.
@@ -109,11 +117,27 @@ enum Command {
     Dist,
 }
 
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Write the `.cedarschema` of the config's bindings (stdout, or --out).
+    Schema {
+        /// The host config.
+        #[arg(long, value_name = "PATH", default_value_os_t = default_config())]
+        config: PathBuf,
+        /// Where to write it (a `.cedarschema` file); stdout when absent.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse_from(discover::go_style_flags(std::env::args()));
     let result = match cli.command {
         Command::Discover(args) => discover::run(*args),
         Command::Check { config } => check::run(&config),
+        Command::Policy {
+            command: PolicyCommand::Schema { config, out },
+        } => check::policy_schema(&config, out.as_deref()),
         Command::Codegen { check, config, out } => codegen::run(
             check,
             config

@@ -37,6 +37,7 @@
 pub(crate) mod files;
 mod lint;
 mod render;
+mod request;
 mod suite;
 mod types;
 
@@ -55,6 +56,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 pub use files::MAX_POLICY_FILE_BYTES;
+pub use request::{Decision, PolicyRequest, Principal, Via};
 
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::{HostConfig, ToolBinding};
@@ -103,108 +105,6 @@ pub enum SourceKind {
     Policies,
     /// Policy tests (JSON).
     Tests,
-}
-
-/// Who calls, as the policies see it: built only from the authenticated identity, never from
-/// arguments, `_meta` or headers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Principal {
-    /// `Brain::Tenant::"<tenant>"`: the tenant of the session (a static serve token, a Rust host).
-    Tenant(String),
-    /// `Brain::User::"<issuer>|<subject>"`, in `Brain::Tenant::"<tenant>"`: a user whose access
-    /// token serve verified.
-    User {
-        /// The user's tenant (from the token's tenant claim).
-        tenant: String,
-        /// The token's `iss`.
-        issuer: String,
-        /// The token's `sub`.
-        subject: String,
-    },
-}
-
-impl Principal {
-    /// The principal's tenant.
-    pub fn tenant(&self) -> &str {
-        match self {
-            Principal::Tenant(tenant) | Principal::User { tenant, .. } => tenant,
-        }
-    }
-}
-
-impl std::fmt::Display for Principal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Principal::Tenant(tenant) => write!(f, "{NAMESPACE}::Tenant::{tenant:?}"),
-            Principal::User {
-                tenant,
-                issuer,
-                subject,
-            } => write!(
-                f,
-                "{NAMESPACE}::User::{:?} (tenant {tenant:?})",
-                format!("{issuer}|{subject}")
-            ),
-        }
-    }
-}
-
-/// Which front end a call came through: `context.call.via`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Via {
-    /// `brain-harness call`.
-    Call,
-    /// `brain-harness serve`.
-    Serve,
-    /// A Rust host calling the runtime.
-    Rust,
-}
-
-impl Via {
-    /// `"call"`, `"serve"` or `"rust"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Call => "call",
-            Via::Serve => "serve",
-            Via::Rust => "rust",
-        }
-    }
-}
-
-/// One call, as the policies decide it.
-#[derive(Debug, Clone, Copy)]
-pub struct PolicyRequest<'a> {
-    /// Who calls.
-    pub principal: &'a Principal,
-    /// The binding's name.
-    pub binding: &'a str,
-    /// The arguments, already valid for the binding's `input_schema`.
-    pub arguments: &'a Value,
-    /// Which front end.
-    pub via: Via,
-    /// The session.
-    pub session: &'a str,
-    /// `context.call.approval.granted`: whether a person approved this call (always false until
-    /// brain has approvals).
-    pub granted: bool,
-}
-
-/// What the policies decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Decision {
-    /// A `permit` applies and no `forbid` does.
-    Allow,
-    /// Refused: no `permit` applies, a `forbid` does, or a policy or the arguments could not be
-    /// evaluated (every error denies).
-    Deny {
-        /// Why, naming the deciding `forbid`s' ids and `@reason`s, or "no policy permits".
-        reason: String,
-        /// Whether the same call with `granted: true` would be allowed (an `@approval` policy
-        /// would permit it).
-        approvable: bool,
-    },
 }
 
 /// What brain knows of one binding for its policies.
@@ -405,11 +305,7 @@ impl Policies {
     /// The Cedar schema brain derived from the bindings, in Cedar's schema syntax (what
     /// `cargo xtask policy schema` writes, for editors and review).
     pub fn cedar_schema(&self) -> String {
-        let fragment = SchemaFragment::from_json_value(self.schema_json.clone())
-            .unwrap_or_else(|e| panic!("the derived schema parsed once: {e}"));
-        fragment
-            .to_cedarschema()
-            .unwrap_or_else(|e| panic!("the derived schema prints: {e}"))
+        print_schema(&self.schema_json)
     }
 
     /// SHA-256 (hex) of the policy files' paths and texts (RFC 8785 JSON): the policy set's
@@ -446,6 +342,20 @@ fn principal_entity(principal: &Principal) -> (EntityUid, Option<Entity>) {
             (user, Some(entity))
         }
     }
+}
+
+/// The Cedar schema of `config`'s bindings, in Cedar's schema syntax, whether or not the config
+/// has policies yet (what `cargo xtask policy schema` writes, to write the first ones against).
+pub fn cedar_schema(config: &HostConfig) -> String {
+    print_schema(&derive_schema(&config.tools).0)
+}
+
+fn print_schema(json: &Value) -> String {
+    let fragment = SchemaFragment::from_json_value(json.clone())
+        .unwrap_or_else(|e| panic!("brain derives a valid schema: {e}"));
+    fragment
+        .to_cedarschema()
+        .unwrap_or_else(|e| panic!("the derived schema prints: {e}"))
 }
 
 /// The upstream id of a binding: its URL's origin and path, or `stdio:<command[0]>`.
