@@ -10,7 +10,7 @@ key, HTTP/2 or HTTP/1.1 as ALPN chooses (as a CDN's front would).
 import asyncio
 import base64
 import sys
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import uvicorn
 from pydantic import BaseModel
@@ -92,6 +92,12 @@ async def elicit(ctx: Context) -> str:
     """Asks the user for approval."""
     answer = await ctx.elicit("Approve?", Approval)
     return f"elicited: {answer.action}"
+
+
+@server.tool()
+def refund(order: str, amount: int, currency: Literal["usd", "eur"] = "usd") -> str:
+    """Refund `amount` (in cents) of `order`: the tool a policy limits."""
+    return f"refunded {amount} {currency} of {order}"
 
 
 @server.tool()
