@@ -24,6 +24,7 @@ pub mod nested;
 pub mod oauth;
 pub mod otlp;
 pub mod peers;
+pub mod policies;
 pub mod postgres;
 pub mod process;
 pub mod server;

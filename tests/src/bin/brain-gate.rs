@@ -45,6 +45,9 @@ struct Args {
     /// Internal: the binding has limits (high enough never to refuse).
     #[arg(long, hide = true)]
     limited: bool,
+    /// Internal: the config has twenty policies over the binding (`tests::policies`).
+    #[arg(long, hide = true)]
+    policies: bool,
     /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
     #[arg(long, hide = true)]
     stats: Option<String>,
@@ -74,12 +77,14 @@ enum Through {
     Journaled,
     /// Journaled, through a binding with a rate and a quota (never reached): the charge's cost.
     Limited,
+    /// Straight, under twenty Cedar policies (each call evaluates them all): the policy step.
+    Policies,
     /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
     /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
     Serve,
 }
 
-const ROWS: [Row; 6] = [
+const ROWS: [Row; 7] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -109,6 +114,12 @@ const ROWS: [Row; 6] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Limited,
+    },
+    Row {
+        name: "2026-07-28, 20 policies",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Policies,
     },
     Row {
         name: "2026-07-28, through serve",
@@ -319,6 +330,9 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     if row.path == Through::Limited {
         command.arg("--limited");
     }
+    if row.path == Through::Policies {
+        command.arg("--policies");
+    }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
         bail!(
@@ -443,7 +457,11 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
         binding["limits"] = json!({"calls": 1_000_000, "per_seconds": 1, "concurrent": 100_000});
     }
     let text = json!({ "tools": [binding] }).to_string();
-    let config = brain_config::parse(text.as_bytes(), "gate.json").map_err(anyhow::Error::msg)?;
+    let mut config =
+        brain_config::parse(text.as_bytes(), "gate.json").map_err(anyhow::Error::msg)?;
+    if args.policies {
+        config = tests::policies::with_twenty(config, "echo");
+    }
     let mut builder = Runtime::builder(&config);
     if let Some(dir) = &args.journal {
         builder = builder.journal(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?);

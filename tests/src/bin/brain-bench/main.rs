@@ -36,6 +36,7 @@ use tests::process::{children, memory_mb};
 mod harness;
 mod limits;
 mod model_apis;
+mod policies;
 mod serve;
 mod tls;
 
@@ -68,6 +69,9 @@ struct Args {
     /// Measure only the limits' targets (P11).
     #[arg(long)]
     only_limits: bool,
+    /// Measure only the policies' targets (P12).
+    #[arg(long)]
+    only_policies: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -235,6 +239,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         limits::targets(&plan, &server.url, &mut targets).await?;
         return Ok(report(&targets, &[]));
     }
+    if args.only_policies {
+        let mut targets = Vec::new();
+        policies::targets(&plan, &server.url, &mut targets).await?;
+        return Ok(report(&targets, &[]));
+    }
     if args.only_serve {
         let mut targets = Vec::new();
         serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
@@ -364,6 +373,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     model_apis::targets(&mut targets)?;
     serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
     limits::targets(&plan, &server.url, &mut targets).await?;
+    policies::targets(&plan, &server.url, &mut targets).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
