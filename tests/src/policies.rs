@@ -11,7 +11,7 @@ pub const POLICIES: usize = 20;
 /// The policies' text, over the binding `tool` whose `message` is a string.
 pub fn twenty(tool: &str) -> String {
     let mut text = format!(
-        "@id(\"local-calls-{tool}\")\npermit (principal == Brain::Tenant::\"local\", \
+        "@id(\"local-calls-{tool}\")\npermit (principal in Brain::Tenant::\"local\", \
          action == Brain::Action::\"tool:{tool}\", resource);\n"
     );
     for n in 1..POLICIES {

@@ -147,3 +147,37 @@ async fn a_remote_ref_causes_no_request() {
     assert!(Runtime::new(&config).is_err());
     assert_eq!(accepted.await.unwrap(), 0);
 }
+
+/// The policies' principal is the scope's tenant unless a front end says who authenticated; a
+/// principal of another tenant than the scope's is refused at the gate (`policy_denied`), and so
+/// is a call no policy permits, or one whose arguments a `forbid` matches — nothing reaches the
+/// server, and the same call under its own tenant runs.
+#[tokio::test]
+async fn policies_refuse_before_any_request() {
+    use brain_runtime::{OutcomeKind, Principal};
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = tests::policies::with_twenty(config(&server.url, |_| {}), "echo");
+    let runtime = Runtime::new(&config).unwrap();
+    let user = |tenant: &str| Principal::User {
+        tenant: tenant.into(),
+        issuer: "https://id.example".into(),
+        subject: "alice".into(),
+    };
+    let refused = [
+        request("echo", "local", json!({"message": "x"})).with_principal(user("globex")),
+        request("echo", "local", json!({"message": "a secret-7 here"})),
+        request("weather", "local", json!({"city": "Oslo"})),
+    ];
+    for call in refused {
+        let result = runtime.call(call).result().await;
+        assert!(result.is_error && !result.unknown_outcome, "{result:?}");
+        assert_eq!(result.kind, Some(OutcomeKind::PolicyDenied), "{result:?}");
+    }
+    assert_eq!(Stats::get(&server.stats.requests), 0, "nothing was sent");
+    let allowed = runtime
+        .call(request("echo", "local", json!({"message": "x"})).with_principal(user("local")))
+        .result()
+        .await;
+    assert!(!allowed.is_error, "{allowed:?}");
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}
