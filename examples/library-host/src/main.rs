@@ -1,6 +1,6 @@
 //! library-host: brain as a library (see README.md). A runtime from a config file with the SQLite
-//! call journal; a call's events printed; the same call id answered from the journal; a refused
-//! call's kind; `wait_for_cleanup` before exit.
+//! call journal and policies; a call's events printed; the same call id answered from the
+//! journal; a refused call's kind, and a call the policies refuse; `wait_for_cleanup` before exit.
 
 #![allow(clippy::print_stdout)]
 
@@ -67,6 +67,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     show("refused call", &refused);
     if refused.kind != Some(OutcomeKind::Refused) {
         return Err(format!("expected a refusal, got {refused:?}").into());
+    }
+
+    // A call the host config's policies refuse (`policies/calls.cedar`: at most 10 steps): decided
+    // before the journal, nothing sent, and the text names why.
+    let too_long = runtime
+        .call(CallRequest::new("long_task", scope, json!({"steps": 50})))
+        .result()
+        .await;
+    show("call a policy refuses", &too_long);
+    if too_long.kind != Some(OutcomeKind::PolicyDenied) {
+        return Err(format!("expected a policy's refusal, got {too_long:?}").into());
     }
 
     // Session closes and cancellations run off the caller's path: let them finish.
