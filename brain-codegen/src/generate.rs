@@ -56,14 +56,30 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         root(
             tools,
             model_apis.as_deref(),
-            serve.as_ref(),
-            tenant_limits.as_ref(),
-            policies.as_ref(),
+            Embedded {
+                serve: serve
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).expect("JSON")),
+                tenant_limits: tenant_limits
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).expect("JSON")),
+                policies: policies
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).expect("JSON")),
+            },
             compiled.as_ref(),
             &modules,
             &args,
         ),
     ))
+}
+
+/// The config's sections `host_config()` reads back from JSON text: `serve`, `tenant_limits`, and
+/// `policies` with the text of every policy and test file.
+struct Embedded {
+    serve: Option<String>,
+    tenant_limits: Option<String>,
+    policies: Option<String>,
 }
 
 fn render(header: &str, tokens: TokenStream) -> String {
@@ -110,9 +126,7 @@ impl syn::visit_mut::VisitMut for DeriveFirst {
 fn root(
     bindings: &[ToolBinding],
     model_apis: Option<&[ModelApi]>,
-    serve: Option<&brain_config::Serve>,
-    tenant_limits: Option<&std::collections::BTreeMap<String, brain_config::TenantLimits>>,
-    policies: Option<&brain_config::policy::PolicyConfig>,
+    embedded: Embedded,
     compiled: Option<&brain_config::policy::Policies>,
     items: &[TokenStream],
     args: &[String],
@@ -125,13 +139,9 @@ fn root(
         let apis = apis.iter().map(api_ident);
         quote!(&[ #( #apis ),* ])
     }));
-    // `serve` as JSON text, read back by `host_config()`.
-    let serve = option(serve.map(|serve| serde_json::to_string(serve).expect("JSON")));
-    // `tenant_limits` likewise.
-    let tenant_limits =
-        option(tenant_limits.map(|limits| serde_json::to_string(limits).expect("JSON")));
-    // `policies` likewise, with the text of every policy and test file.
-    let policies = option(policies.map(|policies| serde_json::to_string(policies).expect("JSON")));
+    let serve = option(embedded.serve);
+    let tenant_limits = option(embedded.tenant_limits);
+    let policies = option(embedded.policies);
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()

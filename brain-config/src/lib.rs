@@ -33,6 +33,7 @@ mod load;
 mod model;
 pub mod model_api;
 pub mod policy;
+mod policy_config;
 mod schema;
 mod serve;
 mod source;

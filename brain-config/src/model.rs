@@ -69,7 +69,7 @@ pub struct HostConfig {
     /// every load and decided at the gate: `{"files": ["policies/*.cedar"], "tests":
     /// ["policies/tests/*.json"]}`, relative to this file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policies: Option<crate::policy::PolicyConfig>,
+    pub policies: Option<crate::policy_config::PolicyConfig>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }

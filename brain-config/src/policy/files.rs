@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use super::{PolicyConfig, PolicySource, SourceKind};
 use crate::diagnostic::{Diagnostic, Rule};
+use crate::policy_config::{PolicyConfig, PolicySource, SourceKind};
 
 /// The most a policy or test file may hold.
 pub const MAX_POLICY_FILE_BYTES: u64 = 1024 * 1024;

@@ -7,9 +7,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Decision, Policies, PolicyRequest, Principal, SourceKind, Via};
+use super::request::{Decision, PolicyRequest, Principal, Via};
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::HostConfig;
+use crate::policy_config::SourceKind;
 use crate::source::SourceIndex;
 
 #[derive(Debug, Deserialize)]
@@ -65,7 +66,7 @@ impl Expect {
 
 /// Runs every test of the config's test files, reporting each malformed or failing one.
 pub(super) fn run(
-    policies: &Policies,
+    decide: &dyn Fn(&PolicyRequest<'_>) -> Decision,
     config: &HostConfig,
     dir: &Path,
     errors: &mut Vec<Diagnostic>,
@@ -122,7 +123,7 @@ pub(super) fn run(
                     continue;
                 }
             };
-            if let Err((message, help)) = check_case(policies, config, &case) {
+            if let Err((message, help)) = check_case(decide, config, &case) {
                 let name = case
                     .name
                     .as_deref()
@@ -135,7 +136,7 @@ pub(super) fn run(
 }
 
 fn check_case(
-    policies: &Policies,
+    decide: &dyn Fn(&PolicyRequest<'_>) -> Decision,
     config: &HostConfig,
     case: &Case,
 ) -> Result<(), (String, String)> {
@@ -184,7 +185,7 @@ fn check_case(
             ),
         )
     } else {
-        let validator = crate::compile_schema(&binding.input_schema)
+        let validator = crate::schema::compile_schema(&binding.input_schema)
             .map_err(|e| (format!("the binding's input schema: {e:?}"), String::new()))?;
         if let Some(e) = validator.iter_errors(&case.arguments).next() {
             return Err((
@@ -204,7 +205,7 @@ fn check_case(
             session: "policy-test",
             granted: false,
         };
-        match policies.decide(&request) {
+        match decide(&request) {
             Decision::Allow => (Expect::Allow, "allowed".to_owned()),
             Decision::Deny {
                 reason,
