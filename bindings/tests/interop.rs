@@ -373,18 +373,7 @@ fn older_python(release: &str, revision: &str) {
     let url = process.url.clone();
     let discovery = tests::peers::discover(&url);
     assert_eq!(discovery.protocol_version, revision);
-    let settings = brain_config::discovery::BindingSettings {
-        server: brain_config::discovery::Server::Url(url.clone()),
-        token_env: None,
-        tenants: vec!["local".into()],
-        timeout_seconds: 20,
-        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
-        protocol_version: discovery.protocol_version.clone(),
-        on_input_request: None,
-        auth: None,
-        server_tasks: discovery.server_tasks,
-        ca_file: None,
-    };
+    let settings = tests::peers::local_settings(&url, &discovery);
     let bindings: Vec<Value> = discovery
         .tools
         .iter()

@@ -42,18 +42,7 @@ fn call(config: &std::path::Path, call_id: &str, arguments: Value) -> (Option<i3
 fn a_refund_over_the_limit_is_refused_at_the_gate_and_one_under_it_runs() {
     let peer = tests::peers::Peer::python();
     let discovery = tests::peers::discover(&peer.url);
-    let settings = brain_config::discovery::BindingSettings {
-        server: brain_config::discovery::Server::Url(peer.url.clone()),
-        token_env: None,
-        tenants: vec!["local".into()],
-        timeout_seconds: 20,
-        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
-        protocol_version: discovery.protocol_version.clone(),
-        on_input_request: None,
-        auth: None,
-        server_tasks: discovery.server_tasks,
-        ca_file: None,
-    };
+    let settings = tests::peers::local_settings(&peer.url, &discovery);
     let refund = discovery
         .tools
         .iter()

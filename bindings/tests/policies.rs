@@ -107,3 +107,37 @@ async fn denied_calls_are_never_sent_and_allowed_ones_run_once(state: State) {
 }
 
 on_each_state!(denied_calls_are_never_sent_and_allowed_ones_run_once);
+
+/// `brain-harness tools --tenant` hides what no permit's scope matches (here every tool but `huge`
+/// and `echo`), never a tool whose calls depend on their arguments; without `--tenant`, all.
+#[tokio::test]
+async fn tools_lists_what_the_policies_may_permit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, config) = setup(dir.path()).await;
+    let names = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .env("BRAIN_STATE_URL", "memory:")
+            .args(["--config", &config, "tools", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut local = names(&["--tenant", "local"]);
+    local.sort();
+    assert_eq!(local, ["echo", "huge"]);
+    assert!(names(&[]).len() > 10, "every binding without --tenant");
+}

@@ -181,3 +181,23 @@ pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
         ))
         .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
 }
+
+/// The settings `cargo xtask discover --url URL --tenant local` would bind `discovery`'s tools
+/// with (a 20 s timeout, the revision and tasks support it found).
+pub fn local_settings(
+    url: &str,
+    discovery: &brain_runtime::discover::Discovery,
+) -> brain_config::discovery::BindingSettings {
+    brain_config::discovery::BindingSettings {
+        server: brain_config::discovery::Server::Url(url.to_owned()),
+        token_env: None,
+        tenants: vec!["local".into()],
+        timeout_seconds: 20,
+        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
+        protocol_version: discovery.protocol_version.clone(),
+        on_input_request: None,
+        auth: None,
+        server_tasks: discovery.server_tasks,
+        ca_file: None,
+    }
+}

@@ -245,6 +245,25 @@ pub(crate) fn scope() -> Scope {
     }
 }
 
+/// The Python SDK server started, when `tests/interop/setup.sh` installed it; else `None`, and a
+/// "not measured" row `id` for `what`.
+pub(crate) fn python_peer(
+    id: &'static str,
+    what: &str,
+    targets: &mut Vec<Target>,
+) -> Option<tests::peers::Peer> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
+    if python.exists() {
+        return Some(tests::peers::Peer::python());
+    }
+    targets.push(Target::not_measured(
+        id,
+        what.to_owned(),
+        "the Python SDK is not installed (tests/interop/setup.sh)",
+    ));
+    None
+}
+
 pub(crate) fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Result<HostConfig> {
     let schema = match tool {
         "slow" => {

@@ -12,7 +12,7 @@ use brain_runtime::journal::{Durability, Journal, JournalStore};
 use brain_runtime::limits::{Bucket, Charge, Limit};
 use serde_json::{Value, json};
 
-use crate::harness::{Driver, Plan, Target, compare, echo_config};
+use crate::harness::{Driver, Plan, Target, compare, echo_config, python_peer};
 
 /// Limits no bench call reaches: a million calls a second, 100,000 at once.
 fn limits() -> Value {
@@ -38,16 +38,8 @@ pub(crate) async fn targets(
     test_server: &str,
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
-    if python.exists() {
-        let peer = tests::peers::Peer::python();
+    if let Some(peer) = python_peer("P11", "limits on vs off, Python SDK server", targets) {
         ratios(plan, "Python SDK server", &peer.url, true, targets).await?;
-    } else {
-        targets.push(Target::not_measured(
-            "P11",
-            "limits on vs off, Python SDK server".into(),
-            "the Python SDK is not installed (tests/interop/setup.sh)",
-        ));
     }
     ratios(plan, "test server", test_server, false, targets).await?;
     charges(targets).await

@@ -1123,16 +1123,10 @@ async fn journal_python(
     postgres: Option<&Journal>,
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
-    if !python.exists() {
-        targets.push(Target::not_measured(
-            "P9",
-            "journal on vs off, Python SDK server".into(),
-            "the Python SDK is not installed (tests/interop/setup.sh)",
-        ));
+    let Some(peer) = harness::python_peer("P9", "journal on vs off, Python SDK server", targets)
+    else {
         return Ok(());
-    }
-    let peer = tests::peers::Peer::python();
+    };
     let off = journaled(&peer.url, "2025-11-25", None)?;
     let mut backends = vec![("SQLite", sqlite.clone())];
     if let Some(postgres) = postgres {

@@ -13,7 +13,7 @@ use brain_config::policy::{Decision, Policies, PolicyRequest, Principal, Via};
 use brain_runtime::Runtime;
 use serde_json::{Map, Value, json};
 
-use crate::harness::{Driver, Plan, Target, compare, echo_config};
+use crate::harness::{Driver, Plan, Target, compare, echo_config, python_peer};
 
 /// The corpus tools with the largest argument objects (the most properties, nested included).
 const LARGEST: [&str; 3] = [
@@ -29,16 +29,8 @@ pub(crate) async fn targets(
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
     decisions(targets)?;
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
-    if python.exists() {
-        let peer = tests::peers::Peer::python();
+    if let Some(peer) = python_peer("P12", "policies on vs off, Python SDK server", targets) {
         ratios(plan, "Python SDK server", &peer.url, true, targets).await?;
-    } else {
-        targets.push(Target::not_measured(
-            "P12",
-            "policies on vs off, Python SDK server".into(),
-            "the Python SDK is not installed (tests/interop/setup.sh)",
-        ));
     }
     ratios(plan, "test server", test_server, false, targets).await
 }

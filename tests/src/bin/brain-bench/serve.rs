@@ -4,7 +4,6 @@
 //! session (beside what the test server, the same rmcp server side, holds) and with 1,000 calls
 //! in flight.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +12,7 @@ use anyhow::{Context, bail};
 use brain_runtime::{CallRequest, Runtime};
 use serde_json::{Value, json};
 
-use crate::harness::{Driver, Plan, Target, compare, echo_config, measure, scope};
+use crate::harness::{Driver, Plan, Target, compare, echo_config, measure, python_peer, scope};
 use crate::tls::cpu_seconds_of;
 
 /// The bearer token the bench's serve clients use.
@@ -110,16 +109,8 @@ pub(crate) async fn targets(
     test_server_pid: u32,
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
-    if python.exists() {
-        let peer = tests::peers::Peer::python();
+    if let Some(peer) = python_peer("P10", "serve vs direct, Python SDK server", targets) {
         ratios(plan, "Python SDK server", &peer.url, targets, None).await?;
-    } else {
-        targets.push(Target::not_measured(
-            "P10",
-            "serve vs direct, Python SDK server".into(),
-            "the Python SDK is not installed (tests/interop/setup.sh)",
-        ));
     }
     let pid = test_server_pid.to_string();
     ratios(plan, "test server", test_server, targets, Some(&pid)).await?;
