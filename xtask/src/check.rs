@@ -68,10 +68,14 @@ pub(crate) fn summary(config: &HostConfig) -> String {
     let policies = match &config.policies {
         Some(policies) => {
             let count = |kind| policies.sources.iter().filter(|s| s.kind == kind).count();
+            let files = |n: usize, what: &str| match n {
+                1 => format!("1 {what} file"),
+                n => format!("{n} {what} files"),
+            };
             format!(
-                ", {} policy file(s) and {} test file(s) checked",
-                count(brain_config::policy::SourceKind::Policies),
-                count(brain_config::policy::SourceKind::Tests)
+                ", {} and {} checked",
+                files(count(brain_config::policy::SourceKind::Policies), "policy"),
+                files(count(brain_config::policy::SourceKind::Tests), "test")
             )
         }
         None => String::new(),
