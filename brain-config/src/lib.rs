@@ -32,6 +32,7 @@ mod limits;
 mod load;
 mod model;
 pub mod model_api;
+pub mod pin;
 pub mod policy;
 mod policy_config;
 mod schema;
