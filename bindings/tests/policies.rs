@@ -114,13 +114,9 @@ on_each_state!(denied_calls_are_never_sent_and_allowed_ones_run_once);
 async fn tools_lists_what_the_policies_may_permit() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, config) = setup(dir.path()).await;
-    let names = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_brain-harness"))
-            .env("BRAIN_STATE_URL", "memory:")
-            .args(["--config", &config, "tools", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
+    let names = async |args: &[&str]| {
+        let args = [&["--config", config.as_str(), "tools", "--json"], args].concat();
+        let output = common::harness(&args, &[]).await;
         assert!(
             output.status.success(),
             "{}",
@@ -136,8 +132,11 @@ async fn tools_lists_what_the_policies_may_permit() {
             })
             .collect::<Vec<_>>()
     };
-    let mut local = names(&["--tenant", "local"]);
+    let mut local = names(&["--tenant", "local"]).await;
     local.sort();
     assert_eq!(local, ["echo", "huge"]);
-    assert!(names(&[]).len() > 10, "every binding without --tenant");
+    assert!(
+        names(&[]).await.len() > 10,
+        "every binding without --tenant"
+    );
 }

@@ -26,16 +26,8 @@ fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
         .expect("the task tool is listed");
     let binding = |name: &str, timeout_seconds: u64| {
         let settings = brain_config::discovery::BindingSettings {
-            server: brain_config::discovery::Server::Url(url.to_owned()),
-            token_env: None,
-            tenants: vec!["local".into()],
             timeout_seconds,
-            max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
-            protocol_version: discovery.protocol_version.clone(),
-            on_input_request: None,
-            auth: None,
-            server_tasks: discovery.server_tasks,
-            ca_file: None,
+            ..tests::peers::local_settings(url, &discovery)
         };
         let mut binding = brain_config::discovery::binding_from_tool(tool, &settings);
         binding.name = name.to_owned();

@@ -96,6 +96,40 @@ fn decisions_name_the_policies_that_decided_them() {
     }
 }
 
+/// A `forbid` whose evaluation errors (an overflow at `i64::MAX`) is skipped by Cedar, which
+/// would let globex's permit through: brain denies instead, naming the error. The same forbid
+/// without the error forbids as written.
+#[test]
+fn a_policy_that_errors_denies() {
+    let policies = valid();
+    let globex = Principal::Tenant("globex".into());
+    let refund = |amount: i64| {
+        json!({"order": "o", "amount": amount, "currency": "usd",
+        "at": "2026-03-01T09:30:00Z", "tags": ["finance"]})
+    };
+    assert_eq!(
+        decide(&policies, &globex, "refund", refund(5)),
+        Decision::Allow
+    );
+    let Decision::Deny { reason, .. } = decide(&policies, &globex, "refund", refund(i64::MAX))
+    else {
+        panic!("an erroring forbid must not fail open")
+    };
+    assert!(reason.contains("overflow"), "{reason}");
+    assert!(
+        reason.contains("a policy that cannot be evaluated denies"),
+        "{reason}"
+    );
+    let Decision::Deny { reason, .. } = decide(&policies, &globex, "refund", refund(2_000_000_000))
+    else {
+        panic!()
+    };
+    assert_eq!(
+        reason,
+        "refused by policy: forbid \"no-absurd-refunds\" (no ledger holds that much)"
+    );
+}
+
 #[test]
 fn dates_sets_and_absent_arguments() {
     let policies = valid();

@@ -51,8 +51,14 @@ impl Runtime {
             )));
         }
         if let Some(policies) = &self.inner.policies {
-            let tenant = Principal::Tenant(scope.tenant_id.clone());
-            let principal = request.principal.as_ref().unwrap_or(&tenant);
+            let tenant;
+            let principal = match &request.principal {
+                Some(principal) => principal,
+                None => {
+                    tenant = Principal::Tenant(scope.tenant_id.clone());
+                    &tenant
+                }
+            };
             if principal.tenant() != scope.tenant_id {
                 return Err(Failure::new(
                     Fact::PolicyDenied,

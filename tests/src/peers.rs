@@ -182,8 +182,8 @@ pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
         .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
 }
 
-/// The settings `cargo xtask discover --url URL --tenant local` would bind `discovery`'s tools
-/// with (a 20 s timeout, the revision and tasks support it found).
+/// The settings `cargo xtask discover --url URL --tenant local --timeout-seconds 20` would bind
+/// `discovery`'s tools with (the revision and tasks support it found).
 pub fn local_settings(
     url: &str,
     discovery: &brain_runtime::discover::Discovery,

@@ -95,6 +95,8 @@ pub struct Policies {
     actions: Entities,
     authorizer: Authorizer,
     digest: String,
+    /// Whether any policy is annotated `@approval` (else a denial needs no second pass).
+    approvals: bool,
 }
 
 impl Policies {
@@ -133,7 +135,8 @@ impl Policies {
         if outcome.decision() == cedar_policy::Decision::Allow {
             return Decision::Allow;
         }
-        let approvable = !request.granted
+        let approvable = self.approvals
+            && !request.granted
             && matches!(
                 self.evaluate(tool, &PolicyRequest { granted: true, ..*request }),
                 Ok(r) if r.decision() == cedar_policy::Decision::Allow
@@ -654,7 +657,11 @@ fn build(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    let approvals = set
+        .policies()
+        .any(|policy| policy.annotation("approval").is_some());
     Ok(Policies {
+        approvals,
         set,
         listing,
         schema,

@@ -958,16 +958,8 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
     }
     let discovery = discovery.context("no round")?;
     let settings = brain_config::discovery::BindingSettings {
-        server: brain_config::discovery::Server::Url(server.url.clone()),
-        token_env: None,
-        tenants: vec!["local".into()],
         timeout_seconds: 300,
-        max_output_bytes: brain_config::DEFAULT_MAX_OUTPUT_BYTES,
-        protocol_version: discovery.protocol_version.clone(),
-        on_input_request: None,
-        auth: None,
-        server_tasks: discovery.server_tasks,
-        ca_file: None,
+        ..tests::peers::local_settings(&server.url, &discovery)
     };
     let tools: Vec<_> = discovery
         .tools
