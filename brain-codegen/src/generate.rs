@@ -388,6 +388,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         server_tasks,
         pin,
         on_input_request,
+        on_drift,
         auth,
         strict,
         limits,
@@ -425,6 +426,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     }));
     let protocol_version = option_str(protocol_version.as_deref());
     let on_input_request = option_str(on_input_request.map(|choice| choice.as_str()));
+    let on_drift = option_str(on_drift.map(|choice| choice.as_str()));
     let auth = option_str(
         auth.as_ref()
             .map(|auth| serde_json::to_string(auth).expect("JSON"))
@@ -480,6 +482,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             server_tasks: #server_tasks,
             pin: #pin,
             on_input_request: #on_input_request,
+            on_drift: #on_drift,
             auth: #auth,
             strict: #strict,
             limits: #limits,

@@ -108,6 +108,10 @@ rules! {
     OnInputRequestOnHttp = "on-input-request-on-http",
     /// `on_input_request` is neither `fail` nor `decline`.
     OnInputRequestUnknown = "on-input-request-unknown",
+    /// `on_drift` is set on a binding that is not MCP.
+    OnDriftOnHttp = "on-drift-on-http",
+    /// `on_drift` is neither `warn` nor `refuse`.
+    OnDriftUnknown = "on-drift-unknown",
     /// The pinned `execution.taskSupport` is `required`: the tool runs only as an MCP task.
     TaskRequired = "task-required",
     /// `task` or `server_tasks` where no task can run: not MCP, stdio, a revision without

@@ -123,6 +123,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         server_tasks: settings.server_tasks.then_some(true),
         pin: Some(ToolPin::of(tool)),
         on_input_request: settings.on_input_request,
+        on_drift: None,
         auth: settings.auth.clone(),
     }
 }
@@ -294,7 +295,7 @@ pub struct Merged {
 
 /// Merges `bindings` into `config` (callers refuse [`collisions`] first, unless told to replace):
 /// a binding with the same name is replaced where it stands
-/// (keeping its `on_input_request`, `auth`, `limits`, `cwd` and `prewarm` unless the new binding
+/// (keeping its `on_input_request`, `on_drift`, `auth`, `limits`, `cwd` and `prewarm` unless the new binding
 /// sets them:
 /// those are a reviewer's choices, not something the server says), others are appended; every
 /// other binding is kept.
@@ -304,6 +305,7 @@ pub fn merge(config: &mut HostConfig, bindings: Vec<ToolBinding>) -> Merged {
         match config.tools.iter_mut().find(|b| b.name == binding.name) {
             Some(existing) => {
                 binding.on_input_request = binding.on_input_request.or(existing.on_input_request);
+                binding.on_drift = binding.on_drift.or(existing.on_drift);
                 binding.limits = binding.limits.take().or(existing.limits.take());
                 if binding.auth.is_none() && binding.token_env.is_none() {
                     binding.auth = existing.auth.take();

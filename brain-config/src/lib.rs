@@ -48,7 +48,7 @@ pub use load::{ConfigError, load_file, parse};
 pub use model::{
     Auth, BindingKind, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PROTOCOL_VERSION, DEFAULT_TIMEOUT_SECONDS,
     Grant, HostConfig, MAX_CONFIG_BYTES, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
-    ModelApi, OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm,
+    ModelApi, OnDrift, OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm,
     TASK_REVISION, TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport, UnknownModelApi,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};

@@ -487,6 +487,15 @@ fn type_error(
              (elicitations are declined and the call goes on)",
         );
     }
+    if field.name == "on_drift" && value.is_string() {
+        return Diagnostic::new(
+            Rule::OnDriftUnknown,
+            pointer,
+            format!("`on_drift` is {value}, which brain does not know"),
+            "use `\"warn\"` (the default: a change to the tool's texts alone is reported and the \
+             call goes on) or `\"refuse\"`; a change to anything else is always refused",
+        );
+    }
     Diagnostic::new(
         Rule::InvalidType,
         pointer,

@@ -279,6 +279,12 @@ pub struct ToolBinding {
     /// fail it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_input_request: Option<OnInputRequest>,
+    /// MCP bindings only: what a change the server makes to the tool after review does, when
+    /// only its texts changed (`description`, `title`, `icons`, `_meta`). `"warn"` (the
+    /// default): the call goes on, with the pinned texts, and the change is reported.
+    /// `"refuse"`: the call is refused (`pin_drift`), as any other change always is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_drift: Option<OnDrift>,
     /// MCP bindings at a `url` only: how brain obtains OAuth access tokens for the server (the
     /// MCP authorization spec). Secrets are named by environment variable. Not with `token_env`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,6 +431,28 @@ impl OnInputRequest {
     }
 }
 
+/// What a change to a pinned tool's texts alone does at run time (a change to anything else is
+/// always refused).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDrift {
+    /// The call goes on; the change is reported (event `tool.drift`, a metric, the store).
+    #[default]
+    Warn,
+    /// The call is refused (`pin_drift`), nothing sent.
+    Refuse,
+}
+
+impl OnDrift {
+    /// `warn` or `refuse`, as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDrift::Warn => "warn",
+            OnDrift::Refuse => "refuse",
+        }
+    }
+}
+
 /// How a non-MCP tool is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -539,6 +567,11 @@ impl ToolBinding {
     /// What brain does when the server asks for user input (default: fail the call).
     pub fn on_input_request(&self) -> OnInputRequest {
         self.on_input_request.unwrap_or_default()
+    }
+
+    /// What a change to the tool's texts alone does at run time (default: warn).
+    pub fn on_drift(&self) -> OnDrift {
+        self.on_drift.unwrap_or_default()
     }
 
     /// The pinned `execution.taskSupport`, if any.

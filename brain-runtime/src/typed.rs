@@ -104,6 +104,8 @@ pub struct StaticBinding {
     pub pin: Option<&'static str>,
     /// `on_input_request`: `"fail"` or `"decline"`.
     pub on_input_request: Option<&'static str>,
+    /// `on_drift`: `"warn"` or `"refuse"`.
+    pub on_drift: Option<&'static str>,
     /// `auth`, as JSON.
     pub auth: Option<&'static str>,
     /// `strict`.
@@ -165,6 +167,10 @@ impl StaticBinding {
             on_input_request: self.on_input_request.map(|choice| match choice {
                 "decline" => OnInputRequest::Decline,
                 _ => OnInputRequest::Fail,
+            }),
+            on_drift: self.on_drift.map(|choice| match choice {
+                "refuse" => brain_config::OnDrift::Refuse,
+                _ => brain_config::OnDrift::Warn,
             }),
             auth: self
                 .auth

@@ -33,6 +33,20 @@ pub(super) fn transport_on_mcp(draft: &Draft, out: &mut Vec<Diagnostic>) {
 }
 
 /// `on_input_request` is set only on MCP bindings: only MCP servers ask for user input.
+pub(super) fn on_drift_on_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    if draft.binding.on_drift.is_some() && draft.binding.kind() != BindingKind::Mcp {
+        out.push(draft.error(
+            Rule::OnDriftOnHttp,
+            "on_drift",
+            format!(
+                "`on_drift` is set on an {} tool, which has no tools/list to drift from",
+                draft.binding.kind().as_str().to_uppercase()
+            ),
+            "remove it, or add `mcp_tool` if this is an MCP binding",
+        ));
+    }
+}
+
 pub(super) fn on_input_request_on_http(draft: &Draft, out: &mut Vec<Diagnostic>) {
     if draft.binding.on_input_request.is_some() && draft.binding.kind() != BindingKind::Mcp {
         out.push(draft.error(

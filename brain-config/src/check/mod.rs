@@ -95,6 +95,7 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
         pins::task_required(draft, &mut out);
         pins::task_invalid(draft, &mut out);
         kind::on_input_request_on_http(draft, &mut out);
+        kind::on_drift_on_http(draft, &mut out);
         auth::auth(draft, &mut out);
         model_apis::rejects(draft, model_apis, &mut out);
         model_apis::strict(draft, model_apis, &mut out);

@@ -243,6 +243,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         server_tasks: ::std::option::Option::None,
         pin: ::std::option::Option::None,
         on_input_request: ::std::option::Option::None,
+        on_drift: ::std::option::Option::None,
         auth: ::std::option::Option::None,
         strict: ::std::option::Option::None,
         limits: ::std::option::Option::None,
