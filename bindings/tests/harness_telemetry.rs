@@ -106,7 +106,8 @@ async fn a_call_is_a_client_span_with_phases_metrics_and_its_trace_context_on_th
             "initialize",
             "session close",
             "tools/call",
-            "tools/call echo_meta"
+            "tools/call echo_meta",
+            "tools/list"
         ],
         "{spans:#?}"
     );

@@ -44,67 +44,54 @@ impl Peer {
 
     /// The Python SDK server, serving our script.
     fn python() -> Peer {
-        let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
-        let binding = |name: &str, input: Value| json!({"name": name, "description": format!("{name} on the Python SDK"), "input_schema": input, "mcp_tool": name});
-        let mut weather = binding(
+        let names = [
+            "echo",
+            "progress",
             "weather",
-            object(json!({"city": {"type": "string"}}), &["city"]),
-        );
-        weather["output_schema"] = object(
-            json!({"city": {"type": "string"}, "temperature": {"type": "number"}}),
-            &["city", "temperature"],
-        );
-        let bindings = vec![
-            binding(
-                "echo",
-                object(json!({"message": {"type": "string"}}), &["message"]),
-            ),
-            binding(
-                "progress",
-                object(json!({"steps": {"type": "integer"}}), &["steps"]),
-            ),
-            weather,
-            binding("image", object(json!({}), &[])),
-            binding("fail", object(json!({}), &[])),
-            binding(
-                "slow",
-                object(json!({"seconds": {"type": "number"}}), &["seconds"]),
-            ),
-            binding("elicit", object(json!({}), &[])),
-            binding("echo_meta", object(json!({}), &[])),
+            "image",
+            "fail",
+            "slow",
+            "elicit",
+            "echo_meta",
         ];
-        Peer::start(tests::peers::Peer::python(), bindings)
+        Peer::discovered(tests::peers::Peer::python(), &names)
     }
 
     /// server-everything.
     fn everything() -> Peer {
-        let binding = |name: &str, input: Value| json!({"name": name.replace('-', "_"), "description": format!("{name} on server-everything"), "input_schema": input, "mcp_tool": name});
-        let mut structured = binding(
+        let names = [
+            "echo",
             "get-structured-content",
-            json!({"type": "object", "properties": {"location": {"type": "string", "enum": ["New York", "Chicago", "Los Angeles"]}}, "required": ["location"]}),
-        );
-        structured["output_schema"] = json!({
-            "type": "object",
-            "properties": {"temperature": {"type": "number"}, "conditions": {"type": "string"}, "humidity": {"type": "number"}},
-            "required": ["temperature", "conditions", "humidity"]
-        });
-        let bindings = vec![
-            binding(
-                "echo",
-                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
-            ),
-            structured,
-            binding("get-tiny-image", json!({"type": "object"})),
-            binding(
-                "trigger-long-running-operation",
-                json!({"type": "object", "properties": {"duration": {"type": "number"}, "steps": {"type": "number"}}}),
-            ),
-            binding(
-                "get-resource-links",
-                json!({"type": "object", "properties": {"count": {"type": "number"}}}),
-            ),
+            "get-tiny-image",
+            "trigger-long-running-operation",
+            "get-resource-links",
         ];
-        Peer::start(tests::peers::Peer::everything(), bindings)
+        Peer::discovered(tests::peers::Peer::everything(), &names)
+    }
+
+    /// `process`'s tools `names`, bound as `cargo xtask discover` binds them (pinned, but to
+    /// no revision), named with `_` for `-`: every call is verified against the server's
+    /// listing.
+    fn discovered(process: tests::peers::Peer, names: &[&str]) -> Peer {
+        let discovery = tests::peers::discover(&process.url);
+        let settings = tests::peers::local_settings(&process.url, &discovery);
+        let bindings = names
+            .iter()
+            .map(|name| {
+                let tool = discovery
+                    .tools
+                    .iter()
+                    .find(|tool| tool["name"] == *name)
+                    .unwrap_or_else(|| panic!("{name} is not listed"));
+                let binding = brain_config::discovery::binding_from_tool(tool, &settings);
+                let mut binding = serde_json::to_value(binding).unwrap();
+                binding["name"] = json!(name.replace('-', "_"));
+                // Unpinned: the newest session revision, as the cases below expect.
+                binding.as_object_mut().unwrap().remove("protocol_version");
+                binding
+            })
+            .collect();
+        Peer::start(process, bindings)
     }
 
     /// `brain-harness --config ... call --tenant local --call-id C TOOL ARGS` (JSON Lines).

@@ -210,8 +210,12 @@ fn a_model_s_nulls_for_optional_arguments_reach_the_python_sdk_server_as_absent(
 
     // A constraint strict mode cannot carry is dropped from the definition, and the gate still
     // enforces it: a longer message is refused before any I/O.
+    // The reviewer narrowed the schema and kept the pin of what the server lists: not drift.
+    let listed = tests::peers::discover(&peer.url).tools;
+    let echo_tool = listed.iter().find(|tool| tool["name"] == "echo").unwrap();
     let short = json!({"name": "short_echo", "description": "Echo at most 3 characters.",
         "url": peer.url, "mcp_tool": "echo", "tenants": ["local"], "timeout_seconds": 20,
+        "pin": brain_config::ToolPin::of(echo_tool),
         "input_schema": {"type": "object", "required": ["message"],
             "properties": {"message": {"type": "string", "maxLength": 3}}}});
     std::fs::write(config, json!({"tools": [short]}).to_string()).unwrap();

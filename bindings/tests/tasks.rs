@@ -393,9 +393,20 @@ fn a_stdio_task_whose_harness_was_killed_is_unknown_on_retry() {
     assert!(script.exists(), "run tests/interop/setup.sh");
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("host.json");
+    let command = [
+        "node".to_owned(),
+        script.display().to_string(),
+        "stdio".to_owned(),
+    ];
+    let listed = tests::peers::discover_command(&command).tools;
+    let research = listed
+        .iter()
+        .find(|tool| tool["name"] == "simulate-research-query")
+        .unwrap();
     let tools = json!({"tools": [{
         "name": "research", "description": "A research report, run as an MCP task.",
-        "command": ["node", script, "stdio"], "mcp_tool": "simulate-research-query",
+        "pin": brain_config::ToolPin::of(research),
+        "command": command, "mcp_tool": "simulate-research-query",
         "tenants": ["local"], "timeout_seconds": 30, "protocol_version": "2025-11-25",
         "input_schema": {"type": "object", "properties": {"topic": {"type": "string"}},
                          "required": ["topic"]},

@@ -253,6 +253,82 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
     })
 }
 
+use crate::pins::CacheHints;
+
+/// What a call's verification lists: every tool the server at `endpoint` lists now, at the
+/// revision `pinned` (a session at a session revision, none at 2026-07-28; unpinned, a session,
+/// or none when the server refuses sessions), with the list's cache hints.
+pub(crate) async fn listing(
+    endpoint: &Endpoint<'_>,
+    pinned: Option<&str>,
+) -> Result<(Vec<Value>, CacheHints), DiscoverError> {
+    let client = Client::listing(endpoint);
+    let stateless =
+        || client.list_pages(|| stateless_headers("tools/list"), Some(stateless_meta()));
+    if pinned == Some(STATELESS) {
+        return stateless().await;
+    }
+    match client.session_listing(pinned).await {
+        Ok((discovery, hints)) => Ok((discovery.tools, hints)),
+        Err(DiscoverError::UnsupportedVersion { supported, .. })
+            if pinned.is_none() && supported.iter().any(|v| v == STATELESS) =>
+        {
+            stateless().await
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Every tool the server lists now, on a call's own session (`session`: its headers) or, at
+/// 2026-07-28 (`None`), without one, with the list's cache hints.
+pub(crate) async fn listing_on(
+    endpoint: &Endpoint<'_>,
+    session: Option<&HeaderMap>,
+) -> Result<(Vec<Value>, CacheHints), DiscoverError> {
+    let client = Client::listing(endpoint);
+    match session {
+        Some(headers) => client.list_pages(|| headers.clone(), None).await,
+        None => {
+            client
+                .list_pages(|| stateless_headers("tools/list"), Some(stateless_meta()))
+                .await
+        }
+    }
+}
+
+/// [`listing_on`], as the runtime's verification takes it (`pins.rs`).
+pub(crate) fn listing_on_call<'a>(
+    endpoint: &'a Endpoint<'a>,
+    session: Option<&'a HeaderMap>,
+) -> futures_util::future::BoxFuture<'a, Result<(Vec<Value>, CacheHints), String>> {
+    Box::pin(async move {
+        listing_on(endpoint, session)
+            .await
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// How a runtime refreshes an upstream's verified listing off the call path: a session of its
+/// own at the binding's revision (`pins.rs`).
+pub(crate) fn refresher() -> crate::pins::Lister {
+    std::sync::Arc::new(|http, tool, tenant| {
+        Box::pin(async move {
+            let endpoint = Endpoint {
+                http: &http,
+                url: tool.binding.url.as_deref().unwrap_or_default(),
+                auth: Authorizing {
+                    credentials: &tool.credentials,
+                    tenant: &tenant,
+                },
+                departure: Default::default(),
+            };
+            listing(&endpoint, tool.binding.pinned_revision())
+                .await
+                .map_err(|error| error.to_string())
+        })
+    })
+}
+
 struct Client<'a> {
     endpoint: Endpoint<'a>,
     token_var: Option<&'a str>,
@@ -260,7 +336,21 @@ struct Client<'a> {
     oauth: bool,
 }
 
-impl Client<'_> {
+impl<'a> Client<'a> {
+    /// A client for a call's verification, on the call's endpoint.
+    fn listing(endpoint: &Endpoint<'a>) -> Client<'a> {
+        Client {
+            endpoint: Endpoint {
+                http: endpoint.http,
+                url: endpoint.url,
+                auth: endpoint.auth,
+                departure: Default::default(),
+            },
+            token_var: None,
+            oauth: false,
+        }
+    }
+
     /// `server/discover` at 2026-07-28; `None` when the server does not speak it.
     ///
     /// A server that rejects the revision (`-32022`) while listing it among the supported ones
@@ -317,21 +407,32 @@ impl Client<'_> {
     /// A session, opened as a call's is (`transport::session`): initialize offering the newest
     /// session revision, `notifications/initialized`, every page of `tools/list`, DELETE.
     async fn with_session(&self) -> Result<Discovery, DiscoverError> {
-        let (_, opened) = session::initialize(&self.endpoint, None, &tracing::Span::none()).await;
+        Ok(self.session_listing(None).await?.0)
+    }
+
+    /// A session at `pinned` (any session revision when `None`), every page of `tools/list`,
+    /// DELETE.
+    async fn session_listing(
+        &self,
+        pinned: Option<&str>,
+    ) -> Result<(Discovery, CacheHints), DiscoverError> {
+        let (_, opened) = session::initialize(&self.endpoint, pinned, &tracing::Span::none()).await;
         let opened = opened.map_err(|error| self.open_error(error, "initialize"))?;
         let headers = opened.headers;
         session::initialized(&self.endpoint, &headers)
             .await
             .map_err(|error| self.open_error(error, "notifications/initialized"))?;
-        let listed = self.list_tools(|| headers.clone(), None).await;
+        let listed = self.list_pages(|| headers.clone(), None).await;
         if headers.contains_key(SESSION_HEADER) {
             session::close(&self.endpoint, headers.clone(), None).await;
         }
-        Ok(Discovery {
+        let (tools, hints) = listed?;
+        let discovery = Discovery {
             protocol_version: opened.revision.to_owned(),
-            tools: listed?,
+            tools,
             server_tasks: opened.tasks,
-        })
+        };
+        Ok((discovery, hints))
     }
 
     /// Discovery's error for a session that could not be opened.
@@ -374,6 +475,19 @@ impl Client<'_> {
         headers: impl Fn() -> HeaderMap,
         meta: Option<serde_json::Map<String, Value>>,
     ) -> Result<Vec<Value>, DiscoverError> {
+        Ok(self.list_pages(headers, meta).await?.0)
+    }
+
+    /// Every page of `tools/list`, and what its pages said of caching it (2026-07-28).
+    async fn list_pages(
+        &self,
+        headers: impl Fn() -> HeaderMap,
+        meta: Option<serde_json::Map<String, Value>>,
+    ) -> Result<(Vec<Value>, CacheHints), DiscoverError> {
+        let mut hints = CacheHints {
+            ttl: None,
+            public: true,
+        };
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for page in 1.. {
@@ -392,6 +506,7 @@ impl Client<'_> {
             let request =
                 json!({"jsonrpc": "2.0", "id": page + 1, "method": "tools/list", "params": params});
             let result = self.request(&request, headers()).await?;
+            hints.read(&result);
             match result.get("tools") {
                 Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
                 _ => {
@@ -410,7 +525,7 @@ impl Client<'_> {
             }
             cursor = next;
         }
-        Ok(tools)
+        Ok((tools, hints))
     }
 
     async fn post(

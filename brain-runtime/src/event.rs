@@ -214,6 +214,11 @@ pub enum OutcomeKind {
     /// call, a `forbid` applies, or evaluating one failed. Nothing was sent or journaled; the
     /// message names the deciding policies.
     PolicyDenied,
+    /// The server lists the tool otherwise than it was reviewed (the binding's pin): its
+    /// schemas, annotations or anything else but its texts changed (its texts too with
+    /// `on_drift: "refuse"`), it is gone, or its name is listed twice. Nothing was sent; the
+    /// message names the fields that changed. Re-pin with `cargo xtask discover`.
+    PinDrift,
 }
 
 impl std::fmt::Display for OutcomeKind {

@@ -67,6 +67,7 @@ pub mod journal;
 pub mod limits;
 mod mcp;
 mod outcome;
+mod pins;
 mod request;
 mod revision;
 mod routing;
@@ -84,6 +85,7 @@ pub use brain_config::policy::{Principal, Via};
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
 pub use outcome::Refusal;
+pub use pins::{DEFAULT_LISTING_TTL, DriftRecord, MAX_LISTING_TTL};
 pub use request::CallRequest;
 pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{

@@ -7,7 +7,7 @@
 //!
 //! | fact | `unknown_outcome` |
 //! |---|---|
-//! | refused by the gate (a limit included), could not connect or start, session setup failed | false |
+//! | refused by the gate (a limit included), could not connect or start, session setup failed, the tool listed otherwise than pinned (`pin_drift`) or its listing not verified | false |
 //! | `tools/call` not written (round 0) | false |
 //! | `tools/call` answered with 401, 403, 404, 405, 406 or 415 (round 0), or JSON-RPC -32601 | false |
 //! | an HTTP tool's 4xx, except 408, 409 and 429 | false |
@@ -33,6 +33,10 @@ pub(crate) enum Fact {
     /// Refused by the host config's policies at the gate: no permit, a forbid, or an error in
     /// evaluating one. Nothing was sent or journaled.
     PolicyDenied,
+    /// The server lists the tool otherwise than it was reviewed (its pin): a change that
+    /// refuses, its absence, or its name listed twice. Reported before the send, for a call
+    /// the journal found new; nothing was sent.
+    PinDrift,
     /// Refused by the call journal: the call id was used for another call.
     JournalConflict,
     /// The call journal could not record the call, so it was never sent.
@@ -104,12 +108,14 @@ impl OutcomeKind {
     }
 
     /// The value of telemetry's `error.type` for this kind: `refused`, `policy_denied`,
+    /// `pin_drift`,
     /// `not_sent`, `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict
     /// and a limit are `refused`, a store that could not record the call `not_sent`).
     pub fn error_type(self) -> &'static str {
         match self {
             Kind::Refused | Kind::JournalConflict | Kind::Limited => "refused",
             Kind::PolicyDenied => "policy_denied",
+            Kind::PinDrift => "pin_drift",
             Kind::NotSent | Kind::StoreUnavailable => "not_sent",
             Kind::UnknownOutcome => "unknown_outcome",
             Kind::Timeout => "timeout",
@@ -131,6 +137,7 @@ impl OutcomeKind {
             Kind::ToolError => "tool_error",
             Kind::Limited => "limited",
             Kind::PolicyDenied => "policy_denied",
+            Kind::PinDrift => "pin_drift",
         }
     }
 }
@@ -150,6 +157,7 @@ pub(crate) fn classify(fact: Fact) -> Outcome {
         Fact::Refused => (false, Kind::Refused),
         Fact::Limited => (false, Kind::Limited),
         Fact::PolicyDenied => (false, Kind::PolicyDenied),
+        Fact::PinDrift => (false, Kind::PinDrift),
         Fact::JournalConflict => (false, Kind::JournalConflict),
         Fact::StoreFailed => (false, Kind::StoreUnavailable),
         Fact::Unreachable | Fact::SetupFailed => (false, Kind::NotSent),
@@ -192,6 +200,7 @@ impl Fact {
             Fact::Refused
             | Fact::Limited
             | Fact::PolicyDenied
+            | Fact::PinDrift
             | Fact::JournalConflict
             | Fact::StoreFailed
             | Fact::Unreachable
@@ -301,6 +310,7 @@ mod tests {
             (Fact::Refused, false, Refused),
             (Fact::Limited, false, Limited),
             (Fact::PolicyDenied, false, PolicyDenied),
+            (Fact::PinDrift, false, PinDrift),
             (Fact::JournalConflict, false, JournalConflict),
             (Fact::StoreFailed, false, StoreUnavailable),
             (Fact::Unreachable, false, NotSent),

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use brain_config::model_api::Definitions;
 use brain_config::policy::{Policies, Principal};
@@ -125,6 +126,7 @@ pub struct RuntimeBuilder<'a> {
     token_store: Option<Arc<dyn TokenStore>>,
     user_agent: Option<Arc<dyn UserAgent>>,
     journal: Option<Journal>,
+    listing_ttl: Duration,
 }
 
 impl<'a> RuntimeBuilder<'a> {
@@ -136,6 +138,15 @@ impl<'a> RuntimeBuilder<'a> {
     /// a call id runs the tool again.
     pub fn journal(mut self, journal: Journal) -> Self {
         self.journal = Some(journal);
+        self
+    }
+
+    /// How long a verified listing of an MCP server over HTTP is kept before the next call
+    /// takes it again ([`DEFAULT_LISTING_TTL`](crate::DEFAULT_LISTING_TTL) by default, at most
+    /// [`MAX_LISTING_TTL`](crate::MAX_LISTING_TTL), shorter where the server's `ttlMs` says
+    /// so): a change to a pinned tool is refused from the next listing on.
+    pub fn listing_ttl(mut self, ttl: Duration) -> Self {
+        self.listing_ttl = ttl;
         self
     }
 
@@ -177,6 +188,14 @@ impl<'a> RuntimeBuilder<'a> {
         // One client (one pool) per CA file and kind of answer, shared by its bindings.
         let mut own_clients: HashMap<(String, bool), HttpClient> = HashMap::new();
         let instruments = Arc::new(Instruments::new());
+        let refresher = crate::discover::refresher();
+        let on_call = crate::discover::listing_on_call;
+        let pins = Arc::new(crate::pins::Pins::new(
+            self.listing_ttl,
+            None,
+            refresher,
+            on_call,
+        ));
         let token_store: Arc<dyn TokenStore> = match (&self.token_store, &self.journal) {
             (Some(store), _) => Arc::clone(store),
             (None, Some(journal)) => journal.grants(),
@@ -308,6 +327,7 @@ impl<'a> RuntimeBuilder<'a> {
                 definitions: Mutex::default(),
                 tools,
                 instruments,
+                pins,
                 http,
                 http_plain: crate::http::client(false, &[]).map_err(RuntimeError::Http)?,
                 cleanups: TaskTracker::new(),
@@ -456,6 +476,8 @@ pub(crate) struct Inner {
     definitions: Mutex<HashMap<DefinitionsKey, Arc<Definitions>>>,
     /// The metric instruments, made from the global meter provider when the runtime was built.
     instruments: Arc<Instruments>,
+    /// The verified listings of the servers, and the drift seen (`pins.rs`).
+    pins: Arc<crate::pins::Pins>,
     http: HttpClient,
     /// For plain HTTP tools: no quick ACKs (their answers are one body, see `http.rs`).
     http_plain: HttpClient,
@@ -498,6 +520,7 @@ impl Runtime {
             token_store: None,
             user_agent: None,
             journal: None,
+            listing_ttl: crate::pins::DEFAULT_LISTING_TTL,
         }
     }
 
@@ -597,6 +620,7 @@ impl Runtime {
                 withdrawal: &withdrawal,
                 cleanups: &inner.cleanups,
                 span: &span,
+                pins: &inner.pins,
             };
             let result = bound.route.call(started).await;
             let _ = sender.send(Box::new(Event::Result(result))).await;

@@ -44,6 +44,8 @@ pub(crate) struct Instruments {
     limit_refusals: Counter<u64>,
     /// `brain.limit.wait.duration`: how long calls waited for a token or a slot.
     limit_wait: Histogram<f64>,
+    /// `brain.tool.drift`: changes to pinned tools seen, once per change.
+    drifts: Counter<u64>,
 }
 
 impl Instruments {
@@ -85,7 +87,30 @@ impl Instruments {
                 )
                 .with_boundaries(DURATION_BOUNDARIES.to_vec())
                 .build(),
+            drifts: meter
+                .u64_counter("brain.tool.drift")
+                .with_unit("{change}")
+                .with_description(
+                    "Changes to pinned tools a verified listing showed, once per change, by \
+                     binding and action (brain.drift.action: refused, or warned when only the \
+                     tool's texts changed)",
+                )
+                .build(),
         }
+    }
+
+    /// A change to a pinned tool, seen for the first time.
+    pub(crate) fn drifted(&self, binding: &str, refused: bool) {
+        self.drifts.add(
+            1,
+            &[
+                KeyValue::new("gen_ai.tool.name", binding.to_owned()),
+                KeyValue::new(
+                    "brain.drift.action",
+                    if refused { "refused" } else { "warned" },
+                ),
+            ],
+        );
     }
 
     /// A call a limit refused: one count per bucket that refused it.

@@ -18,6 +18,7 @@ pub fn workspace_root() -> PathBuf {
 pub mod client;
 pub mod content;
 pub mod counting;
+pub mod drift;
 pub mod http_tools;
 pub mod issuer;
 pub mod nested;

@@ -182,6 +182,25 @@ pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
         .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
 }
 
+/// What discovery finds on the stdio server `command` starts (as `discover --command`), on a
+/// runtime of its own.
+pub fn discover_command(command: &[String]) -> brain_runtime::discover::Discovery {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    tokio
+        .block_on(brain_runtime::discover::discover_command(
+            &brain_runtime::discover::CommandOptions {
+                command: command.to_vec(),
+                env: Vec::new(),
+                secrets: Vec::new(),
+                timeout: Duration::from_secs(20),
+            },
+        ))
+        .unwrap_or_else(|error| panic!("discovery of {command:?}: {error}"))
+}
+
 /// The settings `cargo xtask discover --url URL --tenant local --timeout-seconds 20` would bind
 /// `discovery`'s tools with (the revision and tasks support it found).
 pub fn local_settings(

@@ -61,6 +61,9 @@ pub struct Faults {
     /// Serve `echo` with a changed description and input schema, `weather` with a `title` and
     /// `_meta`, and `image` renamed `picture` (drift).
     pub drifted: bool,
+    /// List `echo` with an output schema (`{"type": "object"}`); its results still carry no
+    /// structured content.
+    pub echo_output_schema: bool,
     /// Answer `tools/call` with an SSE stream that sends only a priming event (an id and this
     /// `retry` in ms) and closes; the result comes on the GET that resumes after that id.
     pub close_call_stream: Option<u64>,
@@ -177,6 +180,10 @@ pub struct Stats {
     pub closed_streams: std::sync::Mutex<Vec<std::time::Instant>>,
     /// Over TLS: handshakes, versions, HTTP/2 connections.
     pub tls: Arc<crate::tls::TlsStats>,
+    /// The change the server makes to its tools now (`POST /drift`), if any.
+    pub drift: std::sync::Mutex<Option<crate::drift::Change>>,
+    /// `tools/list` requests answered.
+    pub lists: AtomicUsize,
 }
 
 impl Stats {
@@ -198,6 +205,7 @@ impl Stats {
             "running": Self::get(&self.running),
             "peak_running": Self::get(&self.peak_running),
             "accepted": Self::get(&self.accepted),
+            "lists": Self::get(&self.lists),
         });
         if let (Some(all), Value::Object(tls)) = (snapshot.as_object_mut(), self.tls.snapshot()) {
             all.extend(tls);
@@ -400,6 +408,17 @@ impl TestServer {
                     faults.require_token.clone(),
                     faults.session_token_key.clone(),
                 ),
+            )
+            .route(
+                "/drift",
+                axum::routing::post({
+                    let stats = Arc::clone(&stats);
+                    move |body: String| {
+                        let change = crate::drift::Change::parse(&body);
+                        *lock(&stats.drift) = change;
+                        async move { change.map_or("none", |c| c.as_str()).to_owned() }
+                    }
+                }),
             )
             .route(
                 "/stats",
@@ -895,6 +914,11 @@ fn catalog(faults: &Faults) -> Vec<Tool> {
             tool.name = "picture".into();
         }
     }
+    if faults.echo_output_schema {
+        for tool in tools.iter_mut().filter(|t| t.name == "echo") {
+            tool.output_schema = Some(Arc::new(object(json!({"type": "object"}))));
+        }
+    }
     if faults.stdio {
         tools.push(tool(
             "environment",
@@ -928,6 +952,10 @@ fn object(value: Value) -> JsonObject {
 fn tool(name: &'static str, description: &'static str, input: Value) -> Tool {
     Tool::new(name, description, object(input))
 }
+
+/// How long the server says its `tools/list` may be kept (2026-07-28's `ttlMs`): a minute, as a
+/// server whose tools rarely change would say.
+pub const LIST_TTL_MS: u64 = 60_000;
 
 /// The prefix of the ids of the `chatty` tool's ping requests (answers to them are counted in
 /// [`Stats::client_answers`] and go no further).
@@ -1015,6 +1043,17 @@ pub fn tool_list() -> Vec<Tool> {
     ]
 }
 
+/// The pin discovery writes for the tool `name` of [`tool_list`] (as JSON): a binding that
+/// carries it may narrow its schema or rewrite its description and still pass verification.
+pub fn pin(name: &str) -> Value {
+    let tool = tool_list()
+        .into_iter()
+        .find(|tool| tool.name == name)
+        .unwrap_or_else(|| panic!("the test server has no tool {name}"));
+    let tool = serde_json::to_value(tool).expect("a tool is JSON");
+    serde_json::to_value(brain_config::ToolPin::of(&tool)).expect("a pin is JSON")
+}
+
 /// One binding per tool of [`tool_list`], as host config JSON: named as on the server, at `url`,
 /// for tenant `local`; `patch` may change each (it gets the tool's name).
 pub fn bindings_json(url: &str, patch: impl Fn(&str, &mut Value)) -> Vec<Value> {
@@ -1057,17 +1096,26 @@ impl ServerHandler for TestTools {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.stats.lists.fetch_add(1, Ordering::SeqCst);
+        let drift = (*lock(&self.stats.drift)).or_else(crate::drift::from_file);
+        if drift == Some(crate::drift::Change::Unlisted) {
+            return Err(ErrorData::internal_error("tools/list is down", None));
+        }
+        let catalog = match drift {
+            Some(change) => Arc::new(change.apply(&self.catalog)),
+            None => Arc::clone(&self.catalog),
+        };
         let Some(page_size) = self.page_size else {
-            return Ok(ListToolsResult::with_all_items(self.catalog.to_vec()));
+            return Ok(ListToolsResult::with_all_items(catalog.to_vec()).with_ttl_ms(LIST_TTL_MS));
         };
         let start: usize = request
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let end = (start + page_size).min(self.catalog.len());
-        let mut result =
-            ListToolsResult::with_all_items(self.catalog[start.min(end)..end].to_vec());
-        if end < self.catalog.len() {
+        let end = (start + page_size).min(catalog.len());
+        let mut result = ListToolsResult::with_all_items(catalog[start.min(end)..end].to_vec())
+            .with_ttl_ms(LIST_TTL_MS);
+        if end < catalog.len() {
             result.next_cursor = Some(end.to_string());
         }
         Ok(result)

@@ -155,14 +155,16 @@ fn cases() -> Vec<Case> {
             OK,
             OK,
         ),
+        // The server lists echo otherwise than the binding was reviewed: refused before the
+        // send (`pin_drift`).
         case(
             "drifted echo",
             Faults {
                 drifted: true,
                 ..f()
             },
-            OK,
-            OK,
+            NOT_SENT,
+            NOT_SENT,
         ),
         // Streams are resumed on sessions only; 2026-07-28 has no stream to resume.
         case(
@@ -192,8 +194,8 @@ fn cases() -> Vec<Case> {
             OK,
             OK,
         ),
-        // Redirects are never followed; a session is refused before tools/call, while a
-        // redirected tools/call (2026-07-28) counts as sent.
+        // Redirects are never followed: a session is refused at initialize, and a
+        // 2026-07-28 call at the tools/list that would verify its pin, before tools/call.
         case(
             "every request redirected",
             Faults {
@@ -201,7 +203,7 @@ fn cases() -> Vec<Case> {
                 ..f()
             },
             NOT_SENT,
-            (true, true, 0),
+            NOT_SENT,
         ),
     ];
     for code in [401, 403, 404, 405, 406, 415] {

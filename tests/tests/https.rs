@@ -327,13 +327,28 @@ async fn the_python_sdk_server_behind_hypercorn_over_tls_and_http2() {
             .unwrap()
     };
     let mut expected_calls = 0;
+    // The binding as discovery pins it: each call is verified against the server's listing.
+    let discovery = brain_runtime::discover::discover(&brain_runtime::discover::DiscoverOptions {
+        url: peer.url.clone(),
+        token: None,
+        auth: None,
+        timeout: Duration::from_secs(20),
+        ca_file: Some(ca_file.clone()),
+    })
+    .await
+    .unwrap();
+    let echo = discovery
+        .tools
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    let settings = tests::peers::local_settings(&peer.url, &discovery);
     for revision in REVISIONS {
-        let binding = json!({
-            "name": "echo", "description": "Echo.",
-            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
-            "url": peer.url, "mcp_tool": "echo", "tenants": ["local"],
-            "protocol_version": revision, "ca_file": ca_file.to_str().unwrap(),
-        });
+        let mut binding =
+            serde_json::to_value(brain_config::discovery::binding_from_tool(echo, &settings))
+                .unwrap();
+        binding["protocol_version"] = json!(revision);
+        binding["ca_file"] = json!(ca_file.to_str().unwrap());
         let text = json!({ "tools": [binding] }).to_string();
         let runtime =
             Runtime::new(&brain_config::parse(text.as_bytes(), "t.json").unwrap()).unwrap();

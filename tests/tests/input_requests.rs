@@ -111,9 +111,11 @@ async fn stateless_input_requests_fail_the_call_and_nothing_more_is_sent() {
         )
         .await;
         tokio::time::sleep(Duration::from_millis(100)).await;
+        // The listing that verified the pin, then the call's one POST.
+        assert_eq!(count(&server.stats.lists), 1, "{ask}");
         assert_eq!(
             count(&server.stats.requests),
-            1,
+            2,
             "{ask}: one POST, nothing after it"
         );
     }

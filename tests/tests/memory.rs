@@ -25,7 +25,7 @@ async fn a_200_mb_response_under_a_1_mib_limit() {
 
     let text = json!({"tools": [{
         "name": "huge", "description": "Text of `bytes` bytes.",
-        "input_schema": {"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]},
+        "input_schema": {"type": "object", "properties": {"bytes": {"type": "integer", "minimum": 0}}, "required": ["bytes"]},
         "url": url, "mcp_tool": "huge", "tenants": ["local"],
         "timeout_seconds": 120, "max_output_bytes": 1_048_576
     }]})

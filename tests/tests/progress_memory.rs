@@ -17,7 +17,7 @@ async fn a_progress_flood_leaves_rss_flat() {
     let server = ServerProcess::start(&test_server_binary(), &[]).unwrap();
     let text = json!({"tools": [{
         "name": "chatty", "description": "Progress, then a result.",
-        "input_schema": {"type": "object", "properties": {"progress": {"type": "integer"}}},
+        "input_schema": {"type": "object", "properties": {"progress": {"type": "integer", "minimum": 0}, "pings": {"type": "integer", "minimum": 0}, "notification_bytes": {"type": "integer", "minimum": 0}}},
         "url": server.url, "mcp_tool": "chatty", "tenants": ["local"],
         "timeout_seconds": 120, "max_output_bytes": 65_536, "protocol_version": "2025-11-25"
     }]})

@@ -152,9 +152,11 @@ async fn an_unpinned_binding_goes_stateless_when_the_server_refuses_sessions() {
         (count(&server.stats.initializes), count(&server.stats.calls)),
         (1, 2)
     );
+    // The tools/list that verified the pin (once: kept for its TTL), then the two calls.
     let headers = lock(&server.stats.protocol_headers);
     let stateless = Some("2026-07-28".to_owned());
-    assert_eq!(headers, [stateless.clone(), stateless]);
+    assert_eq!(headers, [stateless.clone(), stateless.clone(), stateless]);
+    assert_eq!(count(&server.stats.lists), 1);
 }
 
 #[tokio::test]
@@ -205,10 +207,12 @@ async fn an_older_revision_the_server_answers_is_accepted_and_spoken() {
 
 #[tokio::test]
 async fn output_schemas_are_not_expected_before_2025_06_18() {
-    // A binding that pins nothing, with an output_schema, whose server speaks 2025-03-26: a
-    // result without structured content fails (unknown outcome: the tool ran), saying why.
+    // A binding that pins nothing, with an output_schema (the server lists one), whose server
+    // speaks 2025-03-26: a result without structured content fails (unknown outcome: the tool
+    // ran), saying why.
     let server = TestServer::start(Faults {
         initialize_revision: Some("2025-03-26".into()),
+        echo_output_schema: true,
         ..Faults::default()
     })
     .await

@@ -100,11 +100,12 @@ async fn every_transport_makes_the_same_spans_under_the_hosts_span() {
             .unwrap_or_else(|| panic!("{name}: {spans:#?}"))
     };
 
-    // Session: initialize, tools/call, session close; the server saw the tools/call span.
+    // Session: initialize, the tools/list that verifies the pin (the runtime's first call to
+    // the server), tools/call, session close; the server saw the tools/call span.
     let echo_meta = span("tools/call echo_meta");
     assert_eq!(
         children(&spans, echo_meta),
-        ["initialize", "session close", "tools/call"]
+        ["initialize", "session close", "tools/call", "tools/list"]
     );
     let seen = &session.structured_content.as_ref().unwrap()["meta"]["traceparent"];
     let request_span = spans
@@ -119,9 +120,9 @@ async fn every_transport_makes_the_same_spans_under_the_hosts_span() {
         ))
     );
 
-    // 2026-07-28: one request, no session.
+    // 2026-07-28: the verifying tools/list, one request, no session.
     let echo = span("tools/call echo");
-    assert_eq!(children(&spans, echo), ["tools/call"]);
+    assert_eq!(children(&spans, echo), ["tools/call", "tools/list"]);
     assert_eq!(attribute(echo, "mcp.protocol.version"), "2026-07-28");
     assert_eq!(attribute(echo, "mcp.session.id"), &Value::Null);
 
@@ -129,7 +130,7 @@ async fn every_transport_makes_the_same_spans_under_the_hosts_span() {
     let weather = span("tools/call weather");
     assert_eq!(
         children(&spans, weather),
-        ["initialize", "session close", "tools/call"]
+        ["initialize", "session close", "tools/call", "tools/list"]
     );
     assert_eq!(attribute(weather, "network.transport"), "pipe");
     assert_eq!(

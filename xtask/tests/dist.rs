@@ -41,8 +41,9 @@ async fn static_release_harness() {
     let url = server.url.replace("127.0.0.1", "localhost");
     std::fs::write(
         &config,
-        json!({"tools": [{"name": "echo", "description": "Echo.", "url": url, "mcp_tool": "echo",
-            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}},
+        json!({"tools": [{"name": "echo", "description": "Echo a message back.", "url": url,
+            "mcp_tool": "echo", "input_schema": {"type": "object",
+                "properties": {"message": {"type": "string"}}, "required": ["message"]},
             "tenants": ["local"]}]})
         .to_string(),
     )

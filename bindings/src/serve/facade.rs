@@ -330,6 +330,11 @@ fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
             "{tool}: refused: this call id was used before for another call (another tool or \
              other arguments); nothing was sent — use a new call id"
         ),
+        OutcomeKind::PinDrift => format!(
+            "{tool}: refused: its server now describes this tool otherwise than the operator \
+             reviewed it; nothing was sent — it cannot be called until the operator reviews \
+             the change"
+        ),
         OutcomeKind::StoreUnavailable => format!(
             "{tool}: not sent: brain's state store is unavailable now; nothing was sent — \
              retry with the same call id shortly"

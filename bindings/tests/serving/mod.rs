@@ -35,7 +35,7 @@ pub fn config(dir: &Path, peer: &Peer, serve_patch: impl Fn(&mut Value)) -> Stri
             .unwrap_or_else(|| panic!("the server lists {name}"));
         json!({"name": name, "description": tool["description"], "url": peer.url,
             "mcp_tool": name, "input_schema": tool["inputSchema"], "tenants": tenants,
-            "timeout_seconds": 30})
+            "timeout_seconds": 30, "pin": brain_config::ToolPin::of(tool)})
     };
     let mut serve = json!({"clients": [
         {"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"},

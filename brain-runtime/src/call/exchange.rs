@@ -58,7 +58,7 @@ pub(crate) type Events = mpsc::Sender<Box<Event>>;
 /// Everything one call's exchange uses.
 pub(crate) struct Exchange<'a> {
     pub(crate) endpoint: Endpoint<'a>,
-    pub(crate) tool: &'a Tool,
+    pub(crate) tool: &'a Arc<Tool>,
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
     pub(crate) arguments: &'a Value,
@@ -75,6 +75,8 @@ pub(crate) struct Exchange<'a> {
     pub(crate) claim_limits: Option<&'a super::limited::CallLimits>,
     /// The caller's withdrawal, decided against the claim.
     pub(crate) withdrawal: &'a Withdrawal,
+    /// The runtime's verified listings (`pins.rs`).
+    pub(crate) pins: &'a Arc<crate::pins::Pins>,
 }
 
 /// How a call travels: the steps one transport supplies to the lifecycle. A transport reports
@@ -98,6 +100,19 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// when not, the claim at the send point, which meets a call id seen before, answers alone
     /// (one statement a call rather than two).
     const OPENS: bool = true;
+
+    /// Verifies, after [`Transport::open`] and before the send, that the server lists the
+    /// call's tool as it was pinned (`pins.rs`): [`Fact::PinDrift`](crate::outcome::Fact::PinDrift)
+    /// when it does not, a setup failure when no listing could be taken. Asked only for a call
+    /// the journal found new (or, where the claim is the journal's first look, answered by the
+    /// journal first when it refuses). HTTP tools have no listing.
+    fn verify(
+        &self,
+        _call: &Exchange<'_>,
+        _opened: &Self::Opened,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        std::future::ready(Ok(()))
+    }
 
     /// Writes the round's request (MCP `tools/call`, or an HTTP tool's POST) once; a request
     /// refused for its token is re-sent inside, at most once per kind of refusal. Called only
@@ -211,6 +226,14 @@ impl Exchange<'_> {
 
     pub(crate) fn url(&self) -> &str {
         self.endpoint.url
+    }
+
+    /// What verifying the call's tool needs of it (`pins.rs`).
+    pub(crate) fn verifying(&self) -> crate::pins::Verifying<'_> {
+        crate::pins::Verifying {
+            endpoint: &self.endpoint,
+            span: self.span,
+        }
     }
 
     /// The span of `round`'s `tools/call`, a child of the call's.

@@ -13,7 +13,10 @@
 //!    Then the call's *limits* (`limited.rs`) are charged, once the journal has said the call
 //!    is new — here, or in the claim's transaction where the claim is the journal's first look;
 //!    a refusal does no I/O and is never journaled;
-//! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing;
+//! 3. *open* ([`Transport::open`]) — a session, a server process, or nothing; then *verify*
+//!    ([`Transport::verify`], `pins.rs`) — that the server lists the tool as it was pinned, for
+//!    a call the journal found new: under a verified, unexpired listing, or the call is refused
+//!    (`pin_drift`, or not sent);
 //! 4. *send* (`send.rs`) — the single point where the call becomes "sent" ([`send::claim`]:
 //!    the journal's claim, committed durably), before the first byte of `tools/call` (or an
 //!    HTTP tool's POST) leaves; then each round's
@@ -86,6 +89,8 @@ pub(crate) struct Started<'a> {
     pub(crate) cleanups: &'a TaskTracker,
     /// The call's span.
     pub(crate) span: &'a Span,
+    /// The runtime's verified listings (`pins.rs`).
+    pub(crate) pins: &'a Arc<crate::pins::Pins>,
 }
 
 /// Runs one call to its result: the phases in order, bounded by the timeout and by
@@ -105,6 +110,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         withdrawal,
         cleanups,
         span,
+        pins,
     } = started;
     let state = Mutex::new(CallState {
         tenant: scope.tenant_id.clone(),
@@ -133,6 +139,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         ticket,
         claim_limits: None,
         withdrawal,
+        pins,
     };
     let started = std::time::Instant::now();
     tracing::debug!(
@@ -322,6 +329,16 @@ async fn phases<T: Transport>(
         .await;
     }
     let opened = Box::pin(transport.open(call)).await?;
+    if let Err(failure) = Box::pin(transport.verify(call, &opened)).await {
+        // Where the claim is the journal's first look, a call id it has seen is answered from
+        // it: a replay of a completed call is never refused for drift.
+        if let (false, Some(ticket)) = (T::OPENS, call.ticket)
+            && let Admitted::Answer(answer) = ticket.admit().await?
+        {
+            return Ok(answer);
+        }
+        return Err(failure);
+    }
     send::send(transport, call, &opened).await
 }
 

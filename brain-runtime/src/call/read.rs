@@ -21,6 +21,8 @@ pub(crate) const MAX_SERVER_REQUESTS: usize = 16;
 /// arrived on the call's own stream: the two travel on different connections, and progress the
 /// server sent before the result may arrive just after it.
 const SIDE_GRACE: std::time::Duration = std::time::Duration::from_millis(25);
+/// The notification a server sends when its list of tools changed.
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// What one message read during a call means for it.
 enum Step {
@@ -58,6 +60,7 @@ impl Exchange<'_> {
                         (Some("notifications/progress"), None) => {
                             self.progress(&message["params"], &mut last_progress).await;
                         }
+                        (Some(LIST_CHANGED), None) => self.list_changed(),
                         (Some(method), Some(id)) => {
                             Box::pin(self.server_request(method, id, &message["params"], reading))
                                 .await?;
@@ -86,6 +89,7 @@ impl Exchange<'_> {
             (Some("notifications/progress"), None) => {
                 self.progress(&message["params"], last_progress).await;
             }
+            (Some(LIST_CHANGED), None) => self.list_changed(),
             (Some(method), Some(id)) => {
                 Box::pin(self.server_request(method, id, &message["params"], reading)).await?;
             }
@@ -96,6 +100,14 @@ impl Exchange<'_> {
             _ => {}
         }
         Ok(Step::Continue)
+    }
+
+    /// The server said its tools changed: its verified listing (HTTP) is expired at once, so
+    /// that the next call verifies against a new one.
+    fn list_changed(&self) {
+        if self.tool.binding.url.is_some() {
+            self.pins.expire(self.tool, &self.scope.tenant_id);
+        }
     }
 
     /// Progress still arriving on the side stream after the result, within [`SIDE_GRACE`] and

@@ -103,6 +103,7 @@ impl Route {
                     launch,
                     spares,
                     pinned: binding.protocol_version.clone(),
+                    tool_name: binding.mcp_tool.clone().unwrap_or_default(),
                 }))
             }
             (BindingKind::Mcp, None) => Route::Mcp(Arc::new(McpHttp {

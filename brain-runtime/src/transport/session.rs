@@ -60,6 +60,18 @@ impl Transport for Session {
     type Opened = Opened;
     type Reading = HttpReading;
 
+    /// Against the upstream's verified listing (`pins.rs`), taken on this session when it
+    /// expired or was never taken.
+    async fn verify(&self, call: &Exchange<'_>, opened: &Opened) -> Result<(), Failure> {
+        let session = match opened {
+            Opened::Session { headers, .. } => Some(headers),
+            Opened::Stateless => None,
+        };
+        call.pins
+            .verify_http(call.verifying(), call.tool, session)
+            .await
+    }
+
     async fn open(&self, call: &Exchange<'_>) -> Result<Opened, Failure> {
         let opening = crate::telemetry::phase("initialize", Some(INIT_ID), call.span);
         let pinned = call.tool.binding.pinned_revision();

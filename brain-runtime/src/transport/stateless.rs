@@ -31,6 +31,13 @@ impl Transport for Stateless {
     type Opened = ();
     type Reading = HttpReading;
 
+    /// Against the upstream's verified listing (`pins.rs`).
+    async fn verify(&self, call: &Exchange<'_>, _: &()) -> Result<(), Failure> {
+        call.pins
+            .verify_http(call.verifying(), call.tool, None)
+            .await
+    }
+
     const OPENS: bool = false;
 
     /// Nothing to open: the revision is all there is.

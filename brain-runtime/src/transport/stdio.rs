@@ -30,13 +30,15 @@ pub(crate) struct StdioServer {
     pub(crate) spares: Option<Arc<Spares>>,
     /// The revision the binding pins, if any.
     pub(crate) pinned: Option<String>,
+    /// The tool's name on the server (what verification looks for in `tools/list`).
+    pub(crate) tool_name: String,
 }
 
 impl StdioServer {
     /// Starts the spares that are missing, in the background.
     pub(crate) fn refill(&self) {
         if let Some(spares) = &self.spares {
-            spares.refill(&self.launch, self.pinned.as_deref());
+            spares.refill(&self.launch, self.pinned.as_deref(), &self.tool_name);
         }
     }
 }
@@ -46,6 +48,8 @@ impl StdioServer {
 pub(crate) struct Stdio {
     server: Arc<StdioServer>,
     process: Mutex<Option<Arc<Process>>>,
+    /// What a spare's server listed under the tool's name at prewarm.
+    listed: Mutex<Option<Vec<Value>>>,
 }
 
 impl Stdio {
@@ -53,6 +57,7 @@ impl Stdio {
         Stdio {
             server,
             process: Mutex::new(None),
+            listed: Mutex::new(None),
         }
     }
 
@@ -65,13 +70,15 @@ impl Transport for Stdio {
     type Opened = Arc<Process>;
     type Reading = StdioReading;
 
-    /// A spare process when the binding keeps some, else a new one, initialized.
+    /// A spare process when the binding keeps some (listed at prewarm), else a new one,
+    /// initialized.
     async fn open(&self, call: &Exchange<'_>) -> Result<Arc<Process>, Failure> {
         let spare = self.server.spares.as_ref().and_then(|spares| spares.take());
         let process = match spare {
-            Some(process) => {
-                self.keep(&process);
-                process
+            Some(spare) => {
+                self.keep(&spare.process);
+                *self.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare.listed);
+                spare.process
             }
             None => {
                 let process = Process::spawn(&self.server.launch)?;
@@ -93,6 +100,31 @@ impl Transport for Stdio {
             ));
         }
         Ok(process)
+    }
+
+    /// Against what the spare listed at prewarm, else what the call's own process lists now
+    /// (one round trip after `initialize`).
+    async fn verify(&self, call: &Exchange<'_>, process: &Arc<Process>) -> Result<(), Failure> {
+        let spare = self.listed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let listed = match spare {
+            Some(listed) => listed,
+            None => {
+                let _listing = crate::telemetry::phase("tools/list", None, call.span);
+                let tools = process::list(process).await.map_err(|why| {
+                    Failure::new(
+                        Fact::SetupFailed,
+                        format!(
+                            "the server's tools/list could not be taken to verify {:?} against \
+                             its pin ({why}); tools/call was not sent",
+                            call.tool.binding.name
+                        ),
+                    )
+                })?;
+                process::named(tools, &self.server.tool_name)
+            }
+        };
+        let listed: Vec<&Value> = listed.iter().collect();
+        call.pins.verdict(call.tool, &listed)
     }
 
     /// Writes the round's `tools/call` as one line.
@@ -231,47 +263,9 @@ pub(crate) async fn list_tools(launch: Launch) -> Result<(&'static str, bool, Ve
         open(&process, None, &Span::none())
             .await
             .map_err(|failure| failure.message)?;
-        let revision = process.revision();
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for page in 1..=1000u64 {
-            let id = page + 1;
-            let meta = revision.is_none().then(crate::mcp::stateless_meta);
-            let request = crate::mcp::tools_list(id, cursor.as_deref(), meta);
-            process
-                .send(&request)
-                .await
-                .map_err(|error| format!("writing tools/list failed: {error}"))?;
-            let answer = loop {
-                let message = process
-                    .receive(64 * 1024 * 1024)
-                    .await
-                    .map_err(|error| format!("{error} before tools/list was answered"))?;
-                if message.get("id") == Some(&serde_json::json!(id))
-                    && message.get("method").is_none()
-                {
-                    break message;
-                }
-            };
-            if let Some(error) = answer.get("error") {
-                return Err(format!(
-                    "the server answered tools/list with {}",
-                    crate::mcp::rpc_error_text(error)
-                ));
-            }
-            match answer["result"].get("tools") {
-                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
-                _ => return Err("the server's tools/list result has no `tools` array".into()),
-            }
-            match crate::mcp::next_cursor(&answer["result"], cursor.as_deref()) {
-                None => {
-                    let revision = revision.unwrap_or(revision::STATELESS);
-                    return Ok((revision, process.tasks(), tools));
-                }
-                next => cursor = next,
-            }
-        }
-        Err("tools/list did not end after 1000 pages".into())
+        let tools = process::list(&process).await?;
+        let revision = process.revision().unwrap_or(revision::STATELESS);
+        Ok::<_, String>((revision, process.tasks(), tools))
     };
     let listed = match listed.await {
         Ok(listed) => Ok(listed),

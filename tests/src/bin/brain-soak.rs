@@ -285,6 +285,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 "description": "A tool on a soak server.",
                 "input_schema": input_schema,
                 "url": server.url, "mcp_tool": mcp_tool, "tenants": ["soak"],
+                "pin": tests::server::pin(mcp_tool),
                 "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": revision
             }));
         }
@@ -311,6 +312,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             "description": "Echo on a stdio soak server.",
             "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
             "command": command, "mcp_tool": "echo", "tenants": ["soak"],
+            "pin": tests::server::pin("echo"),
             "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": "2025-11-25"
         }));
     }

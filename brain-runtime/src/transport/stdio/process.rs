@@ -24,6 +24,8 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 const STDERR_TAIL: usize = 4 * 1024;
 /// How long a spare process may take to start and initialize.
 const SPARE_START: Duration = Duration::from_secs(30);
+/// Bound on one `tools/list` answer.
+const LIST_LIMIT: u64 = 64 * 1024 * 1024;
 /// The only variables of brain's own environment a server process gets (besides the binding's
 /// `env` and `env_from`): a host secret never reaches a server by inheritance.
 pub(crate) const INHERITED: &[&str] = &["PATH", "HOME", "LANG"];
@@ -446,11 +448,67 @@ pub(crate) async fn open(
     Ok(())
 }
 
-/// Spare processes of one binding (`prewarm`), started and initialized before they are needed;
-/// each is used for exactly one call, then discarded.
+/// Every page of `tools/list` on an opened process (bounded by the caller).
+pub(crate) async fn list(process: &Process) -> Result<Vec<Value>, String> {
+    let revision = process.revision();
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page in 1..=1000u64 {
+        let id = page + 1;
+        let meta = revision.is_none().then(crate::mcp::stateless_meta);
+        let request = crate::mcp::tools_list(id, cursor.as_deref(), meta);
+        process
+            .send(&request)
+            .await
+            .map_err(|error| format!("writing tools/list failed: {error}"))?;
+        let answer = loop {
+            let message = process
+                .receive(LIST_LIMIT)
+                .await
+                .map_err(|error| format!("{error} before tools/list was answered"))?;
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                break message;
+            }
+        };
+        if let Some(error) = answer.get("error") {
+            return Err(format!(
+                "the server answered tools/list with {}",
+                crate::mcp::rpc_error_text(error)
+            ));
+        }
+        match answer["result"].get("tools") {
+            Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+            _ => return Err("the server's tools/list result has no `tools` array".into()),
+        }
+        match crate::mcp::next_cursor(&answer["result"], cursor.as_deref()) {
+            None => return Ok(tools),
+            next => cursor = next,
+        }
+    }
+    Err("tools/list did not end after 1000 pages".into())
+}
+
+/// The entries of `tools` named `name`.
+pub(crate) fn named(tools: Vec<Value>, name: &str) -> Vec<Value> {
+    tools
+        .into_iter()
+        .filter(|tool| tool.get("name").and_then(Value::as_str) == Some(name))
+        .collect()
+}
+
+/// A spare process, and what its server listed under the binding's tool name at prewarm.
+pub(crate) struct Spare {
+    pub(crate) process: Arc<Process>,
+    pub(crate) listed: Vec<Value>,
+}
+
+/// Spare processes of one binding (`prewarm`), started, initialized and listed (`tools/list`,
+/// to verify the binding's pin) before they are needed; each is used for exactly one call, then
+/// discarded. A spare whose start or listing fails is not kept, nor started again before the
+/// next call.
 pub(crate) struct Spares {
     wanted: usize,
-    ready: Mutex<Vec<Arc<Process>>>,
+    ready: Mutex<Vec<Spare>>,
     /// Spares being started.
     starting: std::sync::atomic::AtomicUsize,
 }
@@ -465,20 +523,25 @@ impl Spares {
     }
 
     /// A live spare, if one is ready (dead ones are discarded on the way).
-    pub(crate) fn take(&self) -> Option<Arc<Process>> {
+    pub(crate) fn take(&self) -> Option<Spare> {
         let mut ready = lock(&self.ready);
-        while let Some(process) = ready.pop() {
-            if process.alive() {
-                return Some(process);
+        while let Some(spare) = ready.pop() {
+            if spare.process.alive() {
+                return Some(spare);
             }
-            let dead = process;
+            let dead = spare.process;
             tokio::spawn(async move { dead.shut_down(None).await });
         }
         None
     }
 
     /// Starts as many spares as are missing, in the background.
-    pub(crate) fn refill(self: &Arc<Self>, launch: &Arc<Launch>, pinned: Option<&str>) {
+    pub(crate) fn refill(
+        self: &Arc<Self>,
+        launch: &Arc<Launch>,
+        pinned: Option<&str>,
+        tool_name: &str,
+    ) {
         use std::sync::atomic::Ordering;
         let have = lock(&self.ready).len() + self.starting.load(Ordering::SeqCst);
         for _ in have..self.wanted {
@@ -486,26 +549,32 @@ impl Spares {
             let spares = Arc::clone(self);
             let launch = Arc::clone(launch);
             let pinned = pinned.map(str::to_owned);
+            let tool_name = tool_name.to_owned();
             tokio::spawn(async move {
                 let started = async {
                     let process = Process::spawn(&launch).ok()?;
-                    let opened = tokio::time::timeout(
-                        SPARE_START,
-                        open(&process, pinned.as_deref(), &tracing::Span::none()),
-                    )
+                    let opened = tokio::time::timeout(SPARE_START, async {
+                        open(&process, pinned.as_deref(), &tracing::Span::none())
+                            .await
+                            .map_err(|failure| failure.message)?;
+                        list(&process).await
+                    })
                     .await;
                     match opened {
-                        Ok(Ok(())) => Some(process),
+                        Ok(Ok(tools)) => Some(Spare {
+                            process,
+                            listed: named(tools, &tool_name),
+                        }),
                         _ => {
                             process.shut_down(None).await;
                             None
                         }
                     }
                 };
-                let process = started.await;
+                let spare = started.await;
                 spares.starting.fetch_sub(1, Ordering::SeqCst);
-                if let Some(process) = process {
-                    lock(&spares.ready).push(process);
+                if let Some(spare) = spare {
+                    lock(&spares.ready).push(spare);
                 }
             });
         }

@@ -279,6 +279,7 @@ pub(crate) fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Resu
     let text = json!({"tools": [{
         "name": tool, "description": "Benchmark tool.", "input_schema": schema,
         "url": url, "mcp_tool": tool, "tenants": ["local"], "protocol_version": revision,
+        "pin": tests::server::pin(tool),
         "timeout_seconds": 120, "max_output_bytes": 1_048_576
     }]})
     .to_string();
