@@ -426,7 +426,8 @@ fn serve_without_a_usable_client_refuses_to_start() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("loopback"));
 }
 
-/// At 2026-07-28, `tools/list` says its cache is private (lists differ per tenant) and
+/// At 2026-07-28, `tools/list` says its cache is private (lists differ per tenant) and kept for
+/// five minutes (it changes only with a restart), and
 /// `server/discover` offers tools without `listChanged`.
 #[test]
 fn stateless_lists_are_private_and_never_change() {
@@ -460,6 +461,7 @@ fn stateless_lists_are_private_and_never_change() {
     };
     let listed = request("tools/list");
     assert_eq!(listed["cacheScope"], json!("private"), "{listed}");
+    assert_eq!(listed["ttlMs"], json!(300_000), "{listed}");
     assert_eq!(names(&listed), ["echo", "progress", "slow"]);
     assert!(
         listed["tools"]

@@ -62,6 +62,8 @@ pub(crate) type DriftSink = Arc<dyn Fn(DriftRecord) + Send + Sync>;
 /// A server's tools as one verification listed them, by name.
 pub(crate) struct Listed {
     by_name: HashMap<String, Vec<Value>>,
+    /// Each binding's verdict under this listing, once computed.
+    verdicts: Mutex<HashMap<String, Result<(), Failure>>>,
     expires: Instant,
     /// When a refresh is due (before it expires).
     refresh_at: Instant,
@@ -77,6 +79,7 @@ impl Listed {
         let now = Instant::now();
         Listed {
             by_name,
+            verdicts: Mutex::default(),
             expires: now + ttl,
             refresh_at: now + ttl * 3 / 4,
         }
@@ -252,7 +255,15 @@ impl Pins {
                 }
             }
         };
-        self.verdict(tool, &listed.named(mcp_tool(tool)))
+        // Each binding's verdict is computed once per listing: a call under a kept listing
+        // pays a lookup, not a digest of the tool.
+        let name = &tool.binding.name;
+        if let Some(verdict) = lock(&listed.verdicts).get(name) {
+            return verdict.clone();
+        }
+        let verdict = self.verdict(tool, &listed.named(mcp_tool(tool)));
+        lock(&listed.verdicts).insert(name.clone(), verdict.clone());
+        verdict
     }
 
     /// Takes `upstream`'s listing now, and keeps it.

@@ -27,6 +27,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::clients::Client;
 use super::log::CallLine;
+
+/// How long a client may keep serve's `tools/list` (2026-07-28's `ttlMs`): the list changes only
+/// with a restart on another config (there is no live reload), so five minutes; a client that
+/// verifies pins (brain) then lists once per five minutes, not before every call.
+const LIST_TTL_MS: u64 = 300_000;
 use super::owners::{CallSlot, MAX_ID_BYTES, Owners, SessionEnd};
 
 /// serve's bounds on calls and sessions, from the config.
@@ -398,7 +403,7 @@ impl ServerHandler for Facade {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
     }
 
     async fn call_tool(
