@@ -165,40 +165,39 @@ impl Peer {
 /// What discovery (the library functions `cargo xtask discover` uses) finds at the MCP endpoint
 /// `url`, on a runtime of its own (for tests that are not async).
 pub fn discover(url: &str) -> brain_runtime::discover::Discovery {
-    let tokio = tokio::runtime::Builder::new_current_thread()
+    block_on(brain_runtime::discover::discover(
+        &brain_runtime::discover::DiscoverOptions {
+            url: url.to_owned(),
+            token: None,
+            auth: None,
+            timeout: Duration::from_secs(20),
+            ca_file: None,
+        },
+    ))
+    .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
+}
+
+/// Runs `work` to its end on a runtime of its own.
+fn block_on<F: Future>(work: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a runtime");
-    tokio
-        .block_on(brain_runtime::discover::discover(
-            &brain_runtime::discover::DiscoverOptions {
-                url: url.to_owned(),
-                token: None,
-                auth: None,
-                timeout: Duration::from_secs(20),
-                ca_file: None,
-            },
-        ))
-        .unwrap_or_else(|error| panic!("discovery at {url}: {error}"))
+        .expect("a runtime")
+        .block_on(work)
 }
 
 /// What discovery finds on the stdio server `command` starts (as `discover --command`), on a
 /// runtime of its own.
 pub fn discover_command(command: &[String]) -> brain_runtime::discover::Discovery {
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    tokio
-        .block_on(brain_runtime::discover::discover_command(
-            &brain_runtime::discover::CommandOptions {
-                command: command.to_vec(),
-                env: Vec::new(),
-                secrets: Vec::new(),
-                timeout: Duration::from_secs(20),
-            },
-        ))
-        .unwrap_or_else(|error| panic!("discovery of {command:?}: {error}"))
+    block_on(brain_runtime::discover::discover_command(
+        &brain_runtime::discover::CommandOptions {
+            command: command.to_vec(),
+            env: Vec::new(),
+            secrets: Vec::new(),
+            timeout: Duration::from_secs(20),
+        },
+    ))
+    .unwrap_or_else(|error| panic!("discovery of {command:?}: {error}"))
 }
 
 /// The settings `cargo xtask discover --url URL --tenant local --timeout-seconds 20` would bind
