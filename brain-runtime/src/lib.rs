@@ -85,7 +85,7 @@ pub use brain_config::policy::{Principal, Via};
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};
 pub use http::raise_open_file_limit;
 pub use outcome::Refusal;
-pub use pins::{DEFAULT_LISTING_TTL, DriftRecord, MAX_LISTING_TTL};
+pub use pins::{DEFAULT_LISTING_TTL, MAX_LISTING_TTL};
 pub use request::CallRequest;
 pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{

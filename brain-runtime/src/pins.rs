@@ -45,15 +45,15 @@ pub(crate) struct Verifying<'a> {
 
 /// One drift a process saw, as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriftRecord {
+pub(crate) struct DriftRecord {
     /// The binding.
-    pub binding: String,
+    pub(crate) binding: String,
     /// The fields that changed (`(absent)`, `(listed twice)`), as the server spells them.
-    pub fields: Vec<String>,
+    pub(crate) fields: Vec<String>,
     /// Whether its calls are refused (else only warned about).
-    pub refused: bool,
+    pub(crate) refused: bool,
     /// The digest of what the server listed under the tool's name (`sha256:` and hex).
-    pub listed: String,
+    pub(crate) listed: String,
 }
 
 /// Where a process's drift records go (the store's `brain_drift` table).
