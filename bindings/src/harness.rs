@@ -7,6 +7,7 @@
 //! brain-harness [--config PATH] [--state URL] login --tenant T TOOL
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
 //! brain-harness [--state URL] tokens [--json]
+//! brain-harness [--config PATH] [--state URL] drift [--live] [--json] [--limit N]
 //! brain-harness [--config PATH] [--state URL] serve --stdio --tenant T [--session S]
 //! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S] [--anonymous-tenant T]
 //! ```
@@ -53,10 +54,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use brain_config::{ConfigError, HostConfig, ToolBinding};
-use brain_runtime::auth::{FileTokenStore, LoopbackAgent};
+use brain_runtime::auth::FileTokenStore;
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
@@ -172,6 +171,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the drift the runtimes on the state's store saw: each process's first sighting of
+    /// a server listing a bound tool otherwise than its pin. Exits 1 when any concerns a
+    /// binding's current pin (with `--live`: when a server differs from a pin now).
+    Drift {
+        /// List each MCP binding's server now too, and compare it with the pin.
+        #[arg(long)]
+        live: bool,
+        /// Print JSON Lines.
+        #[arg(long)]
+        json: bool,
+        /// At most this many recorded (0: all).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -180,9 +193,6 @@ enum Command {
         json: bool,
     },
 }
-
-/// How long `login` waits for the user to approve.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Runs the harness; returns its exit code.
 pub fn main() -> ExitCode {
@@ -245,17 +255,10 @@ fn run(cli: Cli) -> ExitCode {
                 },
                 json,
             };
-            let listed = tokio().block_on(async {
+            finish(tokio().block_on(async {
                 let journal = crate::journal::open(state).await?;
                 crate::journal::list(&journal, &audit).await
-            });
-            match listed {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    ExitCode::from(2)
-                }
-            }
+            }))
         }
         Command::Serve(args) => match journaled_runtime(&config, state) {
             Ok((tokio, journal, runtime)) => {
@@ -263,34 +266,27 @@ fn run(cli: Cli) -> ExitCode {
             }
             Err(code) => code,
         },
-        Command::Limits { tenant, json } => {
+        Command::Limits { tenant, json } => finish(tokio().block_on(async {
+            let journal = crate::journal::open(state).await?;
+            crate::limits::show(&config, &journal, tenant.as_deref(), json).await
+        })),
+        Command::Drift { live, json, limit } => {
+            let report = crate::drift::Report { live, json, limit };
             let shown = tokio().block_on(async {
-                let journal = crate::journal::open(state).await?;
-                crate::limits::show(&config, &journal, tenant.as_deref(), json).await
+                let journal = state_store(&config, state).await?;
+                crate::drift::show(&config, &journal, &report).await
             });
             match shown {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    ExitCode::from(2)
-                }
+                Ok(drifted) => ExitCode::from(u8::from(drifted)),
+                Err(message) => finish(Err(message)),
             }
         }
-        Command::Login { tenant, tool } => login(&config, state, &tenant, &tool),
-        Command::Logout { tenant, tool } => logout(&config, state, &tenant, &tool),
-        Command::Tokens { json } => {
-            let listed = tokio().block_on(async {
-                let journal = state_store(&config, state).await?;
-                crate::journal::list_grants(&journal, json).await
-            });
-            match listed {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Command::Login { tenant, tool } => crate::login::login(&config, state, &tenant, &tool),
+        Command::Logout { tenant, tool } => crate::login::logout(&config, state, &tenant, &tool),
+        Command::Tokens { json } => finish(tokio().block_on(async {
+            let journal = state_store(&config, state).await?;
+            crate::journal::list_grants(&journal, json).await
+        })),
         Command::Tools {
             format,
             json,
@@ -350,6 +346,17 @@ fn run(cli: Cli) -> ExitCode {
                 None if result.is_error => ExitCode::FAILURE,
                 None => ExitCode::SUCCESS,
             }
+        }
+    }
+}
+
+/// Exit 0, or 2 after saying why not.
+fn finish(done: Result<(), String>) -> ExitCode {
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
         }
     }
 }
@@ -416,7 +423,7 @@ fn arguments(text: &str) -> Result<Value, String> {
 }
 
 /// The state's store (journal and tokens), with an earlier brain's token file imported.
-async fn state_store(
+pub(crate) async fn state_store(
     config: &HostConfig,
     state: Option<&str>,
 ) -> Result<brain_runtime::journal::Journal, String> {
@@ -444,119 +451,6 @@ async fn state_store(
         );
     }
     Ok(journal)
-}
-
-/// The binding `name`, which must have `auth`.
-fn oauth_binding<'a>(config: &'a HostConfig, name: &str) -> Result<&'a ToolBinding, String> {
-    let binding = config
-        .tools
-        .iter()
-        .find(|binding| binding.name == name)
-        .ok_or_else(|| {
-            format!("there is no tool named {name:?} (`brain-harness tools` lists them)")
-        })?;
-    match &binding.auth {
-        Some(auth) if auth.grant == brain_config::Grant::AuthorizationCode => Ok(binding),
-        Some(auth) => Err(format!(
-            "{name} gets its tokens with the {} grant, without a user: there is nothing to log in to",
-            auth.grant.as_str()
-        )),
-        None => Err(format!("{name} has no `auth`: it needs no login")),
-    }
-}
-
-fn login(config: &HostConfig, state: Option<&str>, tenant: &str, name: &str) -> ExitCode {
-    let tokio = tokio();
-    let prepared = oauth_binding(config, name)
-        .and_then(|binding| Ok((binding, tokio.block_on(state_store(config, state))?)));
-    let (binding, journal) = match prepared {
-        Ok(prepared) => prepared,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    if !binding.tenants.iter().any(|t| t == tenant) {
-        eprintln!("error: tenant {tenant:?} may not call {name:?}");
-        return ExitCode::from(2);
-    }
-    let agent = match LoopbackAgent::bind(open_in_browser) {
-        Ok(agent) => agent,
-        Err(error) => {
-            eprintln!("error: cannot listen on a loopback port for the redirect: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let env = |var: &str| std::env::var(var).ok();
-    let work = brain_runtime::auth::login(binding, tenant, journal.grants(), Arc::new(agent), env);
-    match tokio.block_on(async { tokio::time::timeout(LOGIN_TIMEOUT, work).await }) {
-        Ok(Ok(line)) => {
-            eprintln!("{line}, in {}", journal.describe());
-            ExitCode::SUCCESS
-        }
-        Ok(Err(message)) => {
-            eprintln!("error: login failed: {message}");
-            ExitCode::FAILURE
-        }
-        Err(_) => {
-            eprintln!(
-                "error: no authorization arrived within {} s; run login again",
-                LOGIN_TIMEOUT.as_secs()
-            );
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Prints the authorization URL and opens it: `$BROWSER`, else the desktop's opener.
-fn open_in_browser(url: &str) {
-    eprintln!("Open this URL to authorize brain (waiting for the redirect):\n  {url}");
-    let opener = match std::env::var("BROWSER") {
-        Ok(browser) if !browser.trim().is_empty() => Some(browser),
-        _ if cfg!(target_os = "macos") => Some("open".to_owned()),
-        _ if std::env::var_os("DISPLAY").is_some()
-            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
-        {
-            Some("xdg-open".to_owned())
-        }
-        _ => None,
-    };
-    if let Some(opener) = opener {
-        let started = std::process::Command::new(&opener)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .spawn();
-        if let Err(error) = started {
-            eprintln!("(could not start {opener}: {error}; open the URL yourself)");
-        }
-    }
-}
-
-fn logout(config: &HostConfig, state: Option<&str>, tenant: &str, name: &str) -> ExitCode {
-    let env = |var: &str| std::env::var(var).ok();
-    let removed = oauth_binding(config, name).and_then(|binding| {
-        tokio().block_on(async {
-            let journal = state_store(config, state).await?;
-            brain_runtime::auth::logout(binding, tenant, journal.grants(), env)
-                .await
-                .map_err(|error| error.to_string())
-        })
-    });
-    match removed {
-        Ok(true) => {
-            eprintln!("removed the tokens of tenant {tenant} for {name}");
-            ExitCode::SUCCESS
-        }
-        Ok(false) => {
-            eprintln!("no tokens were stored for tenant {tenant} and {name}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 /// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).

@@ -203,7 +203,7 @@ pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), Str
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC time, to the millisecond.
-fn timestamp(ms: i64) -> String {
+pub(crate) fn timestamp(ms: i64) -> String {
     let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     // Howard Hinnant's civil_from_days.
     let z = days + 719_468;

@@ -21,9 +21,11 @@
 /// rustfmt leaves them alone).
 #[rustfmt::skip]
 pub mod generated;
+mod drift;
 pub mod harness;
 mod journal;
 mod limits;
+mod login;
 mod serve;
 mod telemetry;
 

@@ -140,6 +140,9 @@ pub enum DiscoverError {
     /// A stdio server could not be started, or failed before listing its tools.
     #[error("{0}")]
     Process(String),
+    /// A variable the binding names (its `token_env`, an `env_from`) is not set here.
+    #[error("{0}")]
+    Unset(String),
     /// The whole discovery took longer than allowed.
     #[error("discovery took longer than {0} s; is {1} an MCP endpoint that answers?")]
     Timeout(u64, String),
@@ -201,6 +204,75 @@ pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverEr
     tokio::time::timeout(options.timeout, work)
         .await
         .map_err(|_| DiscoverError::Timeout(options.timeout.as_secs(), options.url.clone()))?
+}
+
+/// Lists the tools of `server` as its bindings reach it: over Streamable HTTP with the token in
+/// the variable `token_env` names or OAuth tokens obtained with `auth`, or from a process
+/// started with the binding's environment (each `env_from` variable read from this process's).
+pub async fn list_server(
+    server: &brain_config::discovery::Server,
+    token_env: Option<&str>,
+    auth: Option<DiscoverAuth>,
+    ca_file: Option<&str>,
+    timeout: Duration,
+) -> Result<Discovery, DiscoverError> {
+    match server {
+        brain_config::discovery::Server::Url(url) => {
+            let token = match token_env {
+                None => None,
+                Some(var) => match std::env::var(var) {
+                    Ok(value) if !value.is_empty() => Some((var.to_owned(), value)),
+                    _ => {
+                        return Err(DiscoverError::Unset(format!(
+                            "{var} is not set: export it with the server's API key (brain \
+                             reads the token from the variable named by token_env)"
+                        )));
+                    }
+                },
+            };
+            discover(&DiscoverOptions {
+                url: url.clone(),
+                token,
+                auth,
+                timeout,
+                ca_file: ca_file.map(std::path::PathBuf::from),
+            })
+            .await
+        }
+        brain_config::discovery::Server::Command {
+            command,
+            env,
+            env_from,
+        } => {
+            let mut vars: Vec<(String, String)> =
+                env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let mut secrets = Vec::new();
+            let mut missing = Vec::new();
+            for (child, host) in env_from {
+                match std::env::var(host) {
+                    Ok(value) => {
+                        secrets.push(value.clone());
+                        vars.push((child.clone(), value));
+                    }
+                    Err(_) => missing.push(host.as_str()),
+                }
+            }
+            if !missing.is_empty() {
+                return Err(DiscoverError::Unset(format!(
+                    "not set: {} (named by --env-from / env_from); export them with the values \
+                     the server needs",
+                    missing.join(", ")
+                )));
+            }
+            discover_command(&CommandOptions {
+                command: command.clone(),
+                env: vars,
+                secrets,
+                timeout,
+            })
+            .await
+        }
+    }
 }
 
 /// Where to discover a stdio server: how to start it.

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::auth::Credentials;
 use crate::http::HttpClient;
+use crate::journal::Drift;
 use crate::outcome::{Fact, Failure};
 use crate::tool::Tool;
 use crate::wire::Endpoint;
@@ -43,21 +44,9 @@ pub(crate) struct Verifying<'a> {
     pub(crate) span: &'a tracing::Span,
 }
 
-/// One drift a process saw, as the store records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DriftRecord {
-    /// The binding.
-    pub(crate) binding: String,
-    /// The fields that changed (`(absent)`, `(listed twice)`), as the server spells them.
-    pub(crate) fields: Vec<String>,
-    /// Whether its calls are refused (else only warned about).
-    pub(crate) refused: bool,
-    /// The digest of what the server listed under the tool's name (`sha256:` and hex).
-    pub(crate) listed: String,
-}
-
-/// Where a process's drift records go (the store's `brain_drift` table).
-pub(crate) type DriftSink = Arc<dyn Fn(DriftRecord) + Send + Sync>;
+/// Where a process's drift records go (the journal store's `brain_drift` table; the sink
+/// names the process).
+pub(crate) type DriftSink = Arc<dyn Fn(Drift) + Send + Sync>;
 
 /// A server's tools as one verification listed them, by name.
 pub(crate) struct Listed {
@@ -362,11 +351,14 @@ impl Pins {
         );
         tool.instruments.drifted(&tool.binding.name, refused);
         if let Some(sink) = &self.sink {
-            sink(DriftRecord {
+            sink(Drift {
                 binding: tool.binding.name.clone(),
+                pinned: (tool.binding.pin.as_ref()).map_or_else(String::new, |p| p.digest.clone()),
+                listed,
                 fields,
                 refused,
-                listed,
+                process: String::new(),
+                first_seen_ms: 0,
             });
         }
     }

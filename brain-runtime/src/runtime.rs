@@ -190,9 +190,11 @@ impl<'a> RuntimeBuilder<'a> {
         let instruments = Arc::new(Instruments::new());
         let refresher = crate::discover::refresher();
         let on_call = crate::discover::listing_on_call;
+        let journal = self.journal.clone().map(Journal::start);
+        let cleanups = TaskTracker::new();
         let pins = Arc::new(crate::pins::Pins::new(
             self.listing_ttl,
-            None,
+            journal.as_ref().map(|j| drift_sink(j, &cleanups)),
             refresher,
             on_call,
         ));
@@ -319,7 +321,6 @@ impl<'a> RuntimeBuilder<'a> {
                 })
             })?
             .map(Arc::new);
-        let journal = self.journal.map(Journal::start);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 policies,
@@ -330,7 +331,7 @@ impl<'a> RuntimeBuilder<'a> {
                 pins,
                 http,
                 http_plain: crate::http::client(false, &[]).map_err(RuntimeError::Http)?,
-                cleanups: TaskTracker::new(),
+                cleanups,
                 keeper: match &journal {
                     Some(journaling) => Keeper::Store(Arc::clone(journaling)),
                     None => Keeper::Memory(Arc::default()),
@@ -339,6 +340,32 @@ impl<'a> RuntimeBuilder<'a> {
             }),
         })
     }
+}
+
+/// Records each drift this process sees in the journal's store, off the call path (the
+/// call path never reads it back), tracked with the cleanups: `wait_for_cleanup` waits for
+/// the write.
+fn drift_sink(journaling: &Arc<Journaling>, cleanups: &TaskTracker) -> crate::pins::DriftSink {
+    let cleanups = cleanups.clone();
+    let store = journaling.shared_store();
+    let process = journaling.process().to_owned();
+    Arc::new(move |mut drift: crate::journal::Drift| {
+        drift.process.clone_from(&process);
+        let store = Arc::clone(&store);
+        let recorded = async move {
+            if let Err(error) = store.record_drift(&drift).await {
+                tracing::warn!(
+                    binding = %drift.binding,
+                    error = %error,
+                    "cannot record the tool's drift in the journal's store"
+                );
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => drop(cleanups.spawn(recorded)),
+            Err(_) => tracing::warn!("no tokio runtime to record the tool's drift on"),
+        }
+    })
 }
 
 impl RuntimeBuilder<'_> {
@@ -630,7 +657,8 @@ impl Runtime {
 
     /// Waits until every call started on this runtime has ended and its cleanup is done: the
     /// cancellation of an unanswered request and the close of its session, each bounded by 5 s,
-    /// or the shutdown of a stdio server's process group (about 1 s at most). A call still in
+    /// or the shutdown of a stdio server's process group (about 1 s at most), and the journal's
+    /// record of a drift seen (`brain-harness drift`). A call still in
     /// progress is waited for (at most its timeout); drop or cancel the calls first to end them
     /// now. Call it before the process exits, or the server may never learn that a call was
     /// cancelled.

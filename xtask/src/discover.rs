@@ -18,9 +18,7 @@ use brain_config::{
     BindingKind, ConfigError, HostConfig, OnInputRequest, TASK_REVISION, TASKS_EXTENSION_REVISION,
     ToolBinding,
 };
-use brain_runtime::discover::{
-    CommandOptions, DiscoverOptions, Discovery, discover, discover_command,
-};
+use brain_runtime::discover::Discovery;
 
 /// At most this many tools per discovery (the spec's limit).
 const MAX_TOOLS: usize = 128;
@@ -310,19 +308,6 @@ fn usage(message: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(2))
 }
 
-/// The token variable's value, when one is named.
-fn token(var: Option<&str>) -> anyhow::Result<Option<(String, String)>> {
-    let Some(var) = var else {
-        return Ok(None);
-    };
-    match std::env::var(var) {
-        Ok(value) if !value.is_empty() => Ok(Some((var.to_owned(), value))),
-        _ => bail!(
-            "{var} is not set: export it with the server's API key (brain reads the token from the variable named by --token-env)"
-        ),
-    }
-}
-
 /// `at URL`, or the command in backquotes.
 fn where_(server: &Server) -> String {
     match server {
@@ -435,9 +420,8 @@ fn timeout() -> Duration {
     Duration::from_secs(seconds)
 }
 
-/// Lists the tools of `server`: over Streamable HTTP with the token in `token_env` or OAuth
-/// tokens obtained with `auth` (user-delegated ones for `tenant`), or from a process started
-/// with the binding's environment (`env_from` read from brain's own).
+/// Lists the tools of `server` (see [`brain_runtime::discover::list_server`]), OAuth tokens
+/// obtained with `auth` (user-delegated ones for `tenant`).
 async fn list(
     server: &Server,
     token_env: Option<&str>,
@@ -445,52 +429,11 @@ async fn list(
     tenant: &str,
     ca_file: Option<&str>,
 ) -> anyhow::Result<Discovery> {
-    match server {
-        Server::Url(url) => Ok(discover(&DiscoverOptions {
-            url: url.clone(),
-            token: token(token_env)?,
-            auth: match auth {
-                Some(auth) => Some(discover_auth(auth, tenant).await?),
-                None => None,
-            },
-            timeout: timeout(),
-            ca_file: ca_file.map(PathBuf::from),
-        })
-        .await?),
-        Server::Command {
-            command,
-            env,
-            env_from,
-        } => {
-            let mut vars: Vec<(String, String)> =
-                env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            let mut secrets = Vec::new();
-            let mut missing = Vec::new();
-            for (child, host) in env_from {
-                match std::env::var(host) {
-                    Ok(value) => {
-                        secrets.push(value.clone());
-                        vars.push((child.clone(), value));
-                    }
-                    Err(_) => missing.push(host.as_str()),
-                }
-            }
-            if !missing.is_empty() {
-                bail!(
-                    "not set: {} (named by --env-from / env_from); export them with the values \
-                     the server needs",
-                    missing.join(", ")
-                );
-            }
-            Ok(discover_command(&CommandOptions {
-                command: command.clone(),
-                env: vars,
-                secrets,
-                timeout: timeout(),
-            })
-            .await?)
-        }
-    }
+    let auth = match auth {
+        Some(auth) => Some(discover_auth(auth, tenant).await?),
+        None => None,
+    };
+    Ok(brain_runtime::discover::list_server(server, token_env, auth, ca_file, timeout()).await?)
 }
 
 /// Merges into the config at `path` (created if absent), validates, writes atomically.

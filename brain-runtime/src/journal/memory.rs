@@ -8,7 +8,7 @@ use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{
-    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
 
@@ -32,7 +32,12 @@ struct State {
     entries: HashMap<Key, Entry>,
     /// Each owner's lease: when it expires.
     owners: HashMap<String, i64>,
+    /// The drift recorded, oldest first (at most `MAX_DRIFT`).
+    drifts: Vec<Drift>,
 }
+
+/// How many drift records a memory journal keeps (the oldest go first).
+const MAX_DRIFT: usize = 10_000;
 
 impl Memory {
     /// [`JournalStore::settle`], at once.
@@ -278,6 +283,29 @@ impl JournalStore for Memory {
         ready(Ok(entries))
     }
 
+    fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        let seen = state.drifts.iter().any(|d| {
+            (&d.binding, &d.listed, &d.process) == (&drift.binding, &drift.listed, &drift.process)
+        });
+        if !seen {
+            if state.drifts.len() >= MAX_DRIFT {
+                state.drifts.remove(0);
+            }
+            let mut drift = drift.clone();
+            drift.first_seen_ms = now;
+            state.drifts.push(drift);
+        }
+        ready(Ok(!seen))
+    }
+
+    fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
+        let state = self.state();
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        ready(Ok(state.drifts.iter().rev().take(limit).cloned().collect()))
+    }
+
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         let now = self.now();
         let mut state = self.state();
@@ -290,6 +318,7 @@ impl JournalStore for Memory {
             ended >= before || (e.state == EntryState::Sent && live(&e.owner))
         });
         state.owners.retain(|_, expires| *expires >= before);
+        state.drifts.retain(|d| d.first_seen_ms >= before);
         ready(Ok((count - state.entries.len()) as u64))
     }
 }

@@ -155,6 +155,13 @@ impl Journal {
         self.store.list(filter).await
     }
 
+    /// The drift the runtimes on this store recorded, newest first (at most `limit`; 0: all):
+    /// each process's first sighting of a server listing a bound tool otherwise than its pin
+    /// (`brain-harness drift`).
+    pub async fn drifts(&self, limit: usize) -> Result<Vec<super::Drift>, StoreError> {
+        self.store.drifts(limit).await
+    }
+
     /// The buckets `names` as the store has them now (`brain-harness limits`).
     pub async fn usage(&self, names: &[String]) -> Result<Vec<crate::limits::Usage>, StoreError> {
         self.store.usage(names).await
@@ -204,8 +211,13 @@ impl Journaling {
         &*self.journal.store
     }
 
+    /// This process's name (`host:pid:random`), its owners' base.
+    pub(crate) fn process(&self) -> &str {
+        &self.base
+    }
+
     /// The store, for a write that outlives the caller ([`JournalStore::record`]).
-    pub(super) fn shared_store(&self) -> Arc<dyn JournalStore> {
+    pub(crate) fn shared_store(&self) -> Arc<dyn JournalStore> {
         Arc::clone(&self.journal.store)
     }
 

@@ -13,24 +13,26 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::state::Migration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{
-    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
 
 mod grants;
 mod limits;
+#[macro_use]
 mod sql;
+mod schema;
 
+use schema::migrate;
 use sql::{
-    CLAIM, CLAIM_MANY, LIST, LOOKUP, MIGRATE_FROM_1, PRUNE_CALLS, PRUNE_OWNERS, RENEW,
-    RENEW_CREATE, SCHEMA, SCHEMA_VERSION, SETTLE, SETTLE_MANY, describe_error,
+    CLAIM, CLAIM_MANY, LIST, LOOKUP, PRUNE_CALLS, PRUNE_OWNERS, RENEW, RENEW_CREATE, SETTLE,
+    SETTLE_MANY, describe_error,
 };
 
 /// How many connections one process keeps.
@@ -481,73 +483,6 @@ async fn connect(url: &str) -> Result<Client, String> {
     Ok(client)
 }
 
-async fn migrate(client: &Client) -> Result<(), Migration> {
-    let step = async {
-        client.batch_execute("BEGIN").await?;
-        // One key for brain's schema: concurrent starters wait here, then see it made.
-        client
-            .batch_execute("SELECT pg_advisory_xact_lock(7274827303)")
-            .await?;
-        client
-            .batch_execute("CREATE TABLE IF NOT EXISTS brain_schema (version INT4 NOT NULL)")
-            .await?;
-        let version: Option<i32> = client
-            .query_one("SELECT max(version) FROM brain_schema", &[])
-            .await?
-            .get(0);
-        let checked = match version {
-            None => {
-                client.batch_execute(SCHEMA).await?;
-                client.batch_execute(sql::GRANTS_SCHEMA).await?;
-                client.batch_execute(limits::SCHEMA).await?;
-                client
-                    .execute(
-                        "INSERT INTO brain_schema (version) VALUES ($1)",
-                        &[&SCHEMA_VERSION],
-                    )
-                    .await?;
-                Ok(())
-            }
-            Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ 1..=4) => {
-                if older == 1 {
-                    client.batch_execute(MIGRATE_FROM_1).await?;
-                }
-                if older < 3 {
-                    client.batch_execute(sql::GRANTS_SCHEMA).await?;
-                }
-                if older < 4 {
-                    client.batch_execute(sql::TASKS_COLUMN).await?;
-                }
-                client.batch_execute(limits::SCHEMA).await?;
-                client
-                    .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
-                    .await?;
-                Ok(())
-            }
-            Some(newer) if newer > SCHEMA_VERSION => Err(Migration::Incompatible(format!(
-                "the journal's schema is version {newer}, newer than this brain's \
-                 ({SCHEMA_VERSION}): use a newer brain-harness, or another database"
-            ))),
-            Some(older) => Err(Migration::Incompatible(format!(
-                "the journal's schema is version {older}, which no brain made: use another database"
-            ))),
-        };
-        client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>(checked)
-    };
-    match step.await {
-        Ok(checked) => checked,
-        Err(error) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            Err(Migration::Failed(format!(
-                "cannot create the journal's schema: {}",
-                describe_error(&error)
-            )))
-        }
-    }
-}
-
 /// The writer's session plans each statement once (a generic plan, kept), as a loop over the
 /// batch's keys looking each up by its index: every statement it runs writes rows by key, so
 /// a scan of a whole table or a join to it is never right — yet a generic plan made while the
@@ -762,9 +697,29 @@ impl JournalStore for Postgres {
         })
     }
 
+    fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let recorded = schema::record_drift(&c.client, drift).await;
+            recorded.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
+    fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let drifts = schema::drifts(&c.client, limit).await;
+            drifts.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         Box::pin(async move {
             let c = self.connection().await?;
+            c.client
+                .execute(schema::PRUNE_DRIFT, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
             let deleted = c
                 .client
                 .execute(&c.prune_calls, &[&retention_ms])

@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{
-    Claim, Claimed, Done, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
+    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
 
@@ -735,8 +735,19 @@ impl JournalStore for Sqlite {
         })
     }
 
+    fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
+        let drift = drift.clone();
+        self.run(move |c| schema::record_drift(c, &drift))
+    }
+
+    fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
+        let limit = if limit == 0 { -1 } else { limit as i64 };
+        Box::pin(std::future::ready(self.read(|c| schema::drifts(c, limit))))
+    }
+
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         self.run(move |c| {
+            schema::prune_drift(c, retention_ms)?;
             let calls = concat!(
                 "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
                 now!(),

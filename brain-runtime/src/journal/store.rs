@@ -144,6 +144,29 @@ pub struct Filter {
     pub limit: usize,
 }
 
+/// A drift one process saw: a server listing a bound tool otherwise than its pin (recorded
+/// once per process and listing; the call path never reads it, see `pins.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// The binding.
+    pub binding: String,
+    /// The pin it was checked against (`sha256:` and hex; empty for an unpinned binding).
+    pub pinned: String,
+    /// The digest of what the server listed under the tool's name (`sha256:` and hex, over
+    /// the RFC 8785 canonical JSON of the entries listed under that name).
+    pub listed: String,
+    /// The fields that changed, as the server spells them (`(absent)`: not listed;
+    /// `(listed twice)`: a duplicate name).
+    pub fields: Vec<String>,
+    /// Whether the binding's calls are refused under that listing (else only warned about).
+    pub refused: bool,
+    /// The process that saw it (`host:pid:random`).
+    pub process: String,
+    /// When that process first saw it, on the store's clock (milliseconds; ignored when
+    /// recorded: the store sets it).
+    pub first_seen_ms: i64,
+}
+
 pub use crate::state::{StoreError, StoreFuture};
 
 /// What a claim that also charges the limits ([`JournalStore::claim_charged`]) did.
@@ -262,10 +285,21 @@ pub trait JournalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
+    /// Records `drift` unless that process recorded the same binding and listing before (its
+    /// first sighting stays). Returns whether it did. The default records nothing.
+    fn record_drift<'a>(&'a self, _drift: &'a Drift) -> StoreFuture<'a, bool> {
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The drift recorded, newest first (at most `limit`; 0: no limit). The default has none.
+    fn drifts(&self, _limit: usize) -> StoreFuture<'_, Vec<Drift>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// The entries `filter` selects, newest first.
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
 
     /// Deletes what ended more than `retention_ms` ago (finished entries, entries of owners
-    /// that died, expired owners). Returns how many entries it deleted.
+    /// that died, expired owners, drift first seen before). Returns how many entries it deleted.
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
 }

@@ -3,12 +3,12 @@
 
 use rusqlite::{Connection, params};
 
-use crate::journal::store::Key;
+use crate::journal::store::{Drift, Key};
 use crate::state::Migration;
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
-/// limits' tables).
-pub(super) const SCHEMA_VERSION: i64 = 4;
+/// limits' tables, 5 `brain_drift`).
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -59,6 +59,20 @@ CREATE TABLE brain_grants (
 ) WITHOUT ROWID;
 ";
 
+/// The drift each process saw (schema version 5): its first sighting of each listing.
+const DRIFT_SCHEMA: &str = "
+CREATE TABLE brain_drift (
+    binding TEXT NOT NULL,
+    listed TEXT NOT NULL,
+    process TEXT NOT NULL,
+    pinned TEXT NOT NULL,
+    fields TEXT NOT NULL,
+    refused INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    PRIMARY KEY (binding, listed, process)
+) WITHOUT ROWID;
+";
+
 /// From version 2: the task a call's server created, while it runs.
 const TASKS_COLUMN: &str = "ALTER TABLE brain_calls ADD COLUMN task TEXT;";
 
@@ -69,7 +83,7 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0..=3 => {
+            0..=4 => {
                 if version == 0 {
                     connection.execute_batch(SCHEMA)?;
                 } else if version < 3 {
@@ -78,7 +92,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                 if version < 2 {
                     connection.execute_batch(GRANTS_SCHEMA)?;
                 }
-                connection.execute_batch(super::limits::SCHEMA)?;
+                if version < 4 {
+                    connection.execute_batch(super::limits::SCHEMA)?;
+                }
+                connection.execute_batch(DRIFT_SCHEMA)?;
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }
@@ -139,9 +156,106 @@ pub(super) fn take_over(c: &Connection, key: &Key, from: &str, to: &str) -> rusq
     Ok(changed > 0)
 }
 
+/// Records `drift` as its process's first sighting of that listing (kept when there is one).
+pub(super) fn record_drift(c: &Connection, drift: &Drift) -> rusqlite::Result<bool> {
+    let sql = concat!(
+        "INSERT INTO brain_drift (binding, listed, process, pinned, fields, refused, first_seen) ",
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ",
+        now!(),
+        ") ON CONFLICT DO NOTHING"
+    );
+    let fields = serde_json::to_string(&drift.fields).unwrap_or_default();
+    let changed = c.prepare_cached(sql)?.execute(params![
+        drift.binding,
+        drift.listed,
+        drift.process,
+        drift.pinned,
+        fields,
+        drift.refused
+    ])?;
+    Ok(changed > 0)
+}
+
+/// The drift recorded, newest first (`limit` -1: all).
+pub(super) fn drifts(c: &Connection, limit: i64) -> rusqlite::Result<Vec<Drift>> {
+    let sql = "SELECT binding, listed, process, pinned, fields, refused, first_seen \
+               FROM brain_drift ORDER BY first_seen DESC, binding LIMIT ?1";
+    let mut statement = c.prepare_cached(sql)?;
+    let rows = statement.query_map(params![limit], |row| {
+        let fields: String = row.get(4)?;
+        Ok(Drift {
+            binding: row.get(0)?,
+            listed: row.get(1)?,
+            process: row.get(2)?,
+            pinned: row.get(3)?,
+            fields: serde_json::from_str(&fields).unwrap_or_default(),
+            refused: row.get(5)?,
+            first_seen_ms: row.get(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Deletes drift first seen more than `retention_ms` ago.
+pub(super) fn prune_drift(c: &Connection, retention_ms: i64) -> rusqlite::Result<usize> {
+    let sql = concat!(
+        "DELETE FROM brain_drift WHERE first_seen < ",
+        now!(),
+        " - ?1"
+    );
+    c.prepare_cached(sql)?.execute(params![retention_ms])
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::journal::Drift;
     use crate::state::StoreError;
+
+    /// A state file of version 4 (before `brain_drift`) is migrated: drift is recorded once per
+    /// process and listing, listed newest first, and pruned with the retention.
+    #[tokio::test]
+    async fn a_version_4_file_gains_the_drift_table() {
+        let dir = std::env::temp_dir().join(format!("brain-schema-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        {
+            let old = rusqlite::Connection::open(&path).unwrap();
+            old.execute_batch(super::SCHEMA).unwrap();
+            old.execute_batch(super::GRANTS_SCHEMA).unwrap();
+            old.execute_batch(crate::journal::sqlite::limits::SCHEMA)
+                .unwrap();
+            old.pragma_update(None, "user_version", 4).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let journal = crate::journal::Journal::open(&format!("sqlite:{}", path.display()))
+            .await
+            .unwrap();
+        let drift = |process: &str| Drift {
+            binding: "echo".into(),
+            pinned: "sha256:p".into(),
+            listed: "sha256:l".into(),
+            fields: vec!["inputSchema".into()],
+            refused: true,
+            process: process.into(),
+            first_seen_ms: 0,
+        };
+        let store = journal.store();
+        assert!(store.record_drift(&drift("a")).await.unwrap());
+        assert!(
+            !store.record_drift(&drift("a")).await.unwrap(),
+            "once per process"
+        );
+        assert!(store.record_drift(&drift("b")).await.unwrap());
+        let recorded = journal.drifts(0).await.unwrap();
+        assert_eq!(recorded.len(), 2, "{recorded:?}");
+        assert_eq!(recorded[0].fields, ["inputSchema"]);
+        assert!(recorded.iter().all(|d| d.first_seen_ms > 0), "{recorded:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store.prune(10).await.unwrap();
+        assert!(journal.drifts(0).await.unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// A state file from a newer brain is refused as incompatible (retrying cannot help),
     /// and a state URL brain cannot read is a configuration error, not an unavailable store.
