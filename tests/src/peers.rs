@@ -1,8 +1,9 @@
 //! Third-party MCP servers (none written by this project) as processes on a free loopback port:
 //! the official Python SDK (`mcp==2.3.0`, serving our script `tests/interop/python_server.py`;
 //! `mcp==1.9.4` and `mcp==1.12.4`, serving `tests/interop/python_server_v1.py`, for MCP 2025-03-26
-//! and 2025-06-18) and `@modelcontextprotocol/server-everything@2026.8.31` (bound to 127.0.0.1,
-//! with an empty environment). `tests/interop/setup.sh` installs them all; `cargo xtask ci` runs
+//! and 2025-06-18), the official TypeScript SDK (`@modelcontextprotocol/sdk@1.32.2`, serving our
+//! script `tests/interop/ts_server.mjs`) and `@modelcontextprotocol/server-everything@2026.8.31`
+//! (bound to 127.0.0.1, with an empty environment). `tests/interop/setup.sh` installs them all; `cargo xtask ci` runs
 //! it.
 
 use std::net::TcpStream;
@@ -103,6 +104,47 @@ impl Peer {
         peer
     }
 
+    /// The TypeScript SDK server `tests/interop/ts_server.mjs` (sessions, 2025-11-25; its
+    /// `POST /drift` changes a tool).
+    pub fn typescript() -> Peer {
+        let dir = interop_dir();
+        require(dir.join("node_modules/@modelcontextprotocol/sdk/package.json"));
+        let port = free_port();
+        let mut command = Command::new("node");
+        command
+            .arg(dir.join("ts_server.mjs"))
+            .arg(port.to_string())
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default());
+        Peer::start(command, port)
+    }
+
+    /// Changes a tool on a peer that serves `POST /drift` (the Python and TypeScript SDK
+    /// servers): `refund`'s `amount` becomes a string (`"refund"`), or goes back (`"none"`).
+    pub fn drift(&self, change: &str) {
+        use std::io::{Read, Write};
+        let authority = self.authority();
+        let mut stream = TcpStream::connect(&authority).expect("the peer answers");
+        let request = format!(
+            "POST /drift HTTP/1.0\r\nHost: {authority}\r\nContent-Length: {}\r\n\r\n{change}",
+            change.len()
+        );
+        stream.write_all(request.as_bytes()).expect("a request");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("a response");
+        assert!(response.starts_with("HTTP/1.1 204") || response.starts_with("HTTP/1.0 204"), "{response}");
+    }
+
+    fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// server-everything over Streamable HTTP.
     pub fn everything() -> Peer {
         let dir = interop_dir();
@@ -125,13 +167,7 @@ impl Peer {
     /// `tests/interop/counting.py` around the SDK's app).
     pub fn tool_calls(&self) -> u64 {
         use std::io::{Read, Write};
-        let authority = self
-            .url
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let authority = self.authority();
         let mut stream = TcpStream::connect(&authority).expect("the peer answers");
         let request = format!("GET /stats HTTP/1.0\r\nHost: {authority}\r\n\r\n");
         stream.write_all(request.as_bytes()).expect("a request");
