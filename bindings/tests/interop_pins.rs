@@ -69,7 +69,11 @@ fn a_changed_tool_is_refused_before_the_send(peer: &Peer, revision: Option<&str>
     peer.drift("refund");
     let refused = call(&config, "2", "refund", refund.clone());
     assert_eq!(refused["kind"], json!("pin_drift"), "{what}: {refused}");
-    assert_eq!(refused["unknown_outcome"], json!(false), "{what}: {refused}");
+    assert_eq!(
+        refused["unknown_outcome"],
+        json!(false),
+        "{what}: {refused}"
+    );
     let said = refused["content"][0]["text"].as_str().unwrap_or_default();
     assert!(said.contains("`inputSchema`"), "{what}: {said}");
     assert_eq!(peer.tool_calls(), before + 1, "{what}: nothing sent");
@@ -79,7 +83,10 @@ fn a_changed_tool_is_refused_before_the_send(peer: &Peer, revision: Option<&str>
 
     let (code, live) = harness(&config, &["drift", "--live", "--json"]);
     assert_eq!(code, Some(1), "{what}: {live:?}");
-    let refund_live = live.iter().find(|l| l["binding"] == json!("refund")).unwrap();
+    let refund_live = live
+        .iter()
+        .find(|l| l["binding"] == json!("refund"))
+        .unwrap();
     assert_eq!(refund_live["fields"], json!(["inputSchema"]), "{what}");
     assert_eq!(refund_live["refused"], json!(true), "{what}");
 

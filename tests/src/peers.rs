@@ -133,7 +133,10 @@ impl Peer {
         stream.write_all(request.as_bytes()).expect("a request");
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("a response");
-        assert!(response.starts_with("HTTP/1.1 204") || response.starts_with("HTTP/1.0 204"), "{response}");
+        assert!(
+            response.starts_with("HTTP/1.1 204") || response.starts_with("HTTP/1.0 204"),
+            "{response}"
+        );
     }
 
     fn authority(&self) -> String {

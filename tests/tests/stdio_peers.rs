@@ -231,6 +231,72 @@ async fn mcp_server_time_from_pypi() {
     runtime.wait_for_cleanup().await;
 }
 
+/// `mcp-server-time` (a server of the codegen corpus) behind `tests/interop/edit_tools.py`,
+/// which changes `get_current_time`'s input schema while the file `edit` exists, counted by
+/// `counting_stdio.py` at its door: discovered and pinned unchanged, then changed; the next call
+/// (on a new process, with and without a spare) is refused `pin_drift` and no `tools/call`
+/// reaches the server; the file removed, the tool runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_time_changed_after_review_is_refused_before_the_send() {
+    for prewarm in [0, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let (stats, edit) = (dir.path().join("stats"), dir.path().join("edit"));
+        let command = vec![
+            "python3".to_owned(),
+            interop("counting_stdio.py"),
+            stats.display().to_string(),
+            "python3".to_owned(),
+            interop("edit_tools.py"),
+            edit.display().to_string(),
+            interop(".venv-time/bin/mcp-server-time"),
+            "--local-timezone".to_owned(),
+            "UTC".to_owned(),
+        ];
+        let (runtime, _) = discovered(command, &["get_current_time"], |binding| {
+            if prewarm > 0 {
+                binding["prewarm"] = json!(prewarm);
+            }
+        })
+        .await;
+        let calls = || tests::stdio::count(&stats, "tools/call");
+        let now = json!({"timezone": "Europe/Oslo"});
+        let ran = call(&runtime, "get_current_time", now.clone()).await;
+        assert!(!ran.is_error, "{ran:?}");
+        assert_eq!(calls(), 1);
+
+        std::fs::write(&edit, "get_current_time").unwrap();
+        // A spare started before the change was verified then: it serves one more call.
+        if prewarm > 0 {
+            runtime.wait_for_cleanup().await;
+            let _ = call(&runtime, "get_current_time", now.clone()).await;
+        }
+        let sent = calls();
+        let refused = call(&runtime, "get_current_time", now.clone()).await;
+        assert_eq!(
+            refused.kind,
+            Some(brain_runtime::OutcomeKind::PinDrift),
+            "{refused:?}"
+        );
+        assert!(!refused.unknown_outcome, "{refused:?}");
+        assert!(text(&refused).contains("`inputSchema`"), "{refused:?}");
+        assert_eq!(
+            calls(),
+            sent,
+            "prewarm {prewarm}: nothing sent after the change"
+        );
+
+        std::fs::remove_file(&edit).unwrap();
+        if prewarm > 0 {
+            // The spare listed while the change stood is refused once more.
+            runtime.wait_for_cleanup().await;
+            let _ = call(&runtime, "get_current_time", now.clone()).await;
+        }
+        let back = call(&runtime, "get_current_time", now).await;
+        assert!(!back.is_error, "prewarm {prewarm}: {back:?}");
+        runtime.wait_for_cleanup().await;
+    }
+}
+
 /// server-everything over stdio behind `tests/interop/counting_stdio.py`, which appends each
 /// request's method to `stats`.
 fn counted_everything(stats: &std::path::Path) -> Vec<String> {
