@@ -53,7 +53,7 @@ pub(crate) async fn show(
         );
     }
     for drift in &recorded {
-        // A record under another pin was re-pinned since (or its binding removed).
+        // A record under another pin: re-pinned since, or another config's binding.
         let now = pins.get(drift.binding.as_str()) == Some(&drift.pinned);
         current |= now;
         if report.json {
@@ -73,7 +73,7 @@ pub(crate) async fn show(
                 drift.fields.join(","),
                 short(&drift.listed),
                 drift.process,
-                if now { "" } else { " (re-pinned since)" }
+                if now { "" } else { " (not the config's pin)" }
             );
         }
     }
