@@ -55,7 +55,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use brain_config::{ConfigError, HostConfig, ToolBinding};
-use brain_runtime::auth::FileTokenStore;
 use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
 use clap::{Parser, Subcommand};
 use futures_util::StreamExt;
@@ -255,7 +254,7 @@ fn run(cli: Cli) -> ExitCode {
                 },
                 json,
             };
-            finish(tokio().block_on(async {
+            finish(crate::journal::tokio().block_on(async {
                 let journal = crate::journal::open(state).await?;
                 crate::journal::list(&journal, &audit).await
             }))
@@ -266,14 +265,14 @@ fn run(cli: Cli) -> ExitCode {
             }
             Err(code) => code,
         },
-        Command::Limits { tenant, json } => finish(tokio().block_on(async {
+        Command::Limits { tenant, json } => finish(crate::journal::tokio().block_on(async {
             let journal = crate::journal::open(state).await?;
             crate::limits::show(&config, &journal, tenant.as_deref(), json).await
         })),
         Command::Drift { live, json, limit } => {
             let report = crate::drift::Report { live, json, limit };
-            let shown = tokio().block_on(async {
-                let journal = state_store(&config, state).await?;
+            let shown = crate::journal::tokio().block_on(async {
+                let journal = crate::journal::state_store(&config, state).await?;
                 crate::drift::show(&config, &journal, &report).await
             });
             match shown {
@@ -283,8 +282,8 @@ fn run(cli: Cli) -> ExitCode {
         }
         Command::Login { tenant, tool } => crate::login::login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => crate::login::logout(&config, state, &tenant, &tool),
-        Command::Tokens { json } => finish(tokio().block_on(async {
-            let journal = state_store(&config, state).await?;
+        Command::Tokens { json } => finish(crate::journal::tokio().block_on(async {
+            let journal = crate::journal::state_store(&config, state).await?;
             crate::journal::list_grants(&journal, json).await
         })),
         Command::Tools {
@@ -374,23 +373,15 @@ fn journaled_runtime(
     ),
     ExitCode,
 > {
-    let tokio = tokio();
+    let tokio = crate::journal::tokio();
     let journal = tokio
-        .block_on(state_store(config, state))
+        .block_on(crate::journal::state_store(config, state))
         .map_err(|message| {
             eprintln!("error: {message}");
             ExitCode::from(2)
         })?;
     let runtime = tokio.block_on(async { runtime(config, Some(journal.clone())) })?;
     Ok((tokio, journal, runtime))
-}
-
-/// The harness's tokio runtime.
-pub(crate) fn tokio() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime starts")
 }
 
 /// The config from `--config` (validated with every rule), or the bindings compiled in.
@@ -420,37 +411,6 @@ fn arguments(text: &str) -> Result<Value, String> {
         Ok(_) => Err("the arguments must be a JSON object, e.g. '{\"query\": \"rust\"}'".into()),
         Err(error) => Err(format!("the arguments are not JSON: {error}")),
     }
-}
-
-/// The state's store (journal and tokens), with an earlier brain's token file imported.
-pub(crate) async fn state_store(
-    config: &HostConfig,
-    state: Option<&str>,
-) -> Result<brain_runtime::journal::Journal, String> {
-    if std::env::var_os("BRAIN_TOKEN_STORE").is_some() {
-        return Err(
-            "BRAIN_TOKEN_STORE is no longer read: tokens live in the state's store with the call \
-             journal (--state URL or BRAIN_STATE_URL; SQLite in the state directory by default), \
-             and a tokens.json is imported from there on first use — unset BRAIN_TOKEN_STORE"
-                .into(),
-        );
-    }
-    let journal = crate::journal::open(state).await?;
-    if let Some(path) = FileTokenStore::default_path().filter(|path| path.exists()) {
-        let file = FileTokenStore::new(&path);
-        let env = |var: &str| std::env::var(var).ok();
-        let imported =
-            brain_runtime::auth::import_token_file(&file, &config.tools, journal.grants(), env)
-                .await
-                .map_err(|e| format!("cannot import {}: {e}", path.display()))?;
-        eprintln!(
-            "imported {imported} grant(s) from {} into {}; it is now {}.imported",
-            path.display(),
-            journal.describe(),
-            path.display()
-        );
-    }
-    Ok(journal)
 }
 
 /// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).

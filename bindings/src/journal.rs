@@ -1,7 +1,7 @@
 //! The harness's call journal: where it is (`--state URL`, `BRAIN_STATE_URL`, else SQLite in
 //! the XDG state directory) and `brain-harness journal`, the audit of journaled calls.
 
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::Duration;
 
@@ -36,6 +36,47 @@ pub(crate) async fn open(state: Option<&str>) -> Result<Journal, String> {
         let retention =
             parse_duration(&text).map_err(|error| format!("{RETENTION_ENV}={text:?}: {error}"))?;
         journal = journal.retention(retention);
+    }
+    Ok(journal)
+}
+
+/// The harness's tokio runtime.
+pub(crate) fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+/// The state's store (journal and tokens), with an earlier brain's token file imported.
+pub(crate) async fn state_store(
+    config: &brain_config::HostConfig,
+    state: Option<&str>,
+) -> Result<Journal, String> {
+    if std::env::var_os("BRAIN_TOKEN_STORE").is_some() {
+        return Err(
+            "BRAIN_TOKEN_STORE is no longer read: tokens live in the state's store with the call \
+             journal (--state URL or BRAIN_STATE_URL; SQLite in the state directory by default), \
+             and a tokens.json is imported from there on first use — unset BRAIN_TOKEN_STORE"
+                .into(),
+        );
+    }
+    let journal = open(state).await?;
+    if let Some(path) =
+        brain_runtime::auth::FileTokenStore::default_path().filter(|path| path.exists())
+    {
+        let file = brain_runtime::auth::FileTokenStore::new(&path);
+        let env = |var: &str| std::env::var(var).ok();
+        let imported =
+            brain_runtime::auth::import_token_file(&file, &config.tools, journal.grants(), env)
+                .await
+                .map_err(|e| format!("cannot import {}: {e}", path.display()))?;
+        eprintln!(
+            "imported {imported} grant(s) from {} into {}; it is now {}.imported",
+            path.display(),
+            journal.describe(),
+            path.display()
+        );
     }
     Ok(journal)
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use brain_config::{HostConfig, ToolBinding};
 use brain_runtime::auth::LoopbackAgent;
 
-use crate::harness::{state_store, tokio};
+use crate::journal::{state_store, tokio};
 
 /// How long `login` waits for the user to approve.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);

@@ -65,6 +65,8 @@ struct Shared {
     counts: Mutex<BTreeMap<String, u64>>,
     sessions: Mutex<HashMap<String, HashMap<String, Task>>>,
     next: AtomicU64,
+    /// `research` is listed with one more required argument (a change after review).
+    drifted: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -214,6 +216,11 @@ impl TaskServer {
         })
     }
 
+    /// Lists `research` with one more required argument (`drifted`), or as it was.
+    pub fn drift(&self, drifted: bool) {
+        self.shared.drifted.store(drifted, Ordering::Relaxed);
+    }
+
     /// How many requests of `method` the server received.
     pub fn count(&self, method: &str) -> u64 {
         lock(&self.shared.counts).get(method).copied().unwrap_or(0)
@@ -246,6 +253,16 @@ impl TaskServer {
             "task": true, "server_tasks": true,
         })
     }
+}
+
+/// `research`'s input schema as the server lists it now.
+fn listed_schema(shared: &Shared) -> Value {
+    let mut schema = input_schema();
+    if shared.drifted.load(Ordering::Relaxed) {
+        schema["properties"]["budget"] = json!({"type": "integer"});
+        schema["required"] = json!(["topic", "mode", "budget"]);
+    }
+    schema
 }
 
 fn input_schema() -> Value {
@@ -337,7 +354,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                     &id,
                     json!({"tools": [{
                         "name": "research", "description": "A report, run as an MCP task.",
-                        "inputSchema": input_schema(),
+                        "inputSchema": listed_schema(&shared),
                     }]}),
                 );
             }
@@ -381,7 +398,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             &id,
             json!({"tools": [{
                 "name": "research", "description": "A report, run as an MCP task.",
-                "inputSchema": input_schema(), "execution": {"taskSupport": "required"},
+                "inputSchema": listed_schema(&shared), "execution": {"taskSupport": "required"},
             }]}),
         ),
         "tools/call" => call(&shared, &key, &id, params, auth),

@@ -559,3 +559,52 @@ async fn extension_discovery_pins_the_servers_tasks_extension() {
     assert_eq!(server.count("server/discover"), 1, "{:?}", server.counts());
     assert_eq!(server.count("initialize"), 0, "{:?}", server.counts());
 }
+
+/// Task bindings are verified as any MCP call is: once the server lists `research` with a new
+/// required argument, the next call is refused `pin_drift` before `tools/call` (no task is
+/// created), at 2025-11-25 and with 2026-07-28's tasks extension; listed as reviewed, it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_binding_whose_tool_changed_is_refused_before_the_send() {
+    for extension in [false, true] {
+        let server = TaskServer::start().await.unwrap();
+        let binding = if extension {
+            server.stateless_binding("research", 30)
+        } else {
+            server.binding("research", 30)
+        };
+        let text = json!({"tools": [binding]}).to_string();
+        let config = brain_config::parse(text.as_bytes(), "tasks.json").unwrap();
+        let runtime = Runtime::builder(&config)
+            .journal(Journal::memory())
+            .listing_ttl(std::time::Duration::from_millis(1))
+            .build()
+            .unwrap();
+        let call = |id: &str| {
+            let request = CallRequest::new(
+                "research",
+                Scope {
+                    tenant_id: "local".into(),
+                    session_id: "drift".into(),
+                },
+                json!({"topic": "t", "mode": "complete", "step_ms": 1}),
+            )
+            .with_call_id(id);
+            runtime.call(request).result()
+        };
+        server.drift(true);
+        let refused = call("1").await;
+        assert_eq!(
+            refused.kind,
+            Some(brain_runtime::OutcomeKind::PinDrift),
+            "extension {extension}: {refused:?}"
+        );
+        assert!(!refused.unknown_outcome);
+        assert_eq!(server.count("tools/call"), 0, "{:?}", server.counts());
+        server.drift(false);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let ran = call("2").await;
+        assert!(!ran.is_error, "extension {extension}: {ran:?}");
+        assert_eq!(server.count("tools/call"), 1, "{:?}", server.counts());
+        runtime.wait_for_cleanup().await;
+    }
+}

@@ -158,7 +158,7 @@ impl Journal {
     /// The drift the runtimes on this store recorded, newest first (at most `limit`; 0: all):
     /// each process's first sighting of a server listing a bound tool otherwise than its pin
     /// (`brain-harness drift`).
-    pub async fn drifts(&self, limit: usize) -> Result<Vec<super::Drift>, StoreError> {
+    pub async fn drifts(&self, limit: usize) -> Result<Vec<super::store::Drift>, StoreError> {
         self.store.drifts(limit).await
     }
 
