@@ -17,7 +17,11 @@ use tests::peers::Peer;
 fn harness(config: &Path, args: &[&str]) -> (Option<i32>, Vec<Value>) {
     let output = Command::new(env!("CARGO_BIN_EXE_brain-harness"))
         .env("BRAIN_STATE_URL", "memory:")
+        // Only what a test sets: no logs, no export to a developer's collector.
         .env_remove("RUST_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
         .arg("--config")
         .arg(config)
         .args(args)
