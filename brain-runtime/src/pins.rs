@@ -56,10 +56,13 @@ pub(crate) struct Listed {
     expires: Instant,
     /// When a refresh is due (before it expires).
     refresh_at: Instant,
+    /// When its `tools/list` was sent: a call that arrived before then may use it even
+    /// expired (`ttlMs: 0`), as it is as fresh as a listing of the call's own.
+    requested: Instant,
 }
 
 impl Listed {
-    pub(crate) fn new(tools: Vec<Value>, ttl: Duration) -> Listed {
+    pub(crate) fn new(tools: Vec<Value>, ttl: Duration, requested: Instant) -> Listed {
         let mut by_name: HashMap<String, Vec<Value>> = HashMap::new();
         for tool in tools {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -71,6 +74,7 @@ impl Listed {
             verdicts: Mutex::default(),
             expires: now + ttl,
             refresh_at: now + ttl * 3 / 4,
+            requested,
         }
     }
 
@@ -146,6 +150,8 @@ pub(crate) struct Pins {
     lister: Lister,
     /// How a call lists.
     on_call: OnCall,
+    /// False only for a benchmark's baseline (`__bench::without_pin_verification`).
+    pub(crate) enforced: bool,
 }
 
 impl Pins {
@@ -163,6 +169,7 @@ impl Pins {
             sink,
             lister,
             on_call,
+            enforced: true,
         }
     }
 
@@ -209,6 +216,9 @@ impl Pins {
 
     /// Verifies an HTTP call's tool against its upstream's listing, taking the listing when it
     /// expired or was never taken (the call waits), refreshing it off the call path when due.
+    /// Calls that wait together share one listing sent after they arrived (at most one in
+    /// flight per upstream): under `ttlMs: 0` concurrent calls pay one round trip between them,
+    /// never a listing older than themselves.
     ///
     /// A listing taken for the call goes on the call's own session (`session`: its headers),
     /// or without one at 2026-07-28 (`None`): one round trip, no session of its own.
@@ -218,6 +228,7 @@ impl Pins {
         tool: &Arc<Tool>,
         session: Option<&http::HeaderMap>,
     ) -> Result<(), Failure> {
+        let arrived = Instant::now();
         let tenant = call.endpoint.auth.tenant;
         let key = Self::key(tool, tenant);
         let upstream = self.upstream(&key, &Self::endpoint(tool));
@@ -234,7 +245,10 @@ impl Pins {
             _ => {
                 let _taking = upstream.taking.lock().await;
                 let again = lock(&upstream.listed).clone();
-                match again.filter(|listed| listed.expires > Instant::now()) {
+                let fresh = |listed: &Arc<Listed>| {
+                    listed.expires > Instant::now() || listed.requested >= arrived
+                };
+                match again.filter(fresh) {
                     Some(listed) => listed,
                     None => {
                         let _listing = crate::telemetry::phase("tools/list", None, call.span);
@@ -263,6 +277,7 @@ impl Pins {
         key: &str,
         upstream: &Arc<Upstream>,
     ) -> Result<Arc<Listed>, Failure> {
+        let requested = Instant::now();
         let (tools, hints) = listing.await.map_err(|error| {
             Failure::new(
                 Fact::SetupFailed,
@@ -273,7 +288,7 @@ impl Pins {
                 ),
             )
         })?;
-        let listed = Arc::new(Listed::new(tools, self.lifetime(hints)));
+        let listed = Arc::new(Listed::new(tools, self.lifetime(hints), requested));
         *lock(&upstream.listed) = Some(Arc::clone(&listed));
         if hints.public {
             lock(&self.public).insert(Self::endpoint(tool), Arc::clone(upstream));

@@ -127,6 +127,8 @@ pub struct RuntimeBuilder<'a> {
     user_agent: Option<Arc<dyn UserAgent>>,
     journal: Option<Journal>,
     listing_ttl: Duration,
+    /// False only for a benchmark's baseline ([`__bench::without_pin_verification`]).
+    verify_pins: bool,
 }
 
 impl<'a> RuntimeBuilder<'a> {
@@ -192,12 +194,14 @@ impl<'a> RuntimeBuilder<'a> {
         let on_call = crate::discover::listing_on_call;
         let journal = self.journal.clone().map(Journal::start);
         let cleanups = TaskTracker::new();
-        let pins = Arc::new(crate::pins::Pins::new(
+        let mut pins = crate::pins::Pins::new(
             self.listing_ttl,
             journal.as_ref().map(|j| drift_sink(j, &cleanups)),
             refresher,
             on_call,
-        ));
+        );
+        pins.enforced = self.verify_pins;
+        let pins = Arc::new(pins);
         let token_store: Arc<dyn TokenStore> = match (&self.token_store, &self.journal) {
             (Some(store), _) => Arc::clone(store),
             (None, Some(journal)) => journal.grants(),
@@ -548,6 +552,7 @@ impl Runtime {
             user_agent: None,
             journal: None,
             listing_ttl: crate::pins::DEFAULT_LISTING_TTL,
+            verify_pins: true,
         }
     }
 

@@ -37,6 +37,11 @@ async fn call(runtime: &Runtime, call_id: &str, (tool, arguments): (&str, Value)
 /// The test-server tools (`only` one of them, when given), pinned as discovery pins them,
 /// with `patch` applied.
 fn pinned_runtime(url: &str, only: Option<&str>, patch: impl Fn(&mut Value)) -> Runtime {
+    kept_for(TTL, url, only, patch)
+}
+
+/// As [`pinned_runtime`], its listings kept for `ttl`.
+fn kept_for(ttl: Duration, url: &str, only: Option<&str>, patch: impl Fn(&mut Value)) -> Runtime {
     let tools: Vec<Value> = bindings_json(url, |name, binding| {
         binding["pin"] = pin(name);
         patch(binding);
@@ -48,7 +53,7 @@ fn pinned_runtime(url: &str, only: Option<&str>, patch: impl Fn(&mut Value)) -> 
         .unwrap_or_else(|e| panic!("{e}"));
     Runtime::builder(&config)
         .journal(Journal::memory())
-        .listing_ttl(TTL)
+        .listing_ttl(ttl)
         .build()
         .unwrap()
 }
@@ -122,6 +127,42 @@ async fn every_change_over_http_is_refused_before_the_send_at_both_eras() {
             assert!(!back.is_error, "{what}: {back:?}");
             assert_eq!(Stats::get(&server.stats.calls), calls + sent + 1, "{what}");
         }
+    }
+}
+
+/// A listing kept for no time (`ttlMs: 0`): every call is verified by a listing sent after it
+/// arrived — a change is refused by the very next call — and calls that wait together share
+/// one: 32 concurrent calls are not 32 listings, one after the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_zero_ttl_each_call_is_verified_by_a_listing_younger_than_itself() {
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let server = TestServer::start(Faults::default()).await.unwrap();
+        let runtime = kept_for(Duration::ZERO, &server.url, Some("echo"), |binding| {
+            binding["protocol_version"] = json!(revision);
+        });
+        let echo = || ("echo", json!({"message": "hi"}));
+        assert!(!call(&runtime, "1", echo()).await.is_error, "{revision}");
+        *server.stats.drift.lock().unwrap() = Some(Change::Required);
+        let refused = call(&runtime, "2", echo()).await;
+        assert_eq!(refused.kind, Some(OutcomeKind::PinDrift), "{revision}: {refused:?}");
+        assert_eq!(Stats::get(&server.stats.calls), 1, "{revision}");
+        *server.stats.drift.lock().unwrap() = None;
+        assert!(!call(&runtime, "3", echo()).await.is_error, "{revision}");
+
+        let lists = Stats::get(&server.stats.lists);
+        let calls = (0..32).map(|n| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move { call(&runtime, &format!("c{n}"), echo()).await })
+        });
+        for result in futures_util::future::join_all(calls).await {
+            let result = result.unwrap();
+            assert!(!result.is_error, "{revision}: {result:?}");
+        }
+        let listed = Stats::get(&server.stats.lists) - lists;
+        assert_eq!(Stats::get(&server.stats.calls), 34, "{revision}");
+        // Each waiter takes the listing sent after it arrived: far fewer than one per call.
+        assert!((1..=16).contains(&listed), "{revision}: {listed} listings for 32 calls");
+        eprintln!("{revision}: 32 concurrent calls under a zero TTL took {listed} listings");
     }
 }
 

@@ -1,8 +1,9 @@
-//! Not API: the runtime's own work for one call without the network, for benchmarks (P4).
+//! Not API: the runtime's own work for one call without the network (P4), the verification of
+//! a listing (P13), and P13's baseline, for benchmarks.
 
 use serde_json::{Map, Value};
 
-use super::{CallRequest, Runtime};
+use super::{CallRequest, Runtime, RuntimeBuilder};
 use crate::call::{Round, call_message};
 use crate::event::ToolResult;
 
@@ -47,4 +48,39 @@ pub fn per_call_work(
         binding.max_output_bytes,
     )
     .ok()
+}
+
+/// P13's baseline: a runtime that sends calls without verifying their tools against their pins
+/// (no `tools/list` on or off the call path is asked for by a call; a stdio binding's spares
+/// are still listed at prewarm). Never for a host: it undoes the guarantee P13 prices.
+pub fn without_pin_verification(mut builder: RuntimeBuilder<'_>) -> RuntimeBuilder<'_> {
+    builder.verify_pins = false;
+    builder
+}
+
+/// What verifying a listing costs (P13): one `tools/list` result as read (`result`'s bytes)
+/// parsed, indexed by name, and every binding of `runtime` checked against its pin under it.
+/// Returns the number of bindings the listing lets through.
+pub fn verify_listing(runtime: &Runtime, result: &[u8]) -> Result<usize, serde_json::Error> {
+    let page: Value = serde_json::from_slice(result)?;
+    let tools = match page.get("tools") {
+        Some(Value::Array(tools)) => tools.clone(),
+        _ => Vec::new(),
+    };
+    let listed = crate::pins::Listed::new(
+        tools,
+        std::time::Duration::ZERO,
+        std::time::Instant::now(),
+    );
+    Ok(runtime
+        .inner
+        .tools
+        .values()
+        .filter(|bound| {
+            let tool = &bound.tool;
+            (runtime.inner.pins)
+                .verdict(tool, &listed.named(crate::pins::mcp_tool(tool)))
+                .is_ok()
+        })
+        .count())
 }

@@ -1,6 +1,7 @@
 //! The measuring machinery the targets share: drivers (brain, the floors, the SDK clients),
 //! measurements, comparisons in interleaved rounds, and the targets' rows.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -254,7 +255,9 @@ pub(crate) fn python_peer(
 ) -> Option<tests::peers::Peer> {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/.venv/bin/python");
     if python.exists() {
-        return Some(tests::peers::Peer::python());
+        let peer = tests::peers::Peer::python();
+        pin_peer(&peer.url);
+        return Some(peer);
     }
     targets.push(Target::not_measured(
         id,
@@ -262,6 +265,30 @@ pub(crate) fn python_peer(
         "the Python SDK is not installed (tests/interop/setup.sh)",
     ));
     None
+}
+
+/// The pins of the tools of servers other than the test server, by URL and tool name, as
+/// discovery writes them: the bench's bindings are verified against what was discovered.
+static PEER_PINS: std::sync::Mutex<BTreeMap<String, BTreeMap<String, Value>>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// Discovers the server at `url` (on a thread of its own: the caller may be on the runtime)
+/// and keeps its tools' pins for [`echo_config`].
+fn pin_peer(url: &str) {
+    let owned = url.to_owned();
+    let discovery = std::thread::spawn(move || tests::peers::discover(&owned))
+        .join()
+        .unwrap_or_else(|_| panic!("discovery at {url} failed"));
+    let pins = (discovery.tools.iter())
+        .filter_map(|tool| {
+            let name = tool["name"].as_str()?.to_owned();
+            Some((name, serde_json::to_value(brain_config::ToolPin::of(tool)).ok()?))
+        })
+        .collect();
+    PEER_PINS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(url.to_owned(), pins);
 }
 
 pub(crate) fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Result<HostConfig> {
@@ -279,11 +306,17 @@ pub(crate) fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Resu
     let text = json!({"tools": [{
         "name": tool, "description": "Benchmark tool.", "input_schema": schema,
         "url": url, "mcp_tool": tool, "tenants": ["local"], "protocol_version": revision,
-        "pin": tests::server::pin(tool),
+        "pin": peer_pin(url, tool).unwrap_or_else(|| tests::server::pin(tool)),
         "timeout_seconds": 120, "max_output_bytes": 1_048_576
     }]})
     .to_string();
     brain_config::parse(text.as_bytes(), "bench.json").map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The pin discovered for `tool` at `url`, when that server is not the test server.
+fn peer_pin(url: &str, tool: &str) -> Option<Value> {
+    let pins = PEER_PINS.lock().unwrap_or_else(|p| p.into_inner());
+    pins.get(url)?.get(tool).cloned()
 }
 
 impl Driver {

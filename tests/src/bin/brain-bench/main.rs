@@ -1,5 +1,5 @@
 //! brain-bench: the performance targets listed in the bench reference, docs/src/reference/bench.md, "Performance: `cargo
-//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9; the naive rmcp ratio as information),
+//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9, …, P13; the naive rmcp ratio as information),
 //! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
 //! [--quick] [--require-sdks]` builds it in release mode and runs it.
 //!
@@ -36,6 +36,7 @@ use tests::process::{children, memory_mb};
 mod harness;
 mod limits;
 mod model_apis;
+mod pins;
 mod policies;
 mod serve;
 mod tls;
@@ -72,6 +73,9 @@ struct Args {
     /// Measure only the policies' targets (P12).
     #[arg(long)]
     only_policies: bool,
+    /// Measure only the pins' targets (P13).
+    #[arg(long)]
+    only_pins: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -244,6 +248,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         policies::targets(&plan, &server.url, &mut targets).await?;
         return Ok(report(&targets, &[]));
     }
+    if args.only_pins {
+        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
+        pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
+        return Ok(report(&targets, &scenarios));
+    }
     if args.only_serve {
         let mut targets = Vec::new();
         serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
@@ -374,6 +383,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
     limits::targets(&plan, &server.url, &mut targets).await?;
     policies::targets(&plan, &server.url, &mut targets).await?;
+    pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
