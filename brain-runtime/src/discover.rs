@@ -577,10 +577,11 @@ impl<'a> Client<'a> {
             }
             let request =
                 json!({"jsonrpc": "2.0", "id": page + 1, "method": "tools/list", "params": params});
-            let result = self.request(&request, headers()).await?;
+            let mut result = self.request(&request, headers()).await?;
             hints.read(&result);
-            match result.get("tools") {
-                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+            // The page's tools are moved out, not copied.
+            match result.get_mut("tools").map(Value::take) {
+                Some(Value::Array(page)) => tools.extend(page),
                 _ => {
                     return Err(DiscoverError::Protocol(
                         "the server's tools/list result has no `tools` array".into(),

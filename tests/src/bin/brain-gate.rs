@@ -48,6 +48,10 @@ struct Args {
     /// Internal: the config has twenty policies over the binding (`tests::policies`).
     #[arg(long, hide = true)]
     policies: bool,
+    /// Internal: the binding is pinned and each call verified by a listing of its own (a
+    /// listing kept for no time, as under `ttlMs: 0`).
+    #[arg(long, hide = true)]
+    verified: bool,
     /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
     #[arg(long, hide = true)]
     stats: Option<String>,
@@ -79,12 +83,15 @@ enum Through {
     Limited,
     /// Straight, under twenty Cedar policies (each call evaluates them all): the policy step.
     Policies,
+    /// Straight, pinned, under a listing kept for no time: each call is verified by a
+    /// `tools/list` of its own before the send (the pin's cost where a server says `ttlMs: 0`).
+    Verified,
     /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
     /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
     Serve,
 }
 
-const ROWS: [Row; 7] = [
+const ROWS: [Row; 8] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -120,6 +127,12 @@ const ROWS: [Row; 7] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Policies,
+    },
+    Row {
+        name: "2026-07-28, verified (pinned, ttlMs 0)",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Verified,
     },
     Row {
         name: "2026-07-28, through serve",
@@ -333,6 +346,9 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     if row.path == Through::Policies {
         command.arg("--policies");
     }
+    if row.path == Through::Verified {
+        command.arg("--verified");
+    }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
         bail!(
@@ -453,6 +469,9 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     if let Some(path) = ca_file {
         binding["ca_file"] = json!(path.to_str().context("a UTF-8 path")?);
     }
+    if args.verified {
+        binding["pin"] = tests::server::pin("echo");
+    }
     if args.limited {
         binding["limits"] = json!({"calls": 1_000_000, "per_seconds": 1, "concurrent": 100_000});
     }
@@ -465,6 +484,9 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     let mut builder = Runtime::builder(&config);
     if let Some(dir) = &args.journal {
         builder = builder.journal(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?);
+    }
+    if args.verified {
+        builder = builder.listing_ttl(std::time::Duration::ZERO);
     }
     let runtime = builder.build()?;
     let stats_url = args
