@@ -314,7 +314,7 @@ impl<'a> RuntimeBuilder<'a> {
         // Spares start now when there is a tokio runtime to start them on, else after the first call.
         if tokio::runtime::Handle::try_current().is_ok() {
             for bound in tools.values() {
-                bound.route.refill();
+                bound.route.refill(&bound.tool, &pins);
             }
         }
         let policies = Policies::compile(self.config)

@@ -144,7 +144,11 @@ async fn under_a_zero_ttl_each_call_is_verified_by_a_listing_younger_than_itself
         assert!(!call(&runtime, "1", echo()).await.is_error, "{revision}");
         *server.stats.drift.lock().unwrap() = Some(Change::Required);
         let refused = call(&runtime, "2", echo()).await;
-        assert_eq!(refused.kind, Some(OutcomeKind::PinDrift), "{revision}: {refused:?}");
+        assert_eq!(
+            refused.kind,
+            Some(OutcomeKind::PinDrift),
+            "{revision}: {refused:?}"
+        );
         assert_eq!(Stats::get(&server.stats.calls), 1, "{revision}");
         *server.stats.drift.lock().unwrap() = None;
         assert!(!call(&runtime, "3", echo()).await.is_error, "{revision}");
@@ -161,7 +165,10 @@ async fn under_a_zero_ttl_each_call_is_verified_by_a_listing_younger_than_itself
         let listed = Stats::get(&server.stats.lists) - lists;
         assert_eq!(Stats::get(&server.stats.calls), 34, "{revision}");
         // Each waiter takes the listing sent after it arrived: far fewer than one per call.
-        assert!((1..=16).contains(&listed), "{revision}: {listed} listings for 32 calls");
+        assert!(
+            (1..=16).contains(&listed),
+            "{revision}: {listed} listings for 32 calls"
+        );
         eprintln!("{revision}: 32 concurrent calls under a zero TTL took {listed} listings");
     }
 }

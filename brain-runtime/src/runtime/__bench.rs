@@ -62,16 +62,13 @@ pub fn without_pin_verification(mut builder: RuntimeBuilder<'_>) -> RuntimeBuild
 /// parsed, indexed by name, and every binding of `runtime` checked against its pin under it.
 /// Returns the number of bindings the listing lets through.
 pub fn verify_listing(runtime: &Runtime, result: &[u8]) -> Result<usize, serde_json::Error> {
-    let page: Value = serde_json::from_slice(result)?;
-    let tools = match page.get("tools") {
-        Some(Value::Array(tools)) => tools.clone(),
+    let mut page: Value = serde_json::from_slice(result)?;
+    let tools = match page.get_mut("tools").map(Value::take) {
+        Some(Value::Array(tools)) => tools,
         _ => Vec::new(),
     };
-    let listed = crate::pins::Listed::new(
-        tools,
-        std::time::Duration::ZERO,
-        std::time::Instant::now(),
-    );
+    let listed =
+        crate::pins::Listed::new(tools, std::time::Duration::ZERO, std::time::Instant::now());
     Ok(runtime
         .inner
         .tools

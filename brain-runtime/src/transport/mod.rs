@@ -122,9 +122,9 @@ impl Route {
     }
 
     /// Starts the spares a stdio binding with `prewarm` keeps, in the background.
-    pub(crate) fn refill(&self) {
+    pub(crate) fn refill(&self, tool: &Arc<crate::tool::Tool>, pins: &Arc<crate::pins::Pins>) {
         if let Route::Stdio(server) = self {
-            server.refill();
+            server.refill(tool, pins);
         }
     }
 
@@ -134,7 +134,10 @@ impl Route {
     pub(crate) async fn call(&self, started: Started<'_>) -> ToolResult {
         match self {
             Route::HttpTool(route) => run(Arc::clone(route), started).await,
-            Route::Stdio(server) => run(Stdio::new(Arc::clone(server)), started).await,
+            Route::Stdio(server) => {
+                let pins = Arc::clone(started.pins);
+                run(Stdio::new(Arc::clone(server), pins), started).await
+            }
             Route::Mcp(route) => {
                 let stateless = match started.tool.binding.pinned_revision() {
                     Some(revision) => revision == crate::revision::STATELESS,

@@ -18,6 +18,7 @@ use crate::call::{
 };
 use crate::http::HttpClient;
 use crate::outcome::{Fact, Failure};
+use crate::pins::Pins;
 use crate::revision;
 use crate::tool::Tool;
 
@@ -35,10 +36,11 @@ pub(crate) struct StdioServer {
 }
 
 impl StdioServer {
-    /// Starts the spares that are missing, in the background.
-    pub(crate) fn refill(&self) {
+    /// Starts the spares that are missing, in the background; each is verified against
+    /// `tool`'s pin (`pins`) once listed, before it is handed to a call.
+    pub(crate) fn refill(&self, tool: &Arc<Tool>, pins: &Arc<Pins>) {
         if let Some(spares) = &self.spares {
-            spares.refill(&self.launch, self.pinned.as_deref(), &self.tool_name);
+            spares.refill(&self.launch, self.pinned.as_deref(), &self.tool_name, tool, pins);
         }
     }
 }
@@ -48,16 +50,19 @@ impl StdioServer {
 pub(crate) struct Stdio {
     server: Arc<StdioServer>,
     process: Mutex<Option<Arc<Process>>>,
-    /// What a spare's server listed under the tool's name at prewarm.
-    listed: Mutex<Option<Vec<Value>>>,
+    /// The verdict on what a spare's server listed at prewarm.
+    verdict: Mutex<Option<Result<(), Failure>>>,
+    /// The runtime's verification state (a new spare is verified at prewarm).
+    pins: Arc<Pins>,
 }
 
 impl Stdio {
-    pub(crate) fn new(server: Arc<StdioServer>) -> Self {
+    pub(crate) fn new(server: Arc<StdioServer>, pins: Arc<Pins>) -> Self {
         Stdio {
             server,
             process: Mutex::new(None),
-            listed: Mutex::new(None),
+            verdict: Mutex::new(None),
+            pins,
         }
     }
 
@@ -70,14 +75,14 @@ impl Transport for Stdio {
     type Opened = Arc<Process>;
     type Reading = StdioReading;
 
-    /// A spare process when the binding keeps some (listed at prewarm), else a new one,
+    /// A spare process when the binding keeps some (verified at prewarm), else a new one,
     /// initialized.
     async fn open(&self, call: &Exchange<'_>) -> Result<Arc<Process>, Failure> {
         let spare = self.server.spares.as_ref().and_then(|spares| spares.take());
         let process = match spare {
             Some(spare) => {
                 self.keep(&spare.process);
-                *self.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare.listed);
+                *self.verdict.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare.verdict);
                 spare.process
             }
             None => {
@@ -102,12 +107,12 @@ impl Transport for Stdio {
         Ok(process)
     }
 
-    /// Against what the spare listed at prewarm, else what the call's own process lists now
-    /// (one round trip after `initialize`).
+    /// The verdict on what the spare listed at prewarm (taken off the call's path), else on
+    /// what the call's own process lists now (one round trip after `initialize`).
     async fn verify(&self, call: &Exchange<'_>, process: &Arc<Process>) -> Result<(), Failure> {
-        let spare = self.listed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let spare = self.verdict.lock().unwrap_or_else(|p| p.into_inner()).take();
         let listed = match spare {
-            Some(listed) => listed,
+            Some(verdict) => return verdict,
             None => {
                 let _listing = crate::telemetry::phase("tools/list", None, call.span);
                 let tools = process::list(process).await.map_err(|why| {
@@ -203,7 +208,7 @@ impl Transport for Stdio {
     /// Ends the call's process (cancelling an unanswered call first), then — for a binding with
     /// `prewarm` — starts the spares that are missing: off the call's path, so that starting a
     /// process never competes with a call for the CPU.
-    async fn clean_up(self, _: HttpClient, _: Arc<Tool>, state: CallState) {
+    async fn clean_up(self, _: HttpClient, tool: Arc<Tool>, state: CallState) {
         let process = self
             .process
             .lock()
@@ -218,7 +223,7 @@ impl Transport for Stdio {
             let unanswered = (state.call_sent && !state.answered).then_some(state.request_id);
             process.shut_down(unanswered).await;
         }
-        self.server.refill();
+        self.server.refill(&tool, &self.pins);
     }
 }
 

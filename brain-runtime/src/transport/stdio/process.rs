@@ -496,10 +496,11 @@ pub(crate) fn named(tools: Vec<Value>, name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// A spare process, and what its server listed under the binding's tool name at prewarm.
+/// A spare process, and the verdict on what its server listed under the binding's tool name
+/// at prewarm (`pins.rs`).
 pub(crate) struct Spare {
     pub(crate) process: Arc<Process>,
-    pub(crate) listed: Vec<Value>,
+    pub(crate) verdict: Result<(), Failure>,
 }
 
 /// Spare processes of one binding (`prewarm`), started, initialized and listed (`tools/list`,
@@ -541,6 +542,8 @@ impl Spares {
         launch: &Arc<Launch>,
         pinned: Option<&str>,
         tool_name: &str,
+        tool: &Arc<crate::tool::Tool>,
+        pins: &Arc<crate::pins::Pins>,
     ) {
         use std::sync::atomic::Ordering;
         let have = lock(&self.ready).len() + self.starting.load(Ordering::SeqCst);
@@ -550,6 +553,7 @@ impl Spares {
             let launch = Arc::clone(launch);
             let pinned = pinned.map(str::to_owned);
             let tool_name = tool_name.to_owned();
+            let (tool, pins) = (Arc::clone(tool), Arc::clone(pins));
             tokio::spawn(async move {
                 let started = async {
                     let process = Process::spawn(&launch).ok()?;
@@ -561,10 +565,12 @@ impl Spares {
                     })
                     .await;
                     match opened {
-                        Ok(Ok(tools)) => Some(Spare {
-                            process,
-                            listed: named(tools, &tool_name),
-                        }),
+                        Ok(Ok(tools)) => {
+                            let listed = named(tools, &tool_name);
+                            let listed: Vec<&Value> = listed.iter().collect();
+                            let verdict = pins.verdict(&tool, &listed);
+                            Some(Spare { process, verdict })
+                        }
                         _ => {
                             process.shut_down(None).await;
                             None

@@ -282,7 +282,10 @@ fn pin_peer(url: &str) {
     let pins = (discovery.tools.iter())
         .filter_map(|tool| {
             let name = tool["name"].as_str()?.to_owned();
-            Some((name, serde_json::to_value(brain_config::ToolPin::of(tool)).ok()?))
+            Some((
+                name,
+                serde_json::to_value(brain_config::ToolPin::of(tool)).ok()?,
+            ))
         })
         .collect();
     PEER_PINS
