@@ -7,23 +7,32 @@ and the number of `tools/call` requests that arrived at http://127.0.0.1:PORT/st
 refuse): `refund`'s `amount` becomes a string; `none` puts it back. The SDK sends no
 `notifications/tools/list_changed` for it (it sends one only from a tool's own context). With
 `--tls`, Hypercorn serves the same app on https://127.0.0.1:PORT/mcp with that certificate and
-key, HTTP/2 or HTTP/1.1 as ALPN chooses (as a CDN's front would).
+key, HTTP/2 or HTTP/1.1 as ALPN chooses (as a CDN's front would). With `LIST_TTL_MS` set, its
+2026-07-28 `tools/list` says that `ttlMs` instead of the SDK's 0.
 """
 
 import asyncio
 import base64
+import os
 import sys
 from typing import Literal, TypedDict
 
 import uvicorn
 from pydantic import BaseModel
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from counting import CountToolCalls
 
-server = MCPServer("brain-interop-python")
+# `LIST_TTL_MS`: the `ttlMs` its 2026-07-28 `tools/list` says (the SDK's default is 0, "do not
+# reuse"); brain keeps a verified listing for that long.
+LIST_TTL_MS = int(os.environ.get("LIST_TTL_MS", "0"))
+server = MCPServer(
+    "brain-interop-python",
+    cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS)} if LIST_TTL_MS else None,
+)
 
 TINY_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -49,6 +49,12 @@ fn require(path: PathBuf) -> PathBuf {
 impl Peer {
     /// The Python SDK server.
     pub fn python() -> Peer {
+        Peer::python_listing_kept(0)
+    }
+
+    /// [`Peer::python`], its 2026-07-28 `tools/list` saying `"ttlMs": ttl_ms` (0: the SDK's
+    /// default).
+    pub fn python_listing_kept(ttl_ms: u64) -> Peer {
         let dir = interop_dir();
         let python = require(dir.join(".venv/bin/python"));
         let port = free_port();
@@ -57,7 +63,8 @@ impl Peer {
             .arg(dir.join("python_server.py"))
             .arg(port.to_string())
             .env_clear()
-            .env("PATH", "/usr/bin:/bin");
+            .env("PATH", "/usr/bin:/bin")
+            .env("LIST_TTL_MS", ttl_ms.to_string());
         Peer::start(command, port)
     }
 

@@ -40,7 +40,13 @@ impl StdioServer {
     /// `tool`'s pin (`pins`) once listed, before it is handed to a call.
     pub(crate) fn refill(&self, tool: &Arc<Tool>, pins: &Arc<Pins>) {
         if let Some(spares) = &self.spares {
-            spares.refill(&self.launch, self.pinned.as_deref(), &self.tool_name, tool, pins);
+            spares.refill(
+                &self.launch,
+                self.pinned.as_deref(),
+                &self.tool_name,
+                tool,
+                pins,
+            );
         }
     }
 }
@@ -110,7 +116,11 @@ impl Transport for Stdio {
     /// The verdict on what the spare listed at prewarm (taken off the call's path), else on
     /// what the call's own process lists now (one round trip after `initialize`).
     async fn verify(&self, call: &Exchange<'_>, process: &Arc<Process>) -> Result<(), Failure> {
-        let spare = self.verdict.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let spare = self
+            .verdict
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let listed = match spare {
             Some(verdict) => return verdict,
             None => {

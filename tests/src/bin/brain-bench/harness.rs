@@ -274,7 +274,7 @@ static PEER_PINS: std::sync::Mutex<BTreeMap<String, BTreeMap<String, Value>>> =
 
 /// Discovers the server at `url` (on a thread of its own: the caller may be on the runtime)
 /// and keeps its tools' pins for [`echo_config`].
-fn pin_peer(url: &str) {
+pub(crate) fn pin_peer(url: &str) {
     let owned = url.to_owned();
     let discovery = std::thread::spawn(move || tests::peers::discover(&owned))
         .join()
