@@ -8,6 +8,8 @@
 //! If verification were switched off, or a kind of change not seen, a case here fails: the
 //! detector cannot be silently disabled.
 
+#![allow(clippy::print_stderr)] // the listings a zero TTL took, printed for the record
+
 use std::path::Path;
 use std::time::Duration;
 
