@@ -668,3 +668,41 @@ impl Sdk {
         Ok(Some(serde_json::from_slice(&output.stdout)?))
     }
 }
+
+/// The release `brain-test-server` beside this binary.
+pub(crate) fn test_server_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(exe.parent().context("no parent")?.join("brain-test-server"))
+}
+
+/// A binding of `tool` on `brain-test-server --stdio` (2025-11-25) with `prewarm` spares.
+pub(crate) fn stdio_config(tool: &str, prewarm: u64) -> anyhow::Result<HostConfig> {
+    let server = test_server_binary()?.display().to_string();
+    let mut config = echo_config("http://unused.invalid/mcp", "2025-11-25", tool)?;
+    let binding = &mut config.tools[0];
+    binding.url = None;
+    binding.command = Some(vec![server, "--stdio".into()]);
+    binding.prewarm = (prewarm > 0).then_some(prewarm);
+    brain_config::validate(&config)
+        .is_empty()
+        .then_some(config)
+        .context("the stdio bench config is invalid")
+}
+
+/// `calls` calls one after another, `think` apart; the rate is calls per second of calling
+/// (the think time left out).
+pub(crate) async fn spaced(
+    driver: &Arc<Driver>,
+    calls: usize,
+    think: Duration,
+) -> anyhow::Result<Measure> {
+    let mut latencies = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        tokio::time::sleep(think).await;
+        let started = Instant::now();
+        driver.call().await?;
+        latencies.push(started.elapsed());
+    }
+    let calling: Duration = latencies.iter().sum();
+    Ok(Measure::new(calls, calling, latencies))
+}

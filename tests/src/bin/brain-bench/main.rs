@@ -43,7 +43,7 @@ mod tls;
 
 use harness::{
     Driver, Measure, Plan, Rounds, Sdk, TRACING, Target, compare, echo_config, measure, scope,
-    start_server,
+    spaced, start_server, stdio_config, test_server_binary,
 };
 
 /// Measures the performance targets listed in the bench reference, docs/src/reference/bench.md; exits 1 when one is missed.
@@ -642,25 +642,6 @@ fn report(targets: &[Target], scenarios: &[(String, usize, Measure)]) -> bool {
 }
 
 /// The `brain-test-server` built next to this binary.
-fn test_server_binary() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    Ok(exe.parent().context("no parent")?.join("brain-test-server"))
-}
-
-/// A binding of `tool` on `brain-test-server --stdio` (2025-11-25) with `prewarm` spares.
-fn stdio_config(tool: &str, prewarm: u64) -> anyhow::Result<HostConfig> {
-    let server = test_server_binary()?.display().to_string();
-    let mut config = echo_config("http://unused.invalid/mcp", "2025-11-25", tool)?;
-    let binding = &mut config.tools[0];
-    binding.url = None;
-    binding.command = Some(vec![server, "--stdio".into()]);
-    binding.prewarm = (prewarm > 0).then_some(prewarm);
-    brain_config::validate(&config)
-        .is_empty()
-        .then_some(config)
-        .context("the stdio bench config is invalid")
-}
-
 /// S1–S3: stdio bindings.
 async fn stdio(
     plan: &Plan,
@@ -792,20 +773,6 @@ async fn stdio(
         1.0,
     ));
     Ok((targets, scenarios))
-}
-
-/// `calls` calls one after another, `think` apart; the rate is calls per second of calling
-/// (the think time left out).
-async fn spaced(driver: &Arc<Driver>, calls: usize, think: Duration) -> anyhow::Result<Measure> {
-    let mut latencies = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        tokio::time::sleep(think).await;
-        let started = Instant::now();
-        driver.call().await?;
-        latencies.push(started.elapsed());
-    }
-    let calling: Duration = latencies.iter().sum();
-    Ok(Measure::new(calls, calling, latencies))
 }
 
 /// P4: the runtime's own work per call (gate, message, conversion), no network; median round.

@@ -102,18 +102,18 @@ async fn stdio(
 ) -> anyhow::Result<()> {
     let calls = plan.sdk_calls.min(100);
     for prewarm in [1, 0] {
-        let (on, off) = runtimes(&crate::stdio_config("echo", prewarm)?)?;
+        let (on, off) = runtimes(&crate::harness::stdio_config("echo", prewarm)?)?;
         let think = Duration::from_millis(if prewarm > 0 { 20 } else { 0 });
-        crate::spaced(&on, 5, think).await?;
-        crate::spaced(&off, 5, think).await?;
+        crate::harness::spaced(&on, 5, think).await?;
+        crate::harness::spaced(&off, 5, think).await?;
         let (mut with, mut without) = (Vec::new(), Vec::new());
         for round in 0..plan.rounds {
             if round % 2 == 0 {
-                with.push(crate::spaced(&on, calls, think).await?);
-                without.push(crate::spaced(&off, calls, think).await?);
+                with.push(crate::harness::spaced(&on, calls, think).await?);
+                without.push(crate::harness::spaced(&off, calls, think).await?);
             } else {
-                without.push(crate::spaced(&off, calls, think).await?);
-                with.push(crate::spaced(&on, calls, think).await?);
+                without.push(crate::harness::spaced(&off, calls, think).await?);
+                with.push(crate::harness::spaced(&on, calls, think).await?);
             }
         }
         let (with, without) = (Rounds(with), Rounds(without));
