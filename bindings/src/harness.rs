@@ -8,6 +8,7 @@
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
 //! brain-harness [--state URL] tokens [--json]
 //! brain-harness [--config PATH] [--state URL] drift [--live] [--json] [--limit N]
+//! brain-harness [--config PATH] [--state URL] approvals [list [--all]|show ID|approve ID|deny ID] [--tenant T] [--json]
 //! brain-harness [--config PATH] [--state URL] serve --stdio --tenant T [--session S]
 //! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S] [--anonymous-tenant T]
 //! ```
@@ -184,6 +185,19 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// List and decide the calls held for a person's approval in the approver's tenants (the
+    /// approver's token: BRAIN_APPROVER_TOKEN, else stdin). Without an action: `list`.
+    Approvals {
+        /// What to do.
+        #[command(subcommand)]
+        action: Option<crate::approvals::Action>,
+        /// Only this tenant's (one the approver decides for).
+        #[arg(long, global = true)]
+        tenant: Option<String>,
+        /// Print JSON Lines.
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -280,6 +294,15 @@ fn run(cli: Cli) -> ExitCode {
                 Err(message) => finish(Err(message)),
             }
         }
+        Command::Approvals {
+            action,
+            tenant,
+            json,
+        } => finish(crate::journal::tokio().block_on(async {
+            let journal = crate::journal::open(state).await?;
+            let action = action.unwrap_or(crate::approvals::Action::List { all: false });
+            crate::approvals::run(&config, journal, action, tenant.as_deref(), json).await
+        })),
         Command::Login { tenant, tool } => crate::login::login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => crate::login::logout(&config, state, &tenant, &tool),
         Command::Tokens { json } => finish(crate::journal::tokio().block_on(async {

@@ -21,6 +21,7 @@
 /// rustfmt leaves them alone).
 #[rustfmt::skip]
 pub mod generated;
+mod approvals;
 mod drift;
 pub mod harness;
 mod journal;

@@ -38,6 +38,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         serve,
         tenant_limits,
         policies,
+        approvals,
         tools,
     } = config;
     let header = format!(
@@ -66,6 +67,9 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
                 policies: policies
                     .as_ref()
                     .map(|v| serde_json::to_string(v).expect("JSON")),
+                approvals: approvals
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).expect("JSON")),
             },
             compiled.as_ref(),
             &modules,
@@ -74,12 +78,14 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
     ))
 }
 
-/// The config's sections `host_config()` reads back from JSON text: `serve`, `tenant_limits`, and
-/// `policies` with the text of every policy and test file.
+/// The config's sections `host_config()` reads back from JSON text: `serve`, `tenant_limits`,
+/// `policies` with the text of every policy and test file, and `approvals` (its approvers'
+/// token digests, never a token).
 struct Embedded {
     serve: Option<String>,
     tenant_limits: Option<String>,
     policies: Option<String>,
+    approvals: Option<String>,
 }
 
 fn render(header: &str, tokens: TokenStream) -> String {
@@ -142,6 +148,7 @@ fn root(
     let serve = option(embedded.serve);
     let tenant_limits = option(embedded.tenant_limits);
     let policies = option(embedded.policies);
+    let approvals = option(embedded.approvals);
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -330,7 +337,7 @@ fn root(
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies, #approvals)
         }
     }
 }

@@ -88,6 +88,15 @@ rules! {
     LimitsWaitTimeout = "limits-wait-timeout",
     /// A `tenant_limits` key is a tenant that no binding allows.
     TenantLimitsUnknown = "tenant-limits-unknown",
+    /// An approver's name, tenants or `token_sha256` is unusable, or two approvers share a name
+    /// or a token.
+    ApproverInvalid = "approver-invalid",
+    /// An approver's tenant is allowed by no binding.
+    ApproverTenantUnknown = "approver-tenant-unknown",
+    /// `approvals.expires_seconds` is outside 1..=86400.
+    ApprovalsExpiryRange = "approvals-expiry-range",
+    /// An `@approval` policy, and no approver for a tenant it could hold a call of.
+    ApprovalWithoutApprover = "approval-without-approver",
     /// A schema is not a valid JSON Schema, or names a remote `$ref`.
     SchemaInvalid = "schema-invalid",
     /// A schema's root is not `"type": "object"`.

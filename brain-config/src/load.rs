@@ -79,6 +79,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         serve,
         tenant_limits,
         mut policies,
+        approvals,
         drafts,
     } = read_document(document, &mut errors);
     let dir = Path::new(file).parent().unwrap_or(Path::new(""));
@@ -91,6 +92,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
             model_apis: model_apis.as_deref(),
             serve: serve.as_ref(),
             tenant_limits: tenant_limits.as_ref(),
+            approvals: approvals.as_ref(),
         },
     ));
 
@@ -113,6 +115,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         serve,
         tenant_limits,
         policies,
+        approvals,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
     };
     crate::policy::compile_in(&config, dir).map_err(|mut errors| {
@@ -203,6 +206,7 @@ struct Document {
     serve: Option<Serve>,
     tenant_limits: Option<BTreeMap<String, TenantLimits>>,
     policies: Option<PolicyConfig>,
+    approvals: Option<crate::approvals::ApprovalsConfig>,
     drafts: Vec<Draft>,
 }
 
@@ -270,6 +274,15 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
             errors,
         )
     });
+    let approvals = root.remove("approvals").and_then(|value| {
+        read_section::<crate::approvals::ApprovalsConfig>(
+            &value,
+            "approvals",
+            "an approver needs `name`, `tenants` and `token_sha256`: write `{\"approvers\": \
+             [{\"name\": \"ops\", \"tenants\": [\"TENANT\"], \"token_sha256\": \"<hex>\"}]}`",
+            errors,
+        )
+    });
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -303,6 +316,7 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         serve,
         tenant_limits,
         policies,
+        approvals,
         drafts,
     }
 }

@@ -70,6 +70,11 @@ pub struct HostConfig {
     /// ["policies/tests/*.json"]}`, relative to this file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policies: Option<crate::policy_config::PolicyConfig>,
+    /// Who may approve a call an `@approval` policy holds for a person, and for how long an
+    /// approval lasts: `{"approvers": [{"name": "ops", "tenants": ["acme"], "token_sha256":
+    /// "<hex>"}], "expires_seconds": 3600}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<crate::approvals::ApprovalsConfig>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }

@@ -35,6 +35,10 @@ const NO_FIXTURE: &[(Rule, &str)] = &[
         Rule::PolicyTest,
         "policies::every_invalid_case_is_pinned (failing-test)",
     ),
+    (
+        Rule::ApprovalWithoutApprover,
+        "policies::every_invalid_case_is_pinned (approval-without-approver)",
+    ),
 ];
 
 fn fixtures() -> PathBuf {

@@ -70,6 +70,7 @@ pub(crate) fn convert(
         replayed: false,
         kind: None,
         retry_after_ms: None,
+        approval_id: None,
     };
     // The structured content travels in a text block now (above): it counts once.
     let size: u64 = result.content.iter().map(|b| b.size() as u64).sum();

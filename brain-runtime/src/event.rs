@@ -64,6 +64,11 @@ pub struct ToolResult {
     /// only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// The approval a call held for a person's approval waits for (kind `approval_required`):
+    /// an approver decides it (`brain-harness approvals approve ID`), then the same call —
+    /// same call id, same arguments — runs once. Serialized only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
 }
 
 /// A content block of a result.
@@ -112,6 +117,7 @@ impl ToolResult {
             replayed: false,
             kind: None,
             retry_after_ms: None,
+            approval_id: None,
         }
     }
 
@@ -142,6 +148,7 @@ impl ToolResult {
             replayed: false,
             kind: None,
             retry_after_ms: None,
+            approval_id: None,
         }
     }
 
@@ -214,6 +221,10 @@ pub enum OutcomeKind {
     /// call, a `forbid` applies, or evaluating one failed. Nothing was sent or journaled; the
     /// message names the deciding policies.
     PolicyDenied,
+    /// Held by an `@approval` policy for a person's approval (`approval_id` names it): nothing
+    /// was sent or journaled. Once an approver approves it, the same call — same call id and
+    /// arguments, in the same session — runs once.
+    ApprovalRequired,
     /// The server lists the tool otherwise than it was reviewed (the binding's pin): its
     /// schemas, annotations or anything else but its texts changed (its texts too with
     /// `on_drift: "refuse"`), it is gone, or its name is listed twice. Nothing was sent; the

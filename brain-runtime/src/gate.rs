@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use brain_config::policy::{Decision, PolicyRequest, Principal};
 
+use crate::journal::{Hold, MAX_APPROVAL_ARGUMENTS};
 use crate::outcome::{Fact, Failure};
 use crate::request::CallRequest;
 use crate::runtime::{Bound, Runtime};
@@ -14,8 +15,13 @@ use crate::tool::Unavailable;
 
 impl Runtime {
     /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the
-    /// arguments validate, the policies permit the call.
-    pub(crate) fn check(&self, request: &CallRequest) -> Result<Arc<Bound>, Failure> {
+    /// arguments validate, the policies permit the call — or would permit it once a person
+    /// approves it: then the call goes on held ([`Hold`]), and the journal decides whether this
+    /// very call has its approval.
+    pub(crate) fn check(
+        &self,
+        request: &CallRequest,
+    ) -> Result<(Arc<Bound>, Option<Hold>), Failure> {
         let refused = |message: String| Failure::new(Fact::Refused, message);
         let (name, scope, arguments) = (&request.tool, &request.scope, &request.arguments);
         let bound = self
@@ -69,7 +75,8 @@ impl Runtime {
                     ),
                 ));
             }
-            // Until approvals exist, `context.call.approval.granted` is false.
+            // Pass A, `granted: false`; a denial an `@approval` policy would turn into a permit
+            // (pass B, `granted: true`) holds the call for a person.
             let decision = policies.decide(&PolicyRequest {
                 principal,
                 binding: name,
@@ -78,11 +85,64 @@ impl Runtime {
                 session: &scope.session_id,
                 granted: false,
             });
-            if let Decision::Deny { reason, .. } = decision {
-                return Err(Failure::new(Fact::PolicyDenied, reason));
+            match decision {
+                Decision::Allow => {}
+                Decision::Deny {
+                    reason,
+                    approvable: true,
+                } => {
+                    let hold = self.hold(principal, policies.digest(), arguments, reason)?;
+                    return Ok((Arc::clone(bound), Some(hold)));
+                }
+                Decision::Deny { reason, .. } => {
+                    return Err(Failure::new(Fact::PolicyDenied, reason));
+                }
+                // A decision brain does not know: fail closed.
+                _ => {
+                    return Err(Failure::new(
+                        Fact::PolicyDenied,
+                        "refused by policy: an unknown decision",
+                    ));
+                }
             }
         }
-        Ok(Arc::clone(bound))
+        Ok((Arc::clone(bound), None))
+    }
+
+    /// What a held call's approval is asked with: refused when the runtime keeps no journal
+    /// (a builder refuses that), or when the arguments are too large to show an approver.
+    fn hold(
+        &self,
+        principal: &Principal,
+        policies: &str,
+        arguments: &serde_json::Value,
+        reason: String,
+    ) -> Result<Hold, Failure> {
+        let Some(expires_ms) = self.inner.approval_ms else {
+            return Err(Failure::new(
+                Fact::PolicyDenied,
+                format!("{reason}; no approval can be kept (the runtime has no call journal)"),
+            ));
+        };
+        let canonical = serde_jcs::to_string(arguments).unwrap_or_else(|_| arguments.to_string());
+        if canonical.len() > MAX_APPROVAL_ARGUMENTS {
+            return Err(Failure::new(
+                Fact::PolicyDenied,
+                format!(
+                    "{reason}; the arguments are {} bytes, over the {} an approver can be shown, \
+                     so this call cannot be held for approval",
+                    canonical.len(),
+                    MAX_APPROVAL_ARGUMENTS
+                ),
+            ));
+        }
+        Ok(Hold {
+            principal: principal.to_string(),
+            policies: policies.to_owned(),
+            arguments: canonical,
+            reason,
+            expires_ms,
+        })
     }
 
     /// Whether `tools/list` (serve's, `brain-harness tools`) shows the binding `name` to

@@ -56,6 +56,7 @@
 //! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
 //! the shutdown of stdio server processes run off the caller's path.
 
+mod approver;
 pub mod auth;
 mod call;
 mod convert;
@@ -80,6 +81,7 @@ mod transport;
 mod typed;
 mod wire;
 
+pub use approver::{ApprovalError, Approver};
 pub use brain_config::ModelApi;
 pub use brain_config::policy::{Principal, Via};
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};

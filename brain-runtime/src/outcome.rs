@@ -7,7 +7,7 @@
 //!
 //! | fact | `unknown_outcome` |
 //! |---|---|
-//! | refused by the gate (a limit included), could not connect or start, session setup failed, the tool listed otherwise than pinned (`pin_drift`) or its listing not verified | false |
+//! | refused by the gate (a limit included, or a call held for approval), could not connect or start, session setup failed, the tool listed otherwise than pinned (`pin_drift`) or its listing not verified | false |
 //! | `tools/call` not written (round 0) | false |
 //! | `tools/call` answered with 401, 403, 404, 405, 406 or 415 (round 0), or JSON-RPC -32601 | false |
 //! | an HTTP tool's 4xx, except 408, 409 and 429 | false |
@@ -33,6 +33,9 @@ pub(crate) enum Fact {
     /// Refused by the host config's policies at the gate: no permit, a forbid, or an error in
     /// evaluating one. Nothing was sent or journaled.
     PolicyDenied,
+    /// Held by an `@approval` policy for a person's approval, which this very call does not
+    /// have yet (a pending approval is recorded). Nothing was sent or journaled.
+    ApprovalRequired,
     /// The server lists the tool otherwise than it was reviewed (its pin): a change that
     /// refuses, its absence, or its name listed twice. Reported before the send, for a call
     /// the journal found new; nothing was sent.
@@ -108,13 +111,14 @@ impl OutcomeKind {
     }
 
     /// The value of telemetry's `error.type` for this kind: `refused`, `policy_denied`,
-    /// `pin_drift`,
+    /// `approval_required`, `pin_drift`,
     /// `not_sent`, `unknown_outcome`, `timeout`, `cancelled` or `tool_error` (a journal conflict
     /// and a limit are `refused`, a store that could not record the call `not_sent`).
     pub fn error_type(self) -> &'static str {
         match self {
             Kind::Refused | Kind::JournalConflict | Kind::Limited => "refused",
             Kind::PolicyDenied => "policy_denied",
+            Kind::ApprovalRequired => "approval_required",
             Kind::PinDrift => "pin_drift",
             Kind::NotSent | Kind::StoreUnavailable => "not_sent",
             Kind::UnknownOutcome => "unknown_outcome",
@@ -137,6 +141,7 @@ impl OutcomeKind {
             Kind::ToolError => "tool_error",
             Kind::Limited => "limited",
             Kind::PolicyDenied => "policy_denied",
+            Kind::ApprovalRequired => "approval_required",
             Kind::PinDrift => "pin_drift",
         }
     }
@@ -157,6 +162,7 @@ pub(crate) fn classify(fact: Fact) -> Outcome {
         Fact::Refused => (false, Kind::Refused),
         Fact::Limited => (false, Kind::Limited),
         Fact::PolicyDenied => (false, Kind::PolicyDenied),
+        Fact::ApprovalRequired => (false, Kind::ApprovalRequired),
         Fact::PinDrift => (false, Kind::PinDrift),
         Fact::JournalConflict => (false, Kind::JournalConflict),
         Fact::StoreFailed => (false, Kind::StoreUnavailable),
@@ -200,6 +206,7 @@ impl Fact {
             Fact::Refused
             | Fact::Limited
             | Fact::PolicyDenied
+            | Fact::ApprovalRequired
             | Fact::PinDrift
             | Fact::JournalConflict
             | Fact::StoreFailed
@@ -224,6 +231,8 @@ pub(crate) struct Failure {
     pub(crate) message: String,
     /// When to try again, where that is known (a limit's next token, an upstream rate limit).
     pub(crate) retry_after_ms: Option<u64>,
+    /// The approval a held call waits for.
+    pub(crate) approval_id: Option<String>,
 }
 
 impl Failure {
@@ -232,7 +241,14 @@ impl Failure {
             fact,
             message: message.into(),
             retry_after_ms: None,
+            approval_id: None,
         }
+    }
+
+    /// The same failure, naming the approval the call waits for.
+    pub(crate) fn approval(mut self, id: impl Into<String>) -> Self {
+        self.approval_id = Some(id.into());
+        self
     }
 
     /// The same failure, saying when to try again.
@@ -260,6 +276,7 @@ impl Failure {
         let mut result = ToolResult::failure(call_id, unknown_outcome, self.message);
         result.kind = Some(kind);
         result.retry_after_ms = self.retry_after_ms;
+        result.approval_id = self.approval_id;
         (result, kind)
     }
 }
@@ -310,6 +327,7 @@ mod tests {
             (Fact::Refused, false, Refused),
             (Fact::Limited, false, Limited),
             (Fact::PolicyDenied, false, PolicyDenied),
+            (Fact::ApprovalRequired, false, ApprovalRequired),
             (Fact::PinDrift, false, PinDrift),
             (Fact::JournalConflict, false, JournalConflict),
             (Fact::StoreFailed, false, StoreUnavailable),

@@ -81,6 +81,10 @@ pub enum RuntimeError {
     /// never has such policies; one built in code, or whose policy texts were changed, may).
     #[error("{0}")]
     Policies(brain_config::Diagnostics),
+    /// The host config's `@approval` policies cannot be kept: no call journal, or approvals
+    /// that outlive the journal's retention.
+    #[error("{0}")]
+    Approvals(String),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
@@ -196,7 +200,7 @@ impl<'a> RuntimeBuilder<'a> {
         let cleanups = TaskTracker::new();
         let mut pins = crate::pins::Pins::new(
             self.listing_ttl,
-            journal.as_ref().map(|j| drift_sink(j, &cleanups)),
+            journal.as_ref().map(|j| j.drift_sink(&cleanups)),
             refresher,
             on_call,
         );
@@ -325,8 +329,12 @@ impl<'a> RuntimeBuilder<'a> {
                 })
             })?
             .map(Arc::new);
+        let approval_ms =
+            crate::approver::approval_ms(self.config, policies.as_deref(), journal.as_deref())
+                .map_err(RuntimeError::Approvals)?;
         Ok(Runtime {
             inner: Arc::new(Inner {
+                approval_ms,
                 policies,
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
                 definitions: Mutex::default(),
@@ -344,32 +352,6 @@ impl<'a> RuntimeBuilder<'a> {
             }),
         })
     }
-}
-
-/// Records each drift this process sees in the journal's store, off the call path (the
-/// call path never reads it back), tracked with the cleanups: `wait_for_cleanup` waits for
-/// the write.
-fn drift_sink(journaling: &Arc<Journaling>, cleanups: &TaskTracker) -> crate::pins::DriftSink {
-    let cleanups = cleanups.clone();
-    let store = journaling.shared_store();
-    let process = journaling.process().to_owned();
-    Arc::new(move |mut drift: crate::journal::Drift| {
-        drift.process.clone_from(&process);
-        let store = Arc::clone(&store);
-        let recorded = async move {
-            if let Err(error) = store.record_drift(&drift).await {
-                tracing::warn!(
-                    binding = %drift.binding,
-                    error = %error,
-                    "cannot record the tool's drift in the journal's store"
-                );
-            }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(_) => drop(cleanups.spawn(recorded)),
-            Err(_) => tracing::warn!("no tokio runtime to record the tool's drift on"),
-        }
-    })
 }
 
 impl RuntimeBuilder<'_> {
@@ -519,6 +501,9 @@ pub(crate) struct Inner {
     journal: Option<Arc<Journaling>>,
     /// Where the limits' buckets are kept: the journal's store, or this process's memory.
     keeper: Keeper,
+    /// How long an approval lasts (milliseconds), when calls may be held for one (the
+    /// runtime keeps a journal).
+    pub(crate) approval_ms: Option<i64>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -587,8 +572,8 @@ impl Runtime {
             .parent
             .clone()
             .unwrap_or_else(tracing::Span::current);
-        let bound = match self.check(&request) {
-            Ok(bound) => bound,
+        let (bound, hold) = match self.check(&request) {
+            Ok(checked) => checked,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
                 let (result, kind) = failure.into_result(&call_id);
@@ -630,7 +615,7 @@ impl Runtime {
                     call_id: call_id.clone(),
                 };
                 let trace_id = crate::telemetry::trace_id(&span);
-                Ticket::new(journaling, key, &tool, &request.arguments, trace_id)
+                Ticket::new(journaling, key, &tool, &request.arguments, trace_id).held(hold)
             });
             let limits = CallLimits::of(
                 &bound.limits,

@@ -183,13 +183,14 @@ impl StaticBinding {
     }
 
     /// The host config of a table of bindings, the config's `model_apis`, and its `serve`,
-    /// `tenant_limits` and `policies` (with the policies' text) as JSON.
+    /// `tenant_limits`, `policies` (with the policies' text) and `approvals` as JSON.
     pub fn host_config(
         bindings: &[StaticBinding],
         model_apis: Option<&[ModelApi]>,
         serve: Option<&str>,
         tenant_limits: Option<&str>,
         policies: Option<&str>,
+        approvals: Option<&str>,
     ) -> HostConfig {
         HostConfig {
             tenant_limits: tenant_limits.map(|text| {
@@ -200,6 +201,9 @@ impl StaticBinding {
                 .map(|text| serde_json::from_str(text).expect("codegen embeds valid serve JSON")),
             policies: policies.map(|text| {
                 serde_json::from_str(text).expect("codegen embeds valid policies JSON")
+            }),
+            approvals: approvals.map(|text| {
+                serde_json::from_str(text).expect("codegen embeds valid approvals JSON")
             }),
             schema: None,
             tools: bindings.iter().map(StaticBinding::to_binding).collect(),

@@ -38,3 +38,39 @@ pub fn with_twenty(mut config: HostConfig, tool: &str) -> HostConfig {
     });
     config
 }
+
+/// The approver token of [`held_for_approval`]'s approver `gate`.
+pub const APPROVER_TOKEN: &str = "gate-approver-token";
+
+/// `config` with one `@approval` policy that holds every call of `tool` for a person, and the
+/// approver `gate` (token [`APPROVER_TOKEN`]) for the tenant `local`.
+pub fn held_for_approval(mut config: HostConfig, tool: &str) -> HostConfig {
+    use sha2::{Digest, Sha256};
+    let text = format!(
+        "@id(\"held-{tool}\")\n@approval\npermit (principal, action == \
+         Brain::Action::\"tool:{tool}\", resource)\nwhen {{ context.call.approval.granted == \
+         true }};\n"
+    );
+    config.policies = Some(PolicyConfig {
+        files: vec!["held.cedar".into()],
+        tests: Vec::new(),
+        sources: vec![PolicySource {
+            path: "held.cedar".into(),
+            kind: SourceKind::Policies,
+            text,
+        }],
+    });
+    let token: String = Sha256::digest(APPROVER_TOKEN.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    config.approvals = Some(brain_config::approvals::ApprovalsConfig {
+        approvers: vec![brain_config::approvals::ApproverConfig {
+            name: "gate".into(),
+            tenants: vec!["local".into()],
+            token_sha256: token,
+        }],
+        expires_seconds: None,
+    });
+    config
+}

@@ -140,6 +140,7 @@ async fn a_remote_ref_causes_no_request() {
         serve: None,
         tenant_limits: None,
         policies: None,
+        approvals: None,
         model_apis: None,
         schema: None,
         tools: vec![tool],

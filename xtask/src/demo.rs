@@ -91,6 +91,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         serve: None,
         tenant_limits: None,
         policies: None,
+        approvals: None,
         schema: None,
         tools: discovered,
     });

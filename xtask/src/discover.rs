@@ -456,6 +456,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
             serve: None,
             tenant_limits: None,
             policies: None,
+            approvals: None,
             schema: None,
             tools: Vec::new(),
         }

@@ -1111,5 +1111,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
             "{\"staging\":{\"calls\":120,\"per_seconds\":60,\"concurrent\":8}}",
         ),
         ::std::option::Option::None,
+        ::std::option::Option::None,
     )
 }

@@ -306,6 +306,9 @@ fn outcome(result: &ToolResult, call_id: &str) -> Value {
     if let Some(ms) = result.retry_after_ms {
         outcome["retry_after_ms"] = json!(ms);
     }
+    if let Some(id) = &result.approval_id {
+        outcome["approval_id"] = json!(id);
+    }
     outcome
 }
 
@@ -322,8 +325,12 @@ fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
     };
     let told = match kind {
         // A policy's refusal names the deciding policies and their `@reason`s: the client acts
-        // on it (other arguments, another tool), as on a schema mismatch.
-        OutcomeKind::ToolError | OutcomeKind::Limited | OutcomeKind::PolicyDenied => return None,
+        // on it (other arguments, another tool), as on a schema mismatch; a call held for
+        // approval says which approval to wait for.
+        OutcomeKind::ToolError
+        | OutcomeKind::Limited
+        | OutcomeKind::PolicyDenied
+        | OutcomeKind::ApprovalRequired => return None,
         OutcomeKind::Refused if detail().starts_with("refused: the arguments do not match") => {
             return None;
         }

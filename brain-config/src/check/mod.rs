@@ -7,6 +7,7 @@
 //! the wrong type is marked unusable and has been reported, so the rules about it stay silent
 //! instead of piling a second error on the first.
 
+mod approvals;
 mod auth;
 mod bounds;
 mod context;
@@ -36,6 +37,7 @@ pub(crate) struct Sections<'a> {
     pub(crate) model_apis: Option<&'a [ModelApi]>,
     pub(crate) serve: Option<&'a Serve>,
     pub(crate) tenant_limits: Option<&'a BTreeMap<String, TenantLimits>>,
+    pub(crate) approvals: Option<&'a crate::approvals::ApprovalsConfig>,
 }
 
 /// Checks a config built in code (for example by discovery) against every rule. Positions are not
@@ -57,6 +59,7 @@ pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
             model_apis: config.model_apis.as_deref(),
             serve: config.serve.as_ref(),
             tenant_limits: config.tenant_limits.as_ref(),
+            approvals: config.approvals.as_ref(),
         },
     )
 }
@@ -67,6 +70,7 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
         model_apis,
         serve,
         tenant_limits,
+        approvals,
     } = sections;
     let mut out = Vec::new();
     for draft in drafts {
@@ -107,6 +111,9 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
     }
     if let Some(limits) = tenant_limits {
         limits::tenants(limits, drafts, &mut out);
+    }
+    if let Some(config) = approvals {
+        approvals::approvals(config, drafts, &mut out);
     }
     out
 }

@@ -95,8 +95,8 @@ pub struct Policies {
     actions: Entities,
     authorizer: Authorizer,
     digest: String,
-    /// Whether any policy is annotated `@approval` (else a denial needs no second pass).
-    approvals: bool,
+    /// The first policy annotated `@approval`, if any (else a denial needs no second pass).
+    approval: Option<String>,
 }
 
 impl Policies {
@@ -135,7 +135,7 @@ impl Policies {
         if outcome.decision() == cedar_policy::Decision::Allow {
             return Decision::Allow;
         }
-        let approvable = self.approvals
+        let approvable = self.approval.is_some()
             && !request.granted
             && matches!(
                 self.evaluate(tool, &PolicyRequest { granted: true, ..*request }),
@@ -267,6 +267,12 @@ impl Policies {
     /// `cargo xtask policy schema` writes, for editors and review).
     pub fn cedar_schema(&self) -> String {
         print_schema(&self.schema_json)
+    }
+
+    /// The id of a policy annotated `@approval`, when there is one: such a policy holds calls
+    /// for a person's approval, which needs a journal to keep it.
+    pub fn approval_policy(&self) -> Option<&str> {
+        self.approval.as_deref()
     }
 
     /// SHA-256 (hex) of the policy files' paths and texts (RFC 8785 JSON): the policy set's
@@ -607,6 +613,20 @@ pub(crate) fn compile_in(
             return Err(errors);
         }
     };
+    let approvers = config.approvals.as_ref().map_or(0, |a| a.approvers.len());
+    if let (Some(policy), 0) = (&policies.approval, approvers) {
+        errors.push(Diagnostic::new(
+            Rule::ApprovalWithoutApprover,
+            "/policies",
+            format!(
+                "the @approval policy {policy:?} holds calls for a person's approval, and \
+                 `approvals` names no approver"
+            ),
+            "add `\"approvals\": {\"approvers\": [{\"name\": \"ops\", \"tenants\": \
+             [\"TENANT\"], \"token_sha256\": \"<hex>\"}]}` (the SHA-256 of the approver's \
+             token), or remove `@approval`",
+        ));
+    }
     if errors.is_empty() {
         suite::run(
             &|request| policies.decide(request),
@@ -657,11 +677,12 @@ fn build(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let approvals = set
+    let held = set
         .policies()
-        .any(|policy| policy.annotation("approval").is_some());
+        .find(|policy| policy.annotation("approval").is_some());
+    let approval = held.map(|policy| policy.id().to_string());
     Ok(Policies {
-        approvals,
+        approval,
         set,
         listing,
         schema,

@@ -9,7 +9,10 @@
 //!    A transport that opens nothing ([`Transport::OPENS`]) skips it, unless the binding runs
 //!    its tool as a task (a retry may resume the task): its claim, next, meets a call id seen
 //!    before and answers the same way, and a wait there for a call running elsewhere is bounded
-//!    as admit's is;
+//!    as admit's is. A call the policies hold for a person's approval is always admitted: for
+//!    a new call, the journal's store looks up this very call's approval (approved: the claim
+//!    uses it, in its own transaction; else a pending one is recorded and the call refused
+//!    `approval_required`);
 //!    Then the call's *limits* (`limited.rs`) are charged, once the journal has said the call
 //!    is new — here, or in the claim's transaction where the claim is the journal's first look;
 //!    a refusal does no I/O and is never journaled;
@@ -172,8 +175,9 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     // Before the call's own timeout: a call running elsewhere is waited for until its owner's
     // deadline (plus a grace), which the store bounds; this bounds a store that stops answering.
     let admit_bound = timeout + ADMIT_GRACE;
-    // A task binding is admitted on every transport: a retry may take its task over.
-    let admits = T::OPENS || tool.binding.runs_as_task();
+    // A task binding is admitted on every transport (a retry may take its task over), and so
+    // is a call held for approval (its approval is looked up before anything is opened).
+    let admits = T::OPENS || tool.binding.runs_as_task() || ticket.is_some_and(Ticket::is_held);
     // Limits are charged once the journal has decided the call is new: in the claim's
     // transaction where the claim is the journal's first look, else after admit, before open.
     let in_claim = ticket.is_some() && !admits;
@@ -350,9 +354,13 @@ async fn phases<T: Transport>(
 /// The admit phase: whether the call is answered before anything is opened — by the journal,
 /// when the runtime keeps one and has seen the call id. [`Admitted::Go`]: the call goes on to
 /// open and send.
+/// The admit step; for a call the journal found new that the policies hold, its approval.
 async fn admit(ticket: Option<&Ticket>) -> Result<Admitted, Failure> {
     match ticket {
-        Some(ticket) => ticket.admit().await,
+        Some(ticket) => match ticket.admit().await? {
+            Admitted::Go => ticket.approve().await.map(|()| Admitted::Go),
+            admitted => Ok(admitted),
+        },
         None => Ok(Admitted::Go),
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
+use super::store::{Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
@@ -34,7 +35,12 @@ struct State {
     owners: HashMap<String, i64>,
     /// The drift recorded, oldest first (at most `MAX_DRIFT`).
     drifts: Vec<Drift>,
+    /// The approvals, oldest first (at most `MAX_APPROVALS`).
+    approvals: Vec<Approval>,
 }
+
+/// How many approvals a memory journal keeps (decided and expired ones go first).
+const MAX_APPROVALS: usize = 10_000;
 
 /// How many drift records a memory journal keeps (the oldest go first).
 const MAX_DRIFT: usize = 10_000;
@@ -67,8 +73,14 @@ impl Memory {
         true
     }
 
-    /// A claim, charged first when `charge` is given: both or neither.
-    fn claim_now(&self, claim: &Claim, charge: Option<&Charge>) -> Result<Claimed, StoreError> {
+    /// A claim, charged first when `charge` is given, using the approval `approval` of a new
+    /// key when it is given: all or nothing.
+    fn claim_now(
+        &self,
+        claim: &Claim,
+        charge: Option<&Charge>,
+        approval: Option<&str>,
+    ) -> Result<Claimed, StoreError> {
         let now = self.now();
         let mut state = self.state();
         if !state.live(&claim.owner, now) {
@@ -90,10 +102,31 @@ impl Memory {
             }
             None => {}
         }
+        let used = match approval.filter(|_| !state.entries.contains_key(&claim.key)) {
+            None => None,
+            Some(id) => {
+                let usable = state.approvals.iter().position(|a| {
+                    a.id == id
+                        && a.key == claim.key
+                        && a.digest == claim.digest
+                        && a.state == ApprovalState::Approved
+                        && a.expires_ms > now
+                });
+                match usable {
+                    Some(index) => Some(index),
+                    None => return Ok(Claimed::Unapproved),
+                }
+            }
+        };
         if let Some(charge) = charge
             && let Verdict::Refused(refusals) = self.limits.charge(charge)
         {
             return Ok(Claimed::Refused(refusals));
+        }
+        if let Some(index) = used {
+            let approval = &mut state.approvals[index];
+            approval.state = ApprovalState::Used;
+            approval.used_ms = Some(now);
         }
         let entry = Entry {
             key: claim.key.clone(),
@@ -115,6 +148,64 @@ impl Memory {
         };
         state.entries.insert(claim.key.clone(), entry);
         Ok(Claimed::Claimed)
+    }
+
+    /// [`JournalStore::ask_approval`], at once.
+    fn ask_now(&self, request: &ApprovalRequest) -> Result<Asked, StoreError> {
+        let now = self.now();
+        let mut state = self.state();
+        if state.entries.contains_key(&request.key) {
+            return Ok(Asked::Journaled);
+        }
+        let found = state.approvals.iter().rev().find(|a| {
+            a.key == request.key
+                && a.digest == request.digest
+                && a.principal == request.principal
+                && a.policies == request.policies
+                && a.state != ApprovalState::Used
+                && a.expires_ms > now
+        });
+        if let Some(approval) = found {
+            return Ok(match approval.state {
+                ApprovalState::Approved => Asked::Approved(approval.id.clone()),
+                ApprovalState::Denied => Asked::Denied {
+                    id: approval.id.clone(),
+                    by: approval.decided_by.clone().unwrap_or_default(),
+                },
+                _ => Asked::Pending(approval.id.clone()),
+            });
+        }
+        if state.approvals.len() >= MAX_APPROVALS {
+            // Decided and expired approvals go first; pending ones are never dropped.
+            state
+                .approvals
+                .retain(|a| a.state == ApprovalState::Pending && a.expires_ms > now);
+            if state.approvals.len() >= MAX_APPROVALS {
+                return Err(StoreError::Full {
+                    store: "memory".into(),
+                    message: format!("{} approvals are pending", state.approvals.len()),
+                });
+            }
+        }
+        let id = new_id();
+        state.approvals.push(Approval {
+            id: id.clone(),
+            key: request.key.clone(),
+            binding: request.binding.clone(),
+            principal: request.principal.clone(),
+            digest: request.digest.clone(),
+            policies: request.policies.clone(),
+            arguments: Some(request.arguments.clone()),
+            reason: request.reason.clone(),
+            state: ApprovalState::Pending,
+            created_ms: now,
+            expires_ms: now + request.expires_ms,
+            decided_by: None,
+            decided_ms: None,
+            used_ms: None,
+            now_ms: now,
+        });
+        Ok(Asked::Pending(id))
     }
 
     pub(crate) fn new(max_entries: usize) -> Memory {
@@ -171,6 +262,16 @@ impl State {
     }
 }
 
+/// An approval as read at `now`: its arguments only while it is pending and unexpired.
+fn shown(approval: &Approval, now: i64) -> Approval {
+    let open = approval.state == ApprovalState::Pending && approval.expires_ms > now;
+    Approval {
+        arguments: approval.arguments.clone().filter(|_| open),
+        now_ms: now,
+        ..approval.clone()
+    }
+}
+
 fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(value))
 }
@@ -191,7 +292,10 @@ impl JournalStore for Memory {
     }
 
     fn claim<'a>(&'a self, claim: &'a Claim) -> StoreFuture<'a, bool> {
-        ready(self.claim_now(claim, None).map(|c| c == Claimed::Claimed))
+        ready(
+            self.claim_now(claim, None, None)
+                .map(|c| c == Claimed::Claimed),
+        )
     }
 
     fn claim_charged<'a>(
@@ -199,7 +303,72 @@ impl JournalStore for Memory {
         claim: &'a Claim,
         charge: &'a Charge,
     ) -> StoreFuture<'a, Claimed> {
-        ready(self.claim_now(claim, Some(charge)))
+        ready(self.claim_now(claim, Some(charge), None))
+    }
+
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        ready(self.ask_now(request))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a str,
+    ) -> StoreFuture<'a, Claimed> {
+        ready(self.claim_now(claim, charge, Some(approval)))
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        let now = self.now();
+        let state = self.state();
+        let mut found: Vec<Approval> = state
+            .approvals
+            .iter()
+            .rev()
+            .filter(|a| filter.tenants.contains(&a.key.tenant))
+            .filter(|a| filter.id.as_ref().is_none_or(|id| *id == a.id))
+            .filter(|a| {
+                !filter.pending || (a.state == ApprovalState::Pending && a.expires_ms > now)
+            })
+            .map(|a| shown(a, now))
+            .collect();
+        if filter.limit > 0 {
+            found.truncate(filter.limit);
+        }
+        ready(Ok(found))
+    }
+
+    fn decide_approval<'a>(
+        &'a self,
+        id: &'a str,
+        tenants: &'a [String],
+        approver: &'a str,
+        approve: bool,
+    ) -> StoreFuture<'a, Option<Approval>> {
+        let now = self.now();
+        let mut state = self.state();
+        let decided = state
+            .approvals
+            .iter_mut()
+            .find(|a| {
+                a.id == id
+                    && tenants.contains(&a.key.tenant)
+                    && a.state == ApprovalState::Pending
+                    && a.expires_ms > now
+            })
+            .map(|a| {
+                a.state = if approve {
+                    ApprovalState::Approved
+                } else {
+                    ApprovalState::Denied
+                };
+                a.decided_by = Some(approver.to_owned());
+                a.decided_ms = Some(now);
+                a.arguments = None;
+                shown(a, now)
+            });
+        ready(Ok(decided))
     }
 
     fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
@@ -319,6 +488,12 @@ impl JournalStore for Memory {
         });
         state.owners.retain(|_, expires| *expires >= before);
         state.drifts.retain(|d| d.first_seen_ms >= before);
+        state.approvals.retain(|a| a.expires_ms >= before);
+        for approval in &mut state.approvals {
+            if approval.expires_ms <= now {
+                approval.arguments = None;
+            }
+        }
         ready(Ok((count - state.entries.len()) as u64))
     }
 }

@@ -26,7 +26,10 @@ pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};
 pub use store::{
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, MAX_APPROVAL_ARGUMENTS,
+};
+pub use store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
-pub(crate) use ticket::{Admitted, Claiming, TaskRecord, Ticket, identity};
+pub(crate) use ticket::{Admitted, Claiming, Hold, TaskRecord, Ticket, identity};

@@ -211,6 +211,40 @@ impl Journaling {
         &*self.journal.store
     }
 
+    /// Records each drift this process sees in the journal's store, off the call path (the
+    /// call path never reads it back), tracked with the cleanups: `wait_for_cleanup` waits for
+    /// the write.
+    pub(crate) fn drift_sink(
+        &self,
+        cleanups: &tokio_util::task::TaskTracker,
+    ) -> Arc<dyn Fn(super::store::Drift) + Send + Sync> {
+        let cleanups = cleanups.clone();
+        let store = self.shared_store();
+        let process = self.process().to_owned();
+        Arc::new(move |mut drift: super::store::Drift| {
+            drift.process.clone_from(&process);
+            let store = Arc::clone(&store);
+            let recorded = async move {
+                if let Err(error) = store.record_drift(&drift).await {
+                    tracing::warn!(
+                        binding = %drift.binding,
+                        error = %error,
+                        "cannot record the tool's drift in the journal's store"
+                    );
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => drop(cleanups.spawn(recorded)),
+                Err(_) => tracing::warn!("no tokio runtime to record the tool's drift on"),
+            }
+        })
+    }
+
+    /// How long the journal keeps what ended, in milliseconds.
+    pub(crate) fn retention_ms(&self) -> i64 {
+        millis(self.journal.retention)
+    }
+
     /// This process's name (`host:pid:random`), its owners' base.
     pub(crate) fn process(&self) -> &str {
         &self.base

@@ -18,6 +18,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::limits::{Charge, Usage, Verdict};
 
+use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
@@ -27,6 +28,7 @@ mod grants;
 mod limits;
 #[macro_use]
 mod sql;
+mod approvals;
 mod schema;
 
 use schema::migrate;
@@ -64,6 +66,8 @@ pub(crate) struct Postgres {
     writes: mpsc::UnboundedSender<Queued>,
     /// The limits' connection.
     limits: limits::Limits,
+    /// The approvals' connection.
+    approvals: approvals::Approvals,
 }
 
 /// A write, as the batch runs it.
@@ -404,6 +408,7 @@ impl Postgres {
         tokio::spawn(writer(url.to_owned(), first, queue));
         Ok(Postgres {
             limits: limits::Limits::new(url, &describe),
+            approvals: approvals::Approvals::new(url, &describe),
             url: url.to_owned(),
             describe,
             connections,
@@ -655,7 +660,44 @@ impl JournalStore for Postgres {
         claim: &'a Claim,
         charge: &'a Charge,
     ) -> StoreFuture<'a, Claimed> {
-        Box::pin(self.limits.charge(Some(claim.clone()), charge.clone()))
+        Box::pin(
+            self.limits
+                .charge(Some(claim.clone()), charge.clone(), None),
+        )
+    }
+
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        Box::pin(self.approvals.ask(request))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a str,
+    ) -> StoreFuture<'a, Claimed> {
+        match charge {
+            None => Box::pin(self.approvals.claim(claim, approval)),
+            Some(charge) => Box::pin(self.limits.charge(
+                Some(claim.clone()),
+                charge.clone(),
+                Some(approval.to_owned()),
+            )),
+        }
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        Box::pin(self.approvals.list(filter))
+    }
+
+    fn decide_approval<'a>(
+        &'a self,
+        id: &'a str,
+        tenants: &'a [String],
+        approver: &'a str,
+        approve: bool,
+    ) -> StoreFuture<'a, Option<Approval>> {
+        Box::pin(self.approvals.decide(id, tenants, approver, approve))
     }
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
@@ -718,6 +760,14 @@ impl JournalStore for Postgres {
             let c = self.connection().await?;
             c.client
                 .execute(schema::PRUNE_DRIFT, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(approvals::FORGET, &[])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(approvals::PRUNE, &[&retention_ms])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             let deleted = c

@@ -26,6 +26,7 @@ use tokio::sync::oneshot;
 
 use crate::limits::{Charge, Usage, Verdict};
 
+use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
@@ -67,8 +68,8 @@ macro_rules! columns {
     };
 }
 
+mod approvals; // this and the modules below: after the macros, which they use
 mod file;
-// After the macros, which they use.
 mod grants;
 mod limits;
 mod schema;
@@ -397,8 +398,8 @@ impl Sqlite {
     }
 }
 
-/// Each connection's page cache: the journal's hot rows are the newest, and the operating
-/// system caches the file; SQLite's default (2 MB) would grow a host's memory for nothing.
+/// Each connection's page cache: the journal's hot rows are the newest, and the OS caches the
+/// file; SQLite's default (2 MB) would grow a host's memory for nothing.
 const CACHE_KIB: i64 = 512;
 /// How long a write waits for another process's write lock.
 const BUSY: Duration = Duration::from_secs(5);
@@ -694,6 +695,39 @@ impl JournalStore for Sqlite {
         self.queue(job, false, self.inline)
     }
 
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        let request = request.clone();
+        self.run(move |c| approvals::ask(c, &request))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a str,
+    ) -> StoreFuture<'a, Claimed> {
+        let (claim, charge, id) = (claim.clone(), charge.cloned(), approval.to_owned());
+        let job =
+            move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &id, insert_claim);
+        self.queue(job, false, self.inline)
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        let listed = self.read(|c| approvals::list(c, filter));
+        Box::pin(std::future::ready(listed))
+    }
+
+    fn decide_approval<'a>(
+        &'a self,
+        id: &'a str,
+        tenants: &'a [String],
+        approver: &'a str,
+        approve: bool,
+    ) -> StoreFuture<'a, Option<Approval>> {
+        let (id, tenants, approver) = (id.to_owned(), tenants.to_vec(), approver.to_owned());
+        self.run(move |c| approvals::decide(c, &id, &tenants, &approver, approve))
+    }
+
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
         let holder = holder.to_owned();
         self.queue(move |c| limits::release(c, &holder), false, self.inline)
@@ -748,6 +782,7 @@ impl JournalStore for Sqlite {
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         self.run(move |c| {
             schema::prune_drift(c, retention_ms)?;
+            approvals::prune(c, retention_ms)?;
             let calls = concat!(
                 "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
                 now!(),

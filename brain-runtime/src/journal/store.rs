@@ -179,6 +179,9 @@ pub enum Claimed {
     Taken,
     /// The key was new but a limit refused the call: nothing was claimed or charged.
     Refused(Vec<Refusal>),
+    /// The key was new but the approval named was not approved, unused and unexpired for this
+    /// very call ([`JournalStore::claim_approved`]): nothing was claimed, charged or used.
+    Unapproved,
 }
 
 /// Told the answer of a write made off the caller's path ([`JournalStore::record`]).
@@ -296,10 +299,209 @@ pub trait JournalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
+    /// For a call held for approval, in one transaction: [`Asked::Journaled`] when the call's
+    /// key is in the journal; else the newest unexpired approval of this very call (key,
+    /// digest, principal and policy set), approved and unused, denied, or pending; else a new
+    /// pending approval, recorded with the request's arguments. The default keeps no
+    /// approvals and refuses to pretend: it fails, so the call is not sent.
+    fn ask_approval<'a>(&'a self, _request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no approvals",
+        ))))
+    }
+
+    /// [`claim`](Self::claim) (with `charge`, [`claim_charged`](Self::claim_charged)) of a call
+    /// held for approval, in one transaction: for a key the journal does not have, the
+    /// approval `approval` — approved, unused and unexpired, of this very call (key and
+    /// digest) — is marked used first, else nothing is claimed ([`Claimed::Unapproved`]); a
+    /// key the journal has is claimed as [`claim`](Self::claim) does, the approval untouched.
+    /// A claim that does not commit leaves the approval unused. The default keeps no approvals.
+    fn claim_approved<'a>(
+        &'a self,
+        _claim: &'a Claim,
+        _charge: Option<&'a Charge>,
+        _approval: &'a str,
+    ) -> StoreFuture<'a, Claimed> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no approvals",
+        ))))
+    }
+
+    /// The approvals `filter` selects, newest first. The default has none.
+    fn approvals<'a>(&'a self, _filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Decides the pending, unexpired approval `id` of one of `tenants` (approved, or denied)
+    /// by `approver`, and deletes its arguments. Returns the approval as decided, or `None`
+    /// when no such approval is pending. The default keeps no approvals.
+    fn decide_approval<'a>(
+        &'a self,
+        _id: &'a str,
+        _tenants: &'a [String],
+        _approver: &'a str,
+        _approve: bool,
+    ) -> StoreFuture<'a, Option<Approval>> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no approvals",
+        ))))
+    }
+
     /// The entries `filter` selects, newest first.
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
 
     /// Deletes what ended more than `retention_ms` ago (finished entries, entries of owners
-    /// that died, expired owners, drift first seen before). Returns how many entries it deleted.
+    /// that died, expired owners, drift first seen before, approvals expired before), and the
+    /// arguments of every expired approval; a pending, unexpired approval is left alone.
+    /// Returns how many entries it deleted.
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
+}
+
+// Approvals a person gives for one call: bound to the call's key, its digest (the binding's
+// identity with its pin, and the canonical arguments), the policy principal and the policy
+// set's digest, with an expiry. A pending approval keeps the call's canonical arguments for
+// the approver to read, until it is decided or expires; an approved one is used by exactly one
+// claim, in the claim's own transaction.
+
+/// The most canonical arguments a pending approval keeps for its approver (64 KiB): a call
+/// whose arguments are larger cannot be shown, so it is never held for approval (refused).
+pub const MAX_APPROVAL_ARGUMENTS: usize = 64 * 1024;
+
+/// What a call held for approval asks the store for ([`super::JournalStore::ask_approval`]).
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The call.
+    pub key: Key,
+    /// The binding it calls.
+    pub binding: String,
+    /// The policy principal that asked (`Brain::Tenant::"acme"`, `Brain::User::"iss|sub"`).
+    pub principal: String,
+    /// The call's journal digest (as its claim records it).
+    pub digest: String,
+    /// The digest of the policy set that held it.
+    pub policies: String,
+    /// The call's canonical arguments (RFC 8785), at most [`MAX_APPROVAL_ARGUMENTS`].
+    pub arguments: String,
+    /// Why the policies held it (the policies that denied it without an approval).
+    pub reason: String,
+    /// How long a new approval lasts, from the store's now.
+    pub expires_ms: i64,
+}
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalState {
+    /// Waiting for an approver.
+    Pending,
+    /// Approved, not yet used by a claim.
+    Approved,
+    /// Denied by an approver.
+    Denied,
+    /// Approved and used by the call's claim: it cannot be used again.
+    Used,
+}
+
+impl ApprovalState {
+    /// The state's name, as the store keeps it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved => "approved",
+            ApprovalState::Denied => "denied",
+            ApprovalState::Used => "used",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn parse(name: &str) -> Option<ApprovalState> {
+        Some(match name {
+            "pending" => ApprovalState::Pending,
+            "approved" => ApprovalState::Approved,
+            "denied" => ApprovalState::Denied,
+            "used" => ApprovalState::Used,
+            _ => return None,
+        })
+    }
+}
+
+/// An approval, as the store reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Its id (`apr_` and 32 hex digits).
+    pub id: String,
+    /// The call it is for.
+    pub key: Key,
+    /// The binding the call calls.
+    pub binding: String,
+    /// The policy principal that asked.
+    pub principal: String,
+    /// The call's journal digest.
+    pub digest: String,
+    /// The policy set's digest.
+    pub policies: String,
+    /// The call's canonical arguments while the approval is pending and unexpired.
+    pub arguments: Option<String>,
+    /// Why the policies held the call.
+    pub reason: String,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// When it was asked for (the store's clock, milliseconds).
+    pub created_ms: i64,
+    /// When it expires.
+    pub expires_ms: i64,
+    /// The approver that decided it.
+    pub decided_by: Option<String>,
+    /// When it was decided.
+    pub decided_ms: Option<i64>,
+    /// When the call's claim used it.
+    pub used_ms: Option<i64>,
+    /// The store's clock when it was read.
+    pub now_ms: i64,
+}
+
+impl Approval {
+    /// Whether it expired (when it was read).
+    pub fn expired(&self) -> bool {
+        self.expires_ms <= self.now_ms && self.state != ApprovalState::Used
+    }
+}
+
+/// What the store made of a call held for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// The journal has seen the call's key: it is answered as any journaled call (an approval
+    /// is never consulted again, nor asked for).
+    Journaled,
+    /// An approval of this very call is approved and unused: the claim may use it.
+    Approved(String),
+    /// An approver denied this very call (by name).
+    Denied {
+        /// The approval.
+        id: String,
+        /// Who denied it.
+        by: String,
+    },
+    /// The call waits for an approver: this approval (asked for now, or before).
+    Pending(String),
+}
+
+/// Which approvals [`super::JournalStore::approvals`] returns, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalFilter {
+    /// Only these tenants' (an approver's tenants). Empty: none.
+    pub tenants: Vec<String>,
+    /// Only this approval.
+    pub id: Option<String>,
+    /// Only pending, unexpired approvals.
+    pub pending: bool,
+    /// At most this many (0: no limit).
+    pub limit: usize,
+}
+
+/// A new approval's id: `apr_` and 128 random bits in hex.
+pub(crate) fn new_id() -> String {
+    format!("apr_{}", uuid::Uuid::new_v4().simple())
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::owner::Journaling;
+use super::store::{ApprovalRequest, Asked};
 use super::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError};
 use crate::event::ToolResult;
 use crate::limits::Charge;
@@ -106,6 +107,22 @@ pub(crate) enum Claiming {
     Refused(Vec<crate::limits::Refusal>),
 }
 
+/// A call the policies hold for a person's approval (the gate's pass A denied it, pass B would
+/// permit it): what its approval is asked with.
+#[derive(Debug, Clone)]
+pub(crate) struct Hold {
+    /// The policy principal, as Cedar writes it.
+    pub(crate) principal: String,
+    /// The policy set's digest.
+    pub(crate) policies: String,
+    /// The canonical arguments, for the approver to read.
+    pub(crate) arguments: String,
+    /// Why the policies hold it.
+    pub(crate) reason: String,
+    /// How long a new approval lasts.
+    pub(crate) expires_ms: i64,
+}
+
 /// A call's entry in the journal.
 pub(crate) struct Ticket {
     journaling: Arc<Journaling>,
@@ -119,6 +136,10 @@ pub(crate) struct Ticket {
     state: Mutex<Option<JournalState>>,
     /// Waiting while another caller runs the call.
     waiting: AtomicBool,
+    /// Held for a person's approval.
+    hold: Option<Hold>,
+    /// The approval of this very call the claim uses (a held call's, once found approved).
+    approval: Mutex<String>,
 }
 
 impl Ticket {
@@ -141,6 +162,68 @@ impl Ticket {
             claimed: Mutex::new(None),
             state: Mutex::new(None),
             waiting: AtomicBool::new(false),
+            hold: None,
+            approval: Mutex::new(String::new()),
+        }
+    }
+
+    /// The same ticket, for a call the policies hold for a person's approval.
+    pub(crate) fn held(mut self, hold: Option<Hold>) -> Ticket {
+        self.hold = hold;
+        self
+    }
+
+    /// Whether the policies hold the call for a person's approval.
+    pub(crate) fn is_held(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// For a held call the journal found new (after admit): its approval, approved and
+    /// unused, which the claim then uses; else the call is refused — `approval_required` with
+    /// the pending approval (recorded now, or before), or denied by an approver. Nothing is
+    /// sent or journaled. A call whose key the journal has is claimed as any other.
+    pub(crate) async fn approve(&self) -> Result<(), Failure> {
+        let Some(hold) = &self.hold else {
+            return Ok(());
+        };
+        let request = ApprovalRequest {
+            key: self.key.clone(),
+            binding: self.binding.clone(),
+            principal: hold.principal.clone(),
+            digest: self.digest.clone(),
+            policies: hold.policies.clone(),
+            arguments: hold.arguments.clone(),
+            reason: hold.reason.clone(),
+            expires_ms: hold.expires_ms,
+        };
+        let store = self.journaling.store();
+        match store
+            .ask_approval(&request)
+            .await
+            .map_err(|e| self.failed(e))?
+        {
+            Asked::Journaled => Ok(()),
+            Asked::Approved(id) => {
+                *self.approval.lock().unwrap_or_else(|p| p.into_inner()) = id;
+                Ok(())
+            }
+            Asked::Denied { id, by } => Err(Failure::new(
+                Fact::PolicyDenied,
+                format!(
+                    "{}; approver {by:?} denied this call (approval {id}); nothing was sent",
+                    hold.reason
+                ),
+            )),
+            Asked::Pending(id) => Err(Failure::new(
+                Fact::ApprovalRequired,
+                format!(
+                    "held for a person's approval: {}. Nothing was sent. Once an approver \
+                     approves {id} (`brain-harness approvals approve {id}`), call again with \
+                     the same call id and arguments",
+                    hold.reason
+                ),
+            )
+            .approval(id)),
         }
     }
 
@@ -290,19 +373,39 @@ impl Ticket {
             // cancelled (or whose answer is lost) is still settled after the call — as not
             // sent, since nothing was.
             *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&owner));
-            let claimed = match charge {
-                None => store.claim(&claim).await.map_err(|e| self.failed(e))?,
-                Some(charge) => {
-                    match store
-                        .claim_charged(&claim, &charge(&owner))
-                        .await
-                        .map_err(|e| self.failed(e))?
-                    {
+            let claimed = match (charge, self.hold.is_some()) {
+                (None, false) => store.claim(&claim).await.map_err(|e| self.failed(e))?,
+                (charge, held) => {
+                    let charge = charge.map(|charge| charge(&owner));
+                    let approval = self
+                        .approval
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone();
+                    let claimed = match (&charge, held) {
+                        (Some(charge), false) => store.claim_charged(&claim, charge).await,
+                        (charge, _) => {
+                            store
+                                .claim_approved(&claim, charge.as_ref(), &approval)
+                                .await
+                        }
+                    };
+                    match claimed.map_err(|e| self.failed(e))? {
                         Claimed::Claimed => true,
                         Claimed::Taken => false,
                         Claimed::Refused(refusals) => {
                             *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
                             return Ok(Claiming::Refused(refusals));
+                        }
+                        Claimed::Unapproved => {
+                            *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                            return Err(Failure::new(
+                                Fact::ApprovalRequired,
+                                "held for a person's approval, and this call's approval was \
+                                 not usable when it was claimed (it expired, or was never \
+                                 approved); nothing was sent. Call again with the same call id \
+                                 and arguments to ask for a new one",
+                            ));
                         }
                     }
                 }

@@ -16,7 +16,7 @@ pub fn per_call_work(
     request: &CallRequest,
     result: &Value,
 ) -> Option<ToolResult> {
-    let bound = runtime.check(request).ok()?;
+    let (bound, _) = runtime.check(request).ok()?;
     let tool = &bound.tool;
     let call_id = request.call_id.as_deref().unwrap_or("bench");
     let binding = &tool.binding;

@@ -1,10 +1,15 @@
 //! agent-loop: an agent host's turn loop with brain running the tools (see README.md). The model
 //! is scripted: `ScriptedModel` stands in for an LLM API, and is shown the tools in that API's
-//! format (`openai`, the default, or `anthropic`: `cargo run -p agent-loop -- anthropic`).
+//! format (`openai`, the default, or `anthropic`: `cargo run -p agent-loop -- anthropic`). One
+//! of its calls is held by a policy for a person's approval: the host approves it, as a person
+//! would in its UI, and runs the same call again.
 
 #![allow(clippy::print_stdout)]
 
-use brain_runtime::{CallRequest, ContentBlock, Event, ModelApi, Runtime, Scope, ToolResult};
+use brain_runtime::journal::Journal;
+use brain_runtime::{
+    Approver, CallRequest, ContentBlock, Event, ModelApi, OutcomeKind, Runtime, Scope, ToolResult,
+};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -51,8 +56,13 @@ impl Tools {
     }
 }
 
-/// Stands in for an LLM API: **scripted, not a model**. First turn: asks for `echo` and
-/// `long_task` (when it was shown them); once the transcript has their results: a text answer.
+/// The approver's token of this example (its SHA-256 is in `host.json`'s `approvals`). A real
+/// host never embeds one: a person presents it, and brain only ever sees its hash.
+const DEMO_APPROVER_TOKEN: &str = "agent-loop-demo-approver";
+
+/// Stands in for an LLM API: **scripted, not a model**. First turn: asks for `echo` (twice: a
+/// status, and a refund a policy holds for a person) and `long_task` (when it was shown them);
+/// once the transcript has their results: a text answer.
 /// Like a model in strict mode, it gives every property a strict definition requires, and
 /// `null` for the ones it has no value for.
 struct ScriptedModel;
@@ -71,6 +81,11 @@ impl ScriptedModel {
                     id: "turn1-echo".into(),
                     name: "echo".into(),
                     arguments: json!({"message": "the user asked for a status report"}),
+                });
+                tool_calls.push(ToolCall {
+                    id: "turn1-refund".into(),
+                    name: "echo".into(),
+                    arguments: json!({"message": "refund order o-1"}),
                 });
             }
             if let Some(tool) = tools.get("long_task") {
@@ -101,7 +116,7 @@ impl ScriptedModel {
             .count();
         Message::Assistant {
             text: Some(format!(
-                "Both tools answered ({} of {} failed); here is the report.",
+                "The tools answered ({} of {} failed); here is the report.",
                 failed,
                 results.len()
             )),
@@ -114,7 +129,11 @@ impl ScriptedModel {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config =
         brain_config::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/host.json").as_ref())?;
-    let runtime = Runtime::new(&config)?;
+    // Approvals live in the call journal (in memory here; SQLite or PostgreSQL across
+    // processes): a runtime with an `@approval` policy and no journal does not build.
+    let journal = Journal::memory();
+    let runtime = Runtime::builder(&config).journal(journal.clone()).build()?;
+    let approver = Approver::new(&config, journal, DEMO_APPROVER_TOKEN)?;
     let api: ModelApi = match std::env::args().nth(1) {
         Some(name) => name.parse()?,
         None => ModelApi::OpenAi,
@@ -160,12 +179,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tool_calls.len()
         );
         // The calls run at once; each one's progress is printed as it arrives.
-        let results = futures_util::future::join_all(
+        let mut results = futures_util::future::join_all(
             tool_calls
                 .iter()
                 .map(|call| run(&runtime, &scope, api, call)),
         )
         .await;
+        // A call held for a person's approval: the host shows it (here, approves it as the
+        // person would), then runs the same call — same call id, same arguments — once.
+        for (call, result) in tool_calls.iter().zip(results.iter_mut()) {
+            if result.kind == Some(OutcomeKind::ApprovalRequired)
+                && let Some(id) = result.approval_id.clone()
+            {
+                let held = approver.show(&id).await?;
+                println!(
+                    "  {} held for approval {id}: {} with {}",
+                    call.name,
+                    held.binding,
+                    held.arguments.as_deref().unwrap_or("")
+                );
+                approver.approve(&id).await?;
+                println!("  approved by {}; running it again", approver.name());
+                *result = run(&runtime, &scope, api, call).await;
+                if result.is_error {
+                    return Err(format!("the approved call failed: {}", text_of(result)).into());
+                }
+            }
+        }
         for (call, result) in tool_calls.iter().zip(results) {
             transcript.push(Message::Tool {
                 call_id: call.id.clone(),

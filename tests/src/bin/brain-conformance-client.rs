@@ -100,6 +100,7 @@ async fn main() -> ExitCode {
         serve: None,
         tenant_limits: None,
         policies: None,
+        approvals: None,
         model_apis: None,
         schema: None,
         tools: bindings.clone(),
@@ -120,6 +121,7 @@ async fn main() -> ExitCode {
         serve: None,
         tenant_limits: None,
         policies: None,
+        approvals: None,
         model_apis: None,
         schema: None,
         tools: bindings

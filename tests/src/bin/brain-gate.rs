@@ -52,6 +52,9 @@ struct Args {
     /// listing kept for no time, as under `ttlMs: 0`).
     #[arg(long, hide = true)]
     verified: bool,
+    /// Internal: an `@approval` policy holds every call, each approved before it is measured.
+    #[arg(long, hide = true)]
+    approved: bool,
     /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
     #[arg(long, hide = true)]
     stats: Option<String>,
@@ -86,12 +89,15 @@ enum Through {
     /// Straight, pinned, under a listing kept for no time: each call is verified by a
     /// `tools/list` of its own before the send (the pin's cost where a server says `ttlMs: 0`).
     Verified,
+    /// Journaled, each call held by an `@approval` policy and approved beforehand: the held
+    /// call's approval looked up, and used in the claim's transaction.
+    Approved,
     /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
     /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
     Serve,
 }
 
-const ROWS: [Row; 8] = [
+const ROWS: [Row; 9] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -133,6 +139,12 @@ const ROWS: [Row; 8] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Verified,
+    },
+    Row {
+        name: "2026-07-28, journaled (SQLite), approved",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Approved,
     },
     Row {
         name: "2026-07-28, through serve",
@@ -337,7 +349,10 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     if row.tls {
         command.arg("--ca-file").arg(dir.path().join("ca.pem"));
     }
-    if matches!(row.path, Through::Journaled | Through::Limited) {
+    if matches!(
+        row.path,
+        Through::Journaled | Through::Limited | Through::Approved
+    ) {
         command.arg("--journal").arg(dir.path());
     }
     if row.path == Through::Limited {
@@ -348,6 +363,9 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     }
     if row.path == Through::Verified {
         command.arg("--verified");
+    }
+    if row.path == Through::Approved {
+        command.arg("--approved");
     }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
@@ -481,9 +499,16 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     if args.policies {
         config = tests::policies::with_twenty(config, "echo");
     }
+    if args.approved {
+        config = tests::policies::held_for_approval(config, "echo");
+    }
     let mut builder = Runtime::builder(&config);
-    if let Some(dir) = &args.journal {
-        builder = builder.journal(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?);
+    let journal = match &args.journal {
+        Some(dir) => Some(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?),
+        None => None,
+    };
+    if let Some(journal) = &journal {
+        builder = builder.journal(journal.clone());
     }
     if args.verified {
         builder = builder.listing_ttl(std::time::Duration::ZERO);
@@ -507,6 +532,12 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
             async move { anyhow::Ok(client.get(url).send().await?.json::<Value>().await?) },
         )
     };
+    if args.approved {
+        let journal = journal.clone().context("--approved needs --journal")?;
+        let approver =
+            brain_runtime::Approver::new(&config, journal, tests::policies::APPROVER_TOKEN)?;
+        tokio.block_on(approve_each(&runtime, &approver))?;
+    }
     run_calls(&tokio, &runtime, WARM_UP, "warm")?;
     let before = stats(&stats_client)?;
     measured_calls(&tokio, &runtime, CALLS)?;
@@ -524,6 +555,22 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
             "requests": per_call("requests"),
         })
     );
+    Ok(())
+}
+
+/// Asks for each call's approval (the call held, nothing sent) and approves it, before any
+/// call is measured: the warm-up's and the measured calls' ids.
+async fn approve_each(runtime: &Runtime, approver: &brain_runtime::Approver) -> anyhow::Result<()> {
+    let ids = (0..WARM_UP)
+        .map(|i| format!("warm-{i}"))
+        .chain((0..CALLS).map(|i| format!("gate-{i}")));
+    for id in ids {
+        let held = runtime.call(echo(&id)).result().await;
+        let Some(approval) = held.approval_id else {
+            bail!("call {id} was not held for approval: {held:?}");
+        };
+        approver.approve(&approval).await?;
+    }
     Ok(())
 }
 
@@ -548,20 +595,7 @@ fn run_calls(
 ) -> anyhow::Result<()> {
     tokio.block_on(async {
         for i in 0..calls {
-            let result = runtime
-                .call(
-                    CallRequest::new(
-                        "echo",
-                        Scope {
-                            tenant_id: "local".into(),
-                            session_id: "gate".into(),
-                        },
-                        json!({"message": "hello"}),
-                    )
-                    .with_call_id(format!("{prefix}-{i}")),
-                )
-                .result()
-                .await;
+            let result = runtime.call(echo(&format!("{prefix}-{i}"))).result().await;
             if result.is_error {
                 bail!("call {i} failed: {result:?}");
             }
@@ -569,4 +603,17 @@ fn run_calls(
         }
         Ok(())
     })
+}
+
+/// The `echo` call every row makes, with the call id `id`.
+fn echo(id: &str) -> CallRequest {
+    CallRequest::new(
+        "echo",
+        Scope {
+            tenant_id: "local".into(),
+            session_id: "gate".into(),
+        },
+        json!({"message": "hello"}),
+    )
+    .with_call_id(id)
 }

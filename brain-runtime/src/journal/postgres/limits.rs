@@ -101,10 +101,13 @@ impl Limits {
     }
 
     /// The charge (with the claim first, when there is one), on a task of its own.
+    /// With `approval`, the claim of a call held for approval uses it first (see
+    /// [`super::approvals::used`]).
     pub(super) async fn charge(
         &self,
         claim: Option<Claim>,
         charge: Charge,
+        approval: Option<String>,
     ) -> Result<Claimed, StoreError> {
         let connection = Arc::clone(&self.connection);
         let url = self.url.clone();
@@ -118,7 +121,7 @@ impl Limits {
                 );
             }
             let c = slot.as_ref().expect("connected above");
-            let outcome = transaction(c, claim.as_ref(), &charge).await;
+            let outcome = transaction(c, claim.as_ref(), &charge, approval.as_deref()).await;
             if outcome.is_err() {
                 // Whatever state it is in, it is not used again.
                 let _ = c.client.batch_execute("ROLLBACK").await;
@@ -136,7 +139,7 @@ impl Limits {
 impl Limits {
     /// [`crate::journal::JournalStore::charge`].
     pub(super) async fn verdict(&self, charge: &Charge) -> Result<Verdict, StoreError> {
-        Ok(match self.charge(None, charge.clone()).await? {
+        Ok(match self.charge(None, charge.clone(), None).await? {
             Claimed::Refused(refusals) => Verdict::Refused(refusals),
             _ => Verdict::Admitted,
         })
@@ -175,6 +178,7 @@ async fn transaction(
     c: &Charging,
     claim: Option<&Claim>,
     charge: &Charge,
+    approval: Option<&str>,
 ) -> Result<Claimed, String> {
     let pg = |error: tokio_postgres::Error| describe_error(&error);
     let names: Vec<&str> = charge.buckets.iter().map(|b| b.name.as_str()).collect();
@@ -183,10 +187,20 @@ async fn transaction(
     } else {
         "BEGIN; SET LOCAL synchronous_commit TO OFF"
     };
+    // `None`: the call's approval could not be used, so nothing is claimed.
     let claimed = async {
         match claim {
-            Some(claim) => super::sql::insert_claim(&c.client, &c.claim, claim).await,
-            None => Ok(1),
+            Some(claim) => {
+                if let Some(approval) = approval
+                    && !super::approvals::used(&c.client, claim, approval).await?
+                {
+                    return Ok(None);
+                }
+                super::sql::insert_claim(&c.client, &c.claim, claim)
+                    .await
+                    .map(Some)
+            }
+            None => Ok(Some(1)),
         }
     };
     let names: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&names];
@@ -198,6 +212,10 @@ async fn transaction(
         c.client.query(&c.count, &names),
     )
     .map_err(pg)?;
+    let Some(claimed) = claimed else {
+        c.client.batch_execute("ROLLBACK").await.map_err(pg)?;
+        return Ok(Claimed::Unapproved);
+    };
     if claimed == 0 {
         c.client.batch_execute("ROLLBACK").await.map_err(pg)?;
         return Ok(Claimed::Taken);

@@ -104,6 +104,7 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 client.batch_execute(sql::GRANTS_SCHEMA).await?;
                 client.batch_execute(limits::SCHEMA).await?;
                 client.batch_execute(DRIFT_SCHEMA).await?;
+                client.batch_execute(super::approvals::SCHEMA).await?;
                 client
                     .execute(
                         "INSERT INTO brain_schema (version) VALUES ($1)",
@@ -113,7 +114,7 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ 1..=5) => {
+            Some(older @ 1..=6) => {
                 if older == 1 {
                     client.batch_execute(MIGRATE_FROM_1).await?;
                 }
@@ -126,7 +127,10 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 if older < 5 {
                     client.batch_execute(limits::SCHEMA).await?;
                 }
-                client.batch_execute(DRIFT_SCHEMA).await?;
+                if older < 6 {
+                    client.batch_execute(DRIFT_SCHEMA).await?;
+                }
+                client.batch_execute(super::approvals::SCHEMA).await?;
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;

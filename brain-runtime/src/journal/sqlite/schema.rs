@@ -7,8 +7,8 @@ use crate::journal::store::{Drift, Key};
 use crate::state::Migration;
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
-/// limits' tables, 5 `brain_drift`).
-pub(super) const SCHEMA_VERSION: i64 = 5;
+/// limits' tables, 5 `brain_drift`, 6 `brain_approvals`).
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -83,7 +83,7 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0..=4 => {
+            0..=5 => {
                 if version == 0 {
                     connection.execute_batch(SCHEMA)?;
                 } else if version < 3 {
@@ -95,7 +95,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                 if version < 4 {
                     connection.execute_batch(super::limits::SCHEMA)?;
                 }
-                connection.execute_batch(DRIFT_SCHEMA)?;
+                if version < 5 {
+                    connection.execute_batch(DRIFT_SCHEMA)?;
+                }
+                connection.execute_batch(super::approvals::SCHEMA)?;
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }

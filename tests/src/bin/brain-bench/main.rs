@@ -958,6 +958,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
         serve: None,
         tenant_limits: None,
         policies: None,
+        approvals: None,
         model_apis: None,
         schema: None,
         tools,

@@ -1,0 +1,285 @@
+//! The approver's side of approvals: a person, known by a token whose SHA-256 the host config's
+//! `approvals` names, lists the calls held for its tenants and approves or denies them. A
+//! decision is recorded with the approver's name and the time, in the journal's store, where
+//! the held call's retry finds it. The token is never stored, logged or shown.
+
+use brain_config::HostConfig;
+use brain_config::approvals::ApproverConfig;
+use sha2::{Digest, Sha256};
+
+use crate::journal::{Approval, ApprovalFilter, Journal, StoreError};
+
+/// Why an approver could not be made, or could not decide.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// The host config names no approvers (`approvals`).
+    #[error(
+        "the host config names no approvers: add `approvals` with the SHA-256 of each \
+         approver's token"
+    )]
+    NoApprovers,
+    /// The token is no approver's (its SHA-256 matches none of `approvals.approvers`).
+    #[error(
+        "the approver token matches no approver of the host config (set BRAIN_APPROVER_TOKEN \
+         to a token whose SHA-256 is an approver's `token_sha256`)"
+    )]
+    UnknownToken,
+    /// A tenant the approver does not decide for.
+    #[error("approver {approver:?} does not decide for tenant {tenant:?}")]
+    NotTheirTenant {
+        /// The approver.
+        approver: String,
+        /// The tenant.
+        tenant: String,
+    },
+    /// No such approval is pending for the approver's tenants: decided already, expired, or
+    /// another tenant's.
+    #[error(
+        "approval {0:?} is not pending for this approver: decided already, expired, or not one \
+         of its tenants' (`brain-harness approvals list` shows what is)"
+    )]
+    NotPending(String),
+    /// The approver is the principal that asked: no one approves their own call.
+    #[error(
+        "approver {approver:?} asked for approval {id:?} itself ({principal}): another approver must decide it"
+    )]
+    OwnCall {
+        /// The approval.
+        id: String,
+        /// The approver.
+        approver: String,
+        /// The principal that asked.
+        principal: String,
+    },
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One approver, known by its token: lists and decides the calls held for approval in its
+/// tenants, on the journal's store the runtimes use.
+///
+/// ```no_run
+/// # async fn run(config: &brain_config::HostConfig) -> Result<(), Box<dyn std::error::Error>> {
+/// use brain_runtime::{Approver, journal::Journal};
+/// let journal = Journal::open("sqlite:/var/lib/brain/state.db").await?;
+/// let token = std::env::var("BRAIN_APPROVER_TOKEN")?;
+/// let approver = Approver::new(config, journal, &token)?;
+/// for held in approver.pending(None).await? {
+///     println!("{} {} {:?}", held.id, held.binding, held.arguments);
+/// }
+/// approver.approve("apr_…").await?;
+/// # Ok(()) }
+/// ```
+pub struct Approver {
+    name: String,
+    tenants: Vec<String>,
+    journal: Journal,
+}
+
+impl std::fmt::Debug for Approver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approver")
+            .field("name", &self.name)
+            .field("tenants", &self.tenants)
+            .field("journal", &self.journal)
+            .finish()
+    }
+}
+
+impl Approver {
+    /// The approver of `config` whose `token_sha256` is the SHA-256 of `token`, deciding on
+    /// `journal`'s store.
+    pub fn new(
+        config: &HostConfig,
+        journal: Journal,
+        token: &str,
+    ) -> Result<Approver, ApprovalError> {
+        let approvers = config
+            .approvals
+            .as_ref()
+            .map(|a| a.approvers.as_slice())
+            .filter(|a| !a.is_empty())
+            .ok_or(ApprovalError::NoApprovers)?;
+        let presented: String = Sha256::digest(token.trim().as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        // Every approver compared in full: how long it takes says nothing of which matched.
+        let mut found: Option<&ApproverConfig> = None;
+        for approver in approvers {
+            if same(approver.token_sha256.as_bytes(), presented.as_bytes()) {
+                found = Some(approver);
+            }
+        }
+        let approver = found.ok_or(ApprovalError::UnknownToken)?;
+        Ok(Approver {
+            name: approver.name.clone(),
+            tenants: approver.tenants.clone(),
+            journal,
+        })
+    }
+
+    /// The approver's name, as decisions record it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tenants it decides for.
+    pub fn tenants(&self) -> &[String] {
+        &self.tenants
+    }
+
+    fn scope(&self, tenant: Option<&str>) -> Result<Vec<String>, ApprovalError> {
+        match tenant {
+            None => Ok(self.tenants.clone()),
+            Some(tenant) if self.tenants.iter().any(|t| t == tenant) => Ok(vec![tenant.to_owned()]),
+            Some(tenant) => Err(ApprovalError::NotTheirTenant {
+                approver: self.name.clone(),
+                tenant: tenant.to_owned(),
+            }),
+        }
+    }
+
+    /// The pending, unexpired approvals of its tenants (or of `tenant`), newest first, each
+    /// with the call's canonical arguments.
+    pub async fn pending(&self, tenant: Option<&str>) -> Result<Vec<Approval>, ApprovalError> {
+        self.list(tenant, true, 0).await
+    }
+
+    /// The approvals of its tenants (or of `tenant`), newest first: pending only with
+    /// `pending`, at most `limit` (0: all).
+    pub async fn list(
+        &self,
+        tenant: Option<&str>,
+        pending: bool,
+        limit: usize,
+    ) -> Result<Vec<Approval>, ApprovalError> {
+        let filter = ApprovalFilter {
+            tenants: self.scope(tenant)?,
+            id: None,
+            pending,
+            limit,
+        };
+        Ok(self.journal.store().approvals(&filter).await?)
+    }
+
+    /// The approval `id`, when it is one of its tenants'.
+    pub async fn show(&self, id: &str) -> Result<Approval, ApprovalError> {
+        let filter = ApprovalFilter {
+            tenants: self.tenants.clone(),
+            id: Some(id.to_owned()),
+            pending: false,
+            limit: 1,
+        };
+        let found = self.journal.store().approvals(&filter).await?;
+        found
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApprovalError::NotPending(id.to_owned()))
+    }
+
+    /// Approves the pending approval `id`: the held call, retried with the same call id and
+    /// arguments in the same session, then runs once.
+    pub async fn approve(&self, id: &str) -> Result<Approval, ApprovalError> {
+        self.decide(id, true).await
+    }
+
+    /// Denies the pending approval `id`: the held call's retries are refused until it expires.
+    pub async fn deny(&self, id: &str) -> Result<Approval, ApprovalError> {
+        self.decide(id, false).await
+    }
+
+    async fn decide(&self, id: &str, approve: bool) -> Result<Approval, ApprovalError> {
+        let approval = self.show(id).await?;
+        if own_call(&approval.principal, &self.name) {
+            return Err(ApprovalError::OwnCall {
+                id: id.to_owned(),
+                approver: self.name.clone(),
+                principal: approval.principal,
+            });
+        }
+        let decided = self
+            .journal
+            .store()
+            .decide_approval(id, &self.tenants, &self.name, approve)
+            .await?;
+        decided.ok_or_else(|| ApprovalError::NotPending(id.to_owned()))
+    }
+}
+
+/// How long an approval lasts (milliseconds), when the policies may hold a call for one: an
+/// `@approval` policy needs a journal to keep approvals, for no longer than it keeps calls.
+pub(crate) fn approval_ms(
+    config: &HostConfig,
+    policies: Option<&brain_config::policy::Policies>,
+    journal: Option<&crate::journal::Journaling>,
+) -> Result<Option<i64>, String> {
+    let seconds = config
+        .approvals
+        .as_ref()
+        .map_or(brain_config::approvals::DEFAULT_APPROVAL_SECONDS, |a| {
+            a.expires_seconds()
+        });
+    let expires_ms = i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let Some(policy) = policies.and_then(brain_config::policy::Policies::approval_policy) else {
+        return Ok(journal.map(|_| expires_ms));
+    };
+    let Some(journal) = journal else {
+        return Err(format!(
+            "the @approval policy {policy:?} holds calls for a person's approval, and the runtime \
+             has no call journal to keep approvals in: give it one (RuntimeBuilder::journal, \
+             `--state` for brain-harness)"
+        ));
+    };
+    if expires_ms > journal.retention_ms() {
+        return Err(format!(
+            "approvals last {seconds} s (`approvals.expires_seconds`), longer than the journal \
+             keeps calls ({} s): shorten `expires_seconds` or lengthen the retention",
+            journal.retention_ms() / 1000
+        ));
+    }
+    Ok(Some(expires_ms))
+}
+
+/// Whether `principal` (as Cedar writes it: `Brain::Tenant::"acme"`, `Brain::User::"iss|sub"
+/// (tenant …)`) is the approver `name`: the tenant, the user's `iss|sub`, or its subject.
+fn own_call(principal: &str, name: &str) -> bool {
+    let id = principal
+        .split_once("::\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(id, _)| id)
+        .unwrap_or(principal);
+    id == name
+        || id
+            .rsplit_once('|')
+            .is_some_and(|(_, subject)| subject == name)
+}
+
+/// Compares in time that depends on the lengths only.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_approver_named_as_the_principal_is_its_own() {
+        use super::own_call;
+        assert!(own_call("Brain::Tenant::\"acme\"", "acme"));
+        assert!(!own_call("Brain::Tenant::\"acme\"", "ops"));
+        assert!(own_call(
+            "Brain::User::\"https://id.example|alice\" (tenant \"acme\")",
+            "alice"
+        ));
+        assert!(own_call(
+            "Brain::User::\"https://id.example|alice\" (tenant \"acme\")",
+            "https://id.example|alice"
+        ));
+        assert!(!own_call(
+            "Brain::User::\"https://id.example|alice\" (tenant \"acme\")",
+            "acme"
+        ));
+    }
+}
