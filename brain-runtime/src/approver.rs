@@ -102,10 +102,7 @@ impl Approver {
             .map(|a| a.approvers.as_slice())
             .filter(|a| !a.is_empty())
             .ok_or(ApprovalError::NoApprovers)?;
-        let presented: String = Sha256::digest(token.trim().as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let presented = crate::state::hex(&Sha256::digest(token.trim().as_bytes()));
         // Every approver compared in full: how long it takes says nothing of which matched.
         let mut found: Option<&ApproverConfig> = None;
         for approver in approvers {

@@ -488,6 +488,21 @@ pub enum Asked {
     Pending(String),
 }
 
+impl Asked {
+    /// What an unexpired, unused approval of the very call (`id`, its stored `state` and who
+    /// decided it) means for the call.
+    pub(crate) fn of(id: String, state: &str, by: Option<String>) -> Asked {
+        match ApprovalState::parse(state) {
+            Some(ApprovalState::Approved) => Asked::Approved(id),
+            Some(ApprovalState::Denied) => Asked::Denied {
+                id,
+                by: by.unwrap_or_default(),
+            },
+            _ => Asked::Pending(id),
+        }
+    }
+}
+
 /// Which approvals [`super::JournalStore::approvals`] returns, newest first.
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalFilter {

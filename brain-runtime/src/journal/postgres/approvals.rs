@@ -345,14 +345,7 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
         .await?;
     if let Some(row) = found {
         let (id, state, by): (String, &str, Option<String>) = (row.get(0), row.get(1), row.get(2));
-        return Ok(match ApprovalState::parse(state) {
-            Some(ApprovalState::Approved) => Asked::Approved(id),
-            Some(ApprovalState::Denied) => Asked::Denied {
-                id,
-                by: by.unwrap_or_default(),
-            },
-            _ => Asked::Pending(id),
-        });
+        return Ok(Asked::of(id, state, by));
     }
     let id = new_id();
     let sql = concat!(

@@ -113,14 +113,7 @@ pub(super) fn ask(c: &Connection, request: &ApprovalRequest) -> rusqlite::Result
         )
         .optional()?;
     if let Some((id, state, by)) = found {
-        return Ok(match ApprovalState::parse(&state) {
-            Some(ApprovalState::Approved) => Asked::Approved(id),
-            Some(ApprovalState::Denied) => Asked::Denied {
-                id,
-                by: by.unwrap_or_default(),
-            },
-            _ => Asked::Pending(id),
-        });
+        return Ok(Asked::of(id, &state, by));
     }
     let id = new_id();
     let sql = concat!(
