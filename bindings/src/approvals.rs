@@ -9,8 +9,8 @@
 use std::io::BufRead;
 
 use brain_config::HostConfig;
+use brain_runtime::Approver;
 use brain_runtime::journal::{Approval, Journal};
-use brain_runtime::{ApprovalError, Approver};
 use serde_json::{Value, json};
 
 use crate::journal::timestamp;
@@ -55,7 +55,6 @@ pub(crate) async fn run(
 ) -> Result<(), String> {
     let token = token()?;
     let approver = Approver::new(config, journal, &token).map_err(|e| e.to_string())?;
-    let shown = |approval: &Approval| show(approval, json);
     match action {
         Action::List { all } => {
             let approvals = approver
@@ -88,25 +87,21 @@ pub(crate) async fn run(
             Ok(())
         }
         Action::Show { id } => {
-            let approval = approver.show(&id).await.map_err(message)?;
-            shown(&approval);
+            let approval = approver.show(&id).await.map_err(|e| e.to_string())?;
+            show(&approval, json);
             Ok(())
         }
         Action::Approve { id } => {
-            let approval = approver.approve(&id).await.map_err(message)?;
-            shown(&approval);
+            let approval = approver.approve(&id).await.map_err(|e| e.to_string())?;
+            show(&approval, json);
             Ok(())
         }
         Action::Deny { id } => {
-            let approval = approver.deny(&id).await.map_err(message)?;
-            shown(&approval);
+            let approval = approver.deny(&id).await.map_err(|e| e.to_string())?;
+            show(&approval, json);
             Ok(())
         }
     }
-}
-
-fn message(error: ApprovalError) -> String {
-    error.to_string()
 }
 
 /// The approver's token: `BRAIN_APPROVER_TOKEN`, else the first line of stdin.
