@@ -302,7 +302,79 @@ async fn an_expired_approval_or_a_changed_policy_refuses_the_retry(state: State)
     std::fs::write(&cedar, changed).unwrap();
     let again = held(&call(&state, &config, "s1", "changed", "echo", refund).await);
     assert_ne!(again, id, "an approval under other policies is never used");
+
+    // The binding re-pinned (here unpinned: its input schema, which its identity hashes
+    // instead, changed) after the approval: the retry asks again.
+    ok(&approvals(&state, &config, Some(OPS_TOKEN), &["approve", &again]).await);
+    let mut host: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    for tool in host["tools"].as_array_mut().unwrap() {
+        if tool["name"] == "echo" {
+            tool["input_schema"]["description"] = json!("re-pinned");
+        }
+    }
+    std::fs::write(&config, host.to_string()).unwrap();
+    let repinned = held(&call(&state, &config, "s1", "changed", "echo", refund).await);
+    assert_ne!(repinned, again, "an approval of another binding is never used");
     assert_eq!(Stats::get(&server.stats.calls), 0);
+}
+
+/// An attacker with the store's own client (`sqlite3`, `psql`) runs `sql` on the state store.
+fn tamper(state: &State, sql: &str) {
+    let mut command = match state {
+        State::Default(dir) => {
+            let mut command = Command::new("sqlite3");
+            command.arg(dir.path().join("brain/state.db"));
+            command.arg(sql);
+            command
+        }
+        State::Postgres(cluster) => {
+            let mut command = Command::new("psql");
+            command.args([cluster.url.as_str(), "-v", "ON_ERROR_STOP=1", "-c", sql]);
+            command
+        }
+    };
+    let output = command.output().expect("the store's client runs");
+    assert!(output.status.success(), "{sql}: {output:?}");
+}
+
+/// What the approver is shown is what it approves. An attacker who can write the store shows
+/// it a small refund while the held call asks a large one: `approve` refuses, nothing runs.
+/// Copying a small refund's arguments and digest over the large one's makes the approval one
+/// of the small call: the large call is never run by it.
+async fn an_approval_edited_in_the_store_approves_nothing_else(state: State) {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config) = setup(dir.path(), 3600).await;
+    let large = r#"{"message": "refund 10000"}"#;
+    let small = r#"{"message": "refund 10"}"#;
+    let id = held(&call(&state, &config, "s1", "big", "echo", large).await);
+    tamper(
+        &state,
+        &format!(
+            "UPDATE brain_approvals SET arguments = '{{\"message\":\"refund 10\"}}' WHERE id = '{id}'"
+        ),
+    );
+    let shown = ok(&approvals(&state, &config, Some(OPS_TOKEN), &["show", &id, "--json"]).await);
+    let shown: Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["arguments"], json!({"message": "refund 10"}), "the lie");
+    refused(
+        &approvals(&state, &config, Some(OPS_TOKEN), &["approve", &id]).await,
+        "that are not the held call's",
+    );
+    assert_eq!(held(&call(&state, &config, "s1", "big", "echo", large).await), id);
+
+    // The small call's arguments and digest copied over: approving it approves the small call.
+    let decoy = held(&call(&state, &config, "s1", "decoy", "echo", small).await);
+    tamper(
+        &state,
+        &format!(
+            "UPDATE brain_approvals SET (arguments, digest) = (SELECT arguments, digest FROM \
+             brain_approvals WHERE id = '{decoy}') WHERE id = '{id}'"
+        ),
+    );
+    ok(&approvals(&state, &config, Some(OPS_TOKEN), &["approve", &id]).await);
+    let retry = held(&call(&state, &config, "s1", "big", "echo", large).await);
+    assert_ne!(retry, id, "the large refund asks again");
+    assert_eq!(Stats::get(&server.stats.calls), 0, "nothing ran");
 }
 
 async fn a_harness_killed_after_approval_leaves_a_journaled_call(state: State) {
@@ -325,4 +397,5 @@ on_each_state!(
     an_approved_call_runs_once_and_only_as_approved,
     an_expired_approval_or_a_changed_policy_refuses_the_retry,
     a_harness_killed_after_approval_leaves_a_journaled_call,
+    an_approval_edited_in_the_store_approves_nothing_else,
 );

@@ -2,7 +2,7 @@
 //! process and the fault-injecting test server upstream, counted at that server: sessions owned
 //! whatever a header says, caps decided in one step, tenants apart under one OAuth app, ids
 //! bounded, nothing internal in what a client reads, and a policy's principal taken from the
-//! verified JWT alone. An unauthenticated flood:
+//! verified JWT alone, approvals kept per tenant. An unauthenticated flood:
 //! `serve_flood.rs`; keys and claims: `serve_keys.rs`; sessions' ends: `serve_lifecycle.rs`.
 
 use std::time::Duration;
@@ -516,4 +516,105 @@ fn a_policy_on_the_principal_tells_two_users_of_one_tenant_apart() {
         1,
         "one call reached the server"
     );
+}
+
+/// Through serve, a call an `@approval` policy holds comes back `approval_required` with its
+/// approval id in `_meta["brain.dev/outcome"]`, nothing sent. globex, retrying acme's call id
+/// with acme's arguments, asks its own approval; globex's approver neither lists, shows nor
+/// approves acme's. Approved by acme's approver, acme's retry runs once; globex's stays held.
+#[test]
+fn serve_hands_out_approval_ids_and_keeps_tenants_apart() {
+    use sha2::{Digest, Sha256};
+    const OPS: &str = "acme-approver-token";
+    const GLOBEX_OPS: &str = "globex-approver-token";
+    let hex = |token: &str| -> String {
+        Sha256::digest(token.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let upstream = upstream();
+    let config = hostile_config(upstream.dir.path(), &upstream.server.url, |_| {});
+    std::fs::write(
+        upstream.dir.path().join("refunds.cedar"),
+        "@id(\"refunds-need-a-person\")\n@approval\npermit (principal, \
+         action == Brain::Action::\"tool:echo\", resource)\n\
+         when { context.call.approval.granted == true };\n",
+    )
+    .unwrap();
+    let mut host: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    host["policies"] = json!({"files": ["refunds.cedar"]});
+    host["approvals"] = json!({"approvers": [
+        {"name": "ops", "tenants": ["acme"], "token_sha256": hex(OPS)},
+        {"name": "globex-ops", "tenants": ["globex"], "token_sha256": hex(GLOBEX_OPS)},
+    ]});
+    std::fs::write(&config, host.to_string()).unwrap();
+    let serving = Serving::start(&config, &upstream.state, &[]);
+    let authority = serving.authority();
+    let counted = || {
+        upstream
+            .server
+            .stats
+            .calls
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let refund = json!({"message": "refund 10"});
+    let meta = json!({"brain.dev/call_id": "refund-1"});
+    let held = |result: &Value| -> String {
+        assert_eq!(result["isError"], json!(true), "{result}");
+        let outcome = &result["_meta"]["brain.dev/outcome"];
+        assert_eq!(outcome["error_type"], json!("approval_required"), "{result}");
+        assert_eq!(outcome["unknown_outcome"], json!(false), "{result}");
+        outcome["approval_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no approval id: {result}"))
+            .to_owned()
+    };
+    let acmes = held(&call(&authority, ACME, "echo", refund.clone(), meta.clone()));
+    let globexs = held(&call(&authority, GLOBEX, "echo", refund.clone(), meta.clone()));
+    assert_ne!(acmes, globexs, "one tenant's call is not another's");
+    assert_eq!(counted(), 0, "a held call is never sent");
+
+    let approvals = |token: &str, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args(["--config", &config, "--state", &upstream.state, "approvals"])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env("BRAIN_APPROVER_TOKEN", token)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let listed = approvals(GLOBEX_OPS, &["list", "--all", "--json"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(&globexs), "{listed}");
+    assert!(!listed.contains(&acmes), "globex's approver sees acme's: {listed}");
+    for verb in ["show", "approve", "deny"] {
+        let tried = approvals(GLOBEX_OPS, &[verb, &acmes]);
+        assert_eq!(tried.status.code(), Some(2), "{verb}: {tried:?}");
+        assert!(
+            String::from_utf8_lossy(&tried.stderr).contains("is not pending for this approver"),
+            "{verb}: {tried:?}"
+        );
+    }
+    let scoped = approvals(GLOBEX_OPS, &["list", "--tenant", "acme"]);
+    assert_eq!(scoped.status.code(), Some(2), "{scoped:?}");
+
+    assert!(approvals(OPS, &["approve", &acmes]).status.success());
+    let ran = call(&authority, ACME, "echo", refund.clone(), meta.clone());
+    assert_eq!(ran["isError"], json!(false), "{ran}");
+    assert_eq!(counted(), 1);
+    assert_eq!(
+        held(&call(&authority, GLOBEX, "echo", refund.clone(), meta.clone())),
+        globexs,
+        "acme's approval is not globex's"
+    );
+    let replayed = call(&authority, ACME, "echo", refund, meta);
+    assert_eq!(
+        replayed["_meta"]["brain.dev/outcome"]["replayed"],
+        json!(true),
+        "{replayed}"
+    );
+    assert_eq!(counted(), 1, "ran once");
 }

@@ -52,6 +52,21 @@ pub enum ApprovalError {
         /// The principal that asked.
         principal: String,
     },
+    /// The arguments and binding the store shows are not those of the call that asked: their
+    /// digest under the host config's binding is not the call's. Someone wrote to the store
+    /// (or the binding changed since the call asked); approving it would approve a call the
+    /// approver never saw.
+    #[error(
+        "approval {id:?} shows arguments of {binding:?} that are not the held call's (their digest \
+         under this host config is not the one the call asked with): the store was edited, or \
+         the binding changed since; not approved — deny it, and let the call ask again"
+    )]
+    NotAsAsked {
+        /// The approval.
+        id: String,
+        /// The binding it names.
+        binding: String,
+    },
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -76,6 +91,8 @@ pub struct Approver {
     name: String,
     tenants: Vec<String>,
     journal: Journal,
+    /// Each binding's identity (what a call's digest hashes besides its arguments).
+    identities: std::collections::HashMap<String, [u8; 32]>,
 }
 
 impl std::fmt::Debug for Approver {
@@ -115,6 +132,11 @@ impl Approver {
             name: approver.name.clone(),
             tenants: approver.tenants.clone(),
             journal,
+            identities: config
+                .tools
+                .iter()
+                .map(|binding| (binding.name.clone(), crate::journal::identity(binding)))
+                .collect(),
         })
     }
 
@@ -188,6 +210,19 @@ impl Approver {
         self.decide(id, false).await
     }
 
+    /// Whether what the approver is shown (binding and arguments) is what the call asked with:
+    /// their digest is the call's.
+    fn as_asked(&self, approval: &Approval) -> bool {
+        let (Some(identity), Some(arguments)) = (
+            self.identities.get(&approval.binding),
+            approval.arguments.as_deref(),
+        ) else {
+            return false;
+        };
+        serde_json::from_str(arguments)
+            .is_ok_and(|arguments| crate::journal::digest(identity, &arguments) == approval.digest)
+    }
+
     async fn decide(&self, id: &str, approve: bool) -> Result<Approval, ApprovalError> {
         let approval = self.show(id).await?;
         if own_call(&approval.principal, &self.name) {
@@ -195,6 +230,12 @@ impl Approver {
                 id: id.to_owned(),
                 approver: self.name.clone(),
                 principal: approval.principal,
+            });
+        }
+        if approve && !self.as_asked(&approval) {
+            return Err(ApprovalError::NotAsAsked {
+                id: id.to_owned(),
+                binding: approval.binding,
             });
         }
         let decided = self

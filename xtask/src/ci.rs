@@ -9,10 +9,9 @@ use anyhow::{Context, bail};
 use crate::workspace::workspace_root;
 
 /// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed,
-/// PostgreSQL's server binaries and valgrind installed when missing, the conformance suite, the
-/// performance gate, a short soak, the doc tests and the tests (nextest when installed), all
-/// `--locked`;
-/// stops at the first failure.
+/// PostgreSQL's server binaries, psql, sqlite3 and valgrind installed when missing, the
+/// conformance suite, the performance gate, a short soak, the doc tests and the tests (nextest
+/// when installed), all `--locked`; stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
     let ran = steps();
@@ -61,13 +60,16 @@ fn steps() -> anyhow::Result<ExitCode> {
     }
     step("PostgreSQL's server binaries (the journal's tests start throwaway clusters)");
     postgres()?;
+    step("the stores' own clients (the tests tamper with the store as an attacker would)");
+    program("sqlite3", "sqlite3")?;
+    program("psql", "postgresql-client")?;
     step("cargo xtask conformance (the official MCP client conformance suite)");
     let conformance = crate::conformance::ConformanceArgs::default();
     if crate::conformance::run(&conformance)? != ExitCode::SUCCESS {
         bail!("the conformance suite found unexpected results");
     }
     step("valgrind (the performance gate counts instructions with callgrind)");
-    valgrind()?;
+    program("valgrind", "valgrind")?;
     step("cargo xtask gate (instructions and counts per call against tests/perf-gate.json)");
     if crate::gate::run(false)? != ExitCode::SUCCESS {
         bail!(
@@ -135,21 +137,21 @@ fn postgres() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Installs Debian's `valgrind` package when `valgrind` is missing, and says so.
-fn valgrind() -> anyhow::Result<()> {
+/// Installs Debian's `package` when `program --version` does not run, and says so.
+fn program(program: &str, package: &str) -> anyhow::Result<()> {
     let present = || {
-        Command::new("valgrind")
+        Command::new(program)
             .arg("--version")
             .output()
             .is_ok_and(|output| output.status.success())
     };
     if present() {
-        println!("present");
+        println!("{program}: present");
         return Ok(());
     }
-    apt_install("valgrind")?;
+    apt_install(package)?;
     if !present() {
-        bail!("the valgrind package installed no working `valgrind`");
+        bail!("the {package} package installed no working `{program}`");
     }
     Ok(())
 }

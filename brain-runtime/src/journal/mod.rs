@@ -32,4 +32,4 @@ pub use store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
-pub(crate) use ticket::{Admitted, Claiming, Hold, TaskRecord, Ticket, identity};
+pub(crate) use ticket::{Admitted, Claiming, Hold, TaskRecord, Ticket, digest, identity};
