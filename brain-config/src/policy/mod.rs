@@ -135,12 +135,26 @@ impl Policies {
         if outcome.decision() == cedar_policy::Decision::Allow {
             return Decision::Allow;
         }
-        let approvable = self.approval.is_some()
-            && !request.granted
-            && matches!(
-                self.evaluate(tool, &PolicyRequest { granted: true, ..*request }),
-                Ok(r) if r.decision() == cedar_policy::Decision::Allow
-            );
+        // Pass B: the same call as if a person had approved it. The @approval permits that
+        // would then decide it are named, with their @reason, for the caller and the approver.
+        let approvers: Option<Vec<String>> = (self.approval.is_some() && !request.granted)
+            .then(|| self.evaluate(tool, &PolicyRequest { granted: true, ..*request }))
+            .and_then(Result::ok)
+            .filter(|r| r.decision() == cedar_policy::Decision::Allow)
+            .map(|r| {
+                let mut permits: Vec<String> = r
+                    .diagnostics()
+                    .reason()
+                    .filter(|id| self.set.annotation(id, "approval").is_some())
+                    .map(|id| match self.set.annotation(id, "reason") {
+                        Some(reason) => format!("{:?} ({reason})", id.to_string()),
+                        None => format!("{:?}", id.to_string()),
+                    })
+                    .collect();
+                permits.sort();
+                permits
+            });
+        let approvable = approvers.is_some();
         let mut forbids: Vec<String> = outcome
             .diagnostics()
             .reason()
@@ -158,8 +172,12 @@ impl Policies {
         } else {
             format!("refused by policy: {}", forbids.join(", "))
         };
-        if approvable {
-            reason += "; an @approval policy would permit it once a person approves this call";
+        if let Some(permits) = &approvers {
+            let which = match permits.as_slice() {
+                [] => "an @approval policy".to_owned(),
+                permits => format!("the @approval policy {}", permits.join(", ")),
+            };
+            reason += &format!("; {which} would permit it once a person approves this call");
         }
         Decision::Deny { reason, approvable }
     }
