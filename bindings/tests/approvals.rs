@@ -314,7 +314,10 @@ async fn an_expired_approval_or_a_changed_policy_refuses_the_retry(state: State)
     }
     std::fs::write(&config, host.to_string()).unwrap();
     let repinned = held(&call(&state, &config, "s1", "changed", "echo", refund).await);
-    assert_ne!(repinned, again, "an approval of another binding is never used");
+    assert_ne!(
+        repinned, again,
+        "an approval of another binding is never used"
+    );
     assert_eq!(Stats::get(&server.stats.calls), 0);
 }
 
@@ -355,12 +358,19 @@ async fn an_approval_edited_in_the_store_approves_nothing_else(state: State) {
     );
     let shown = ok(&approvals(&state, &config, Some(OPS_TOKEN), &["show", &id, "--json"]).await);
     let shown: Value = serde_json::from_str(shown.trim()).unwrap();
-    assert_eq!(shown["arguments"], json!({"message": "refund 10"}), "the lie");
+    assert_eq!(
+        shown["arguments"],
+        json!({"message": "refund 10"}),
+        "the lie"
+    );
     refused(
         &approvals(&state, &config, Some(OPS_TOKEN), &["approve", &id]).await,
         "that are not the held call's",
     );
-    assert_eq!(held(&call(&state, &config, "s1", "big", "echo", large).await), id);
+    assert_eq!(
+        held(&call(&state, &config, "s1", "big", "echo", large).await),
+        id
+    );
 
     // The small call's arguments and digest copied over: approving it approves the small call.
     let decoy = held(&call(&state, &config, "s1", "decoy", "echo", small).await);

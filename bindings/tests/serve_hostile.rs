@@ -563,15 +563,31 @@ fn serve_hands_out_approval_ids_and_keeps_tenants_apart() {
     let held = |result: &Value| -> String {
         assert_eq!(result["isError"], json!(true), "{result}");
         let outcome = &result["_meta"]["brain.dev/outcome"];
-        assert_eq!(outcome["error_type"], json!("approval_required"), "{result}");
+        assert_eq!(
+            outcome["error_type"],
+            json!("approval_required"),
+            "{result}"
+        );
         assert_eq!(outcome["unknown_outcome"], json!(false), "{result}");
         outcome["approval_id"]
             .as_str()
             .unwrap_or_else(|| panic!("no approval id: {result}"))
             .to_owned()
     };
-    let acmes = held(&call(&authority, ACME, "echo", refund.clone(), meta.clone()));
-    let globexs = held(&call(&authority, GLOBEX, "echo", refund.clone(), meta.clone()));
+    let acmes = held(&call(
+        &authority,
+        ACME,
+        "echo",
+        refund.clone(),
+        meta.clone(),
+    ));
+    let globexs = held(&call(
+        &authority,
+        GLOBEX,
+        "echo",
+        refund.clone(),
+        meta.clone(),
+    ));
     assert_ne!(acmes, globexs, "one tenant's call is not another's");
     assert_eq!(counted(), 0, "a held call is never sent");
 
@@ -589,7 +605,10 @@ fn serve_hands_out_approval_ids_and_keeps_tenants_apart() {
     assert!(listed.status.success(), "{listed:?}");
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains(&globexs), "{listed}");
-    assert!(!listed.contains(&acmes), "globex's approver sees acme's: {listed}");
+    assert!(
+        !listed.contains(&acmes),
+        "globex's approver sees acme's: {listed}"
+    );
     for verb in ["show", "approve", "deny"] {
         let tried = approvals(GLOBEX_OPS, &[verb, &acmes]);
         assert_eq!(tried.status.code(), Some(2), "{verb}: {tried:?}");
@@ -606,7 +625,13 @@ fn serve_hands_out_approval_ids_and_keeps_tenants_apart() {
     assert_eq!(ran["isError"], json!(false), "{ran}");
     assert_eq!(counted(), 1);
     assert_eq!(
-        held(&call(&authority, GLOBEX, "echo", refund.clone(), meta.clone())),
+        held(&call(
+            &authority,
+            GLOBEX,
+            "echo",
+            refund.clone(),
+            meta.clone()
+        )),
         globexs,
         "acme's approval is not globex's"
     );

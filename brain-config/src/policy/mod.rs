@@ -138,7 +138,15 @@ impl Policies {
         // Pass B: the same call as if a person had approved it. The @approval permits that
         // would then decide it are named, with their @reason, for the caller and the approver.
         let approvers: Option<Vec<String>> = (self.approval.is_some() && !request.granted)
-            .then(|| self.evaluate(tool, &PolicyRequest { granted: true, ..*request }))
+            .then(|| {
+                self.evaluate(
+                    tool,
+                    &PolicyRequest {
+                        granted: true,
+                        ..*request
+                    },
+                )
+            })
             .and_then(Result::ok)
             .filter(|r| r.decision() == cedar_policy::Decision::Allow)
             .map(|r| {
