@@ -198,6 +198,13 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// The audit chain of the state's store: verify it, print its newest checkpoint, sign one
+    /// now (BRAIN_AUDIT_KEY_FILE), or export it.
+    Audit {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::audit::Action,
+    },
     /// List the OAuth grants in the state's store (binding, tenant, scopes, expiry, state;
     /// never a token).
     Tokens {
@@ -303,6 +310,16 @@ fn run(cli: Cli) -> ExitCode {
             let action = action.unwrap_or(crate::approvals::Action::List { all: false });
             crate::approvals::run(&config, journal, action, tenant.as_deref(), json).await
         })),
+        Command::Audit { action } => {
+            let done = crate::journal::tokio().block_on(async {
+                let journal = crate::journal::open(state).await?;
+                crate::audit::run(journal, action).await
+            });
+            match done {
+                Ok(holds) => ExitCode::from(u8::from(!holds)),
+                Err(message) => finish(Err(message)),
+            }
+        }
         Command::Login { tenant, tool } => crate::login::login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => crate::login::logout(&config, state, &tenant, &tool),
         Command::Tokens { json } => finish(crate::journal::tokio().block_on(async {

@@ -37,6 +37,14 @@ pub(crate) async fn open(state: Option<&str>) -> Result<Journal, String> {
             parse_duration(&text).map_err(|error| format!("{RETENTION_ENV}={text:?}: {error}"))?;
         journal = journal.retention(retention);
     }
+    let key = brain_runtime::audit::AuditKey::from_env().map_err(|e| e.to_string())?;
+    if let Some(key) = key {
+        let settings = brain_runtime::audit::AuditSettings {
+            key: Some(std::sync::Arc::new(key)),
+            ..brain_runtime::audit::AuditSettings::default()
+        };
+        journal = journal.audit(settings);
+    }
     Ok(journal)
 }
 
@@ -245,24 +253,7 @@ pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), Str
 
 /// Milliseconds since the epoch as an RFC 3339 UTC time, to the millisecond.
 pub(crate) fn timestamp(ms: i64) -> String {
-    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000
-    )
+    brain_runtime::journal::rfc3339(ms)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 #[rustfmt::skip]
 pub mod generated;
 mod approvals;
+mod audit;
 mod drift;
 pub mod harness;
 mod journal;

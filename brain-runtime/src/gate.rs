@@ -109,6 +109,42 @@ impl Runtime {
         Ok((Arc::clone(bound), None))
     }
 
+    /// Appends a call the policies refused to its tenant's audit chain, off the caller's path
+    /// (the gate does no I/O): best effort, a record dropped counted in
+    /// `brain.audit.denials.dropped`.
+    pub(crate) fn audit_denial(&self, request: &CallRequest, call_id: &str) {
+        let (Some(journaling), Some(bound)) =
+            (&self.inner.journal, self.inner.tools.get(&request.tool))
+        else {
+            return;
+        };
+        let principal = match &request.principal {
+            Some(principal) => principal.to_string(),
+            None => Principal::Tenant(request.scope.tenant_id.clone()).to_string(),
+        };
+        let denial = crate::journal::Denial {
+            key: crate::journal::Key {
+                tenant: request.scope.tenant_id.clone(),
+                session: request.scope.session_id.clone(),
+                call_id: call_id.to_owned(),
+            },
+            binding: request.tool.clone(),
+            principal,
+            digest: crate::journal::digest(&bound.tool.identity, &request.arguments),
+        };
+        journaling.shared_store().audit_denial(
+            denial,
+            Box::new(|| {
+                tracing::warn!("cannot record a policy denial in the audit chain");
+                opentelemetry::global::meter(crate::telemetry::METER)
+                    .u64_counter("brain.audit.denials.dropped")
+                    .with_description("Policy denials the audit chain could not record")
+                    .build()
+                    .add(1, &[]);
+            }),
+        );
+    }
+
     /// What a held call's approval is asked with: refused when the runtime keeps no journal
     /// (a builder refuses that), or when the arguments are too large to show an approver.
     fn hold(

@@ -57,6 +57,7 @@
 //! the shutdown of stdio server processes run off the caller's path.
 
 mod approver;
+pub mod audit;
 pub mod auth;
 mod call;
 mod convert;

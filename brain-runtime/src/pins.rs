@@ -372,6 +372,7 @@ impl Pins {
                 listed,
                 fields,
                 refused,
+                tenants: tool.binding.tenants.clone(),
                 process: String::new(),
                 first_seen_ms: 0,
             });

@@ -498,7 +498,7 @@ pub(crate) struct Inner {
     /// stdio process's shutdown), run off the callers' path.
     cleanups: TaskTracker,
     /// The call journal, when the host keeps one.
-    journal: Option<Arc<Journaling>>,
+    pub(crate) journal: Option<Arc<Journaling>>,
     /// Where the limits' buckets are kept: the journal's store, or this process's memory.
     keeper: Keeper,
     /// How long an approval lasts (milliseconds), when calls may be held for one (the
@@ -577,6 +577,9 @@ impl Runtime {
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
                 let (result, kind) = failure.into_result(&call_id);
+                if kind.error_type() == "policy_denied" {
+                    self.audit_denial(&request, &call_id);
+                }
                 crate::telemetry::refused_span(
                     &parent,
                     &request.tool,
@@ -655,6 +658,9 @@ impl Runtime {
     pub async fn wait_for_cleanup(&self) {
         self.inner.cleanups.close();
         self.inner.cleanups.wait().await;
+        if let Some(journaling) = &self.inner.journal {
+            journaling.checkpoint().await;
+        }
     }
 
     /// `api`'s tool definitions (`document` is `{"tools": [...]}`, ready to splice into a

@@ -541,6 +541,7 @@ mod tests {
             unknown_outcome: false,
             result: None,
             result_bytes: 0,
+            result_digest: String::new(),
         };
         for id in 0..3 {
             let key = claim("o", id).key;

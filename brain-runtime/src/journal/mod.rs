@@ -15,19 +15,22 @@
 //! and judged by the store's clock. Backends: memory (one process), SQLite (one host), and
 //! PostgreSQL (several hosts), behind [`JournalStore`].
 
+pub mod audit;
 mod memory;
 mod owner;
 mod postgres;
 mod sqlite;
-mod store;
+pub(crate) mod store;
 mod ticket;
 
+pub use crate::state::rfc3339;
 pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};
 pub use store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, MAX_APPROVAL_ARGUMENTS,
 };
+pub use store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
 pub use store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,

@@ -29,6 +29,8 @@ pub struct Journal {
     lease: Duration,
     retention: Duration,
     pub(super) result_cap: usize,
+    /// The audit chain's settings.
+    pub(crate) audit: crate::audit::AuditSettings,
 }
 
 impl std::fmt::Debug for Journal {
@@ -51,7 +53,21 @@ impl Journal {
             lease: DEFAULT_LEASE,
             retention: DEFAULT_RETENTION,
             result_cap: DEFAULT_RESULT_CAP,
+            audit: crate::audit::AuditSettings::default(),
         }
+    }
+
+    /// How the store keeps its audit chain (on by default, where the store keeps one: SQLite
+    /// and PostgreSQL), and, with a key, how often a runtime on it signs checkpoints.
+    pub fn audit(mut self, settings: crate::audit::AuditSettings) -> Journal {
+        self.store.set_audit(settings.enabled);
+        self.audit = settings;
+        self
+    }
+
+    /// The audit chain's settings.
+    pub fn audit_settings(&self) -> &crate::audit::AuditSettings {
+        &self.audit
     }
 
     /// A journal in this process's memory (at most 100,000 entries; finished ones make room):
@@ -173,9 +189,12 @@ impl Journal {
         self.store.usage(&[]).await.map(drop)
     }
 
-    /// Deletes what ended before the retention; returns how many entries went.
+    /// Deletes what ended before the retention, and audit records older than the audit's
+    /// own retention; returns how many journal entries went.
     pub async fn prune(&self) -> Result<u64, StoreError> {
-        self.store.prune(millis(self.retention)).await
+        let pruned = self.store.prune(millis(self.retention)).await?;
+        self.store.prune_audit(millis(self.audit.retention)).await?;
+        Ok(pruned)
     }
 
     /// The journal a runtime runs on: this process's owner and its heartbeat.
@@ -240,6 +259,13 @@ impl Journaling {
         })
     }
 
+    /// A clean shutdown's checkpoint, when the journal has a key and this process used it.
+    pub(crate) async fn checkpoint(&self) {
+        if self.started.initialized() {
+            crate::audit::checkpoint(self.store(), &self.journal.audit).await;
+        }
+    }
+
     /// How long the journal keeps what ended, in milliseconds.
     pub(crate) fn retention_ms(&self) -> i64 {
         millis(self.journal.retention)
@@ -271,6 +297,10 @@ impl Journaling {
                     .renew(&self.current(), self.lease_ms(), true)
                     .await?;
                 tokio::spawn(heartbeat(Arc::downgrade(self)));
+                if self.journal.audit.key.is_some() {
+                    let store = Arc::downgrade(&self.journal.store);
+                    tokio::spawn(crate::audit::signer(store, self.journal.audit.clone()));
+                }
                 Ok::<(), StoreError>(())
             })
             .await?;

@@ -11,14 +11,16 @@
 //! it once. Leases and deadlines are judged by the database's `now()`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::Row;
 
 use crate::limits::{Charge, Usage, Verdict};
 
+use super::audit::Event;
 use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
+use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
@@ -29,31 +31,18 @@ mod limits;
 #[macro_use]
 mod sql;
 mod approvals;
+mod audit;
+mod batch;
+mod connection;
 mod schema;
 
+use batch::{Queued, Write, writer};
+use connection::{Connection, connect, plan_once, prepare};
 use schema::migrate;
-use sql::{
-    CLAIM, CLAIM_MANY, LIST, LOOKUP, PRUNE_CALLS, PRUNE_OWNERS, RENEW, RENEW_CREATE, SETTLE,
-    SETTLE_MANY, describe_error,
-};
+use sql::describe_error;
 
 /// How many connections one process keeps.
 const CONNECTIONS: usize = 4;
-
-/// One connection and its prepared statements.
-struct Connection {
-    client: Client,
-    renew_create: Statement,
-    renew: Statement,
-    claim: Statement,
-    claim_many: Statement,
-    lookup: Statement,
-    settle: Statement,
-    settle_many: Statement,
-    list: Statement,
-    prune_calls: Statement,
-    prune_owners: Statement,
-}
 
 /// The PostgreSQL journal.
 pub(crate) struct Postgres {
@@ -68,319 +57,8 @@ pub(crate) struct Postgres {
     limits: limits::Limits,
     /// The approvals' connection.
     approvals: approvals::Approvals,
-}
-
-/// A write, as the batch runs it.
-enum Write {
-    Renew {
-        owner: String,
-        lease_ms: i64,
-        create: bool,
-    },
-    Claim(Claim),
-    Settle {
-        key: Key,
-        owner: String,
-        record: Record,
-        only_if_expired: bool,
-    },
-}
-
-/// A write and who is told its rows.
-struct Queued {
-    write: Write,
-    reply: Box<dyn FnOnce(Result<u64, String>) + Send + Sync>,
-}
-
-/// Most writes one transaction carries.
-const MAX_BATCH: usize = 256;
-/// How long a batch of outcomes only waits for a claim to commit with.
-const DEFER: std::time::Duration = std::time::Duration::from_millis(2);
-
-impl Write {
-    /// The call it writes, unless it is a lease's.
-    fn key(&self) -> Option<&Key> {
-        match self {
-            Write::Claim(claim) => Some(&claim.key),
-            Write::Settle { key, .. } => Some(key),
-            Write::Renew { .. } => None,
-        }
-    }
-
-    async fn run(&self, c: &Connection) -> Result<u64, tokio_postgres::Error> {
-        match self {
-            Write::Renew {
-                owner,
-                lease_ms,
-                create,
-            } => {
-                let statement = if *create { &c.renew_create } else { &c.renew };
-                c.client.execute(statement, &[owner, lease_ms]).await
-            }
-            Write::Claim(claim) => sql::insert_claim(&c.client, &c.claim, claim).await,
-            Write::Settle {
-                key,
-                owner,
-                record,
-                only_if_expired,
-            } => {
-                c.client
-                    .execute(
-                        &c.settle,
-                        &[
-                            &key.tenant,
-                            &key.session,
-                            &key.call_id,
-                            &record.state.as_str(),
-                            &record.is_error,
-                            &record.unknown_outcome,
-                            &record.result,
-                            &record.result_bytes,
-                            owner,
-                            only_if_expired,
-                        ],
-                    )
-                    .await
-            }
-        }
-    }
-}
-
-/// The writer: each turn, every waiting write in one transaction.
-async fn writer(url: String, first: Connection, mut queue: mpsc::UnboundedReceiver<Queued>) {
-    let mut connection = Some(first);
-    while let Some(queued) = queue.recv().await {
-        let mut batch = vec![queued];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(queued) => batch.push(queued),
-                Err(_) => break,
-            }
-        }
-        // Outcomes alone wait a little for a claim to share the commit with.
-        let deadline = tokio::time::Instant::now() + DEFER;
-        while batch.len() < MAX_BATCH
-            && batch
-                .iter()
-                .all(|q| matches!(q.write, Write::Settle { .. }))
-        {
-            match tokio::time::timeout_at(deadline, queue.recv()).await {
-                Ok(Some(queued)) => batch.push(queued),
-                _ => break,
-            }
-        }
-        if connection.as_ref().is_none_or(|c| c.client.is_closed()) {
-            connection = match connect(&url).await {
-                Ok(client) => match plan_once(&client).await {
-                    Ok(()) => prepare(client).await.ok(),
-                    Err(_) => None,
-                },
-                Err(_) => None,
-            };
-        }
-        let Some(c) = &connection else {
-            for queued in batch {
-                (queued.reply)(Err("cannot connect to the database".into()));
-            }
-            continue;
-        };
-        if batch.len() > 1
-            && let Some(rows) = together(c, &batch).await
-        {
-            for (queued, rows) in batch.into_iter().zip(rows) {
-                (queued.reply)(Ok(rows));
-            }
-            continue;
-        }
-        for queued in batch {
-            let rows = queued.write.run(c).await.map_err(|e| describe_error(&e));
-            (queued.reply)(rows);
-        }
-    }
-}
-
-/// The batch in one transaction, sent in one flight (`BEGIN`, the statements, `COMMIT`,
-/// pipelined: one round trip and one WAL flush): the leases in order, then every claim in one
-/// statement, then every outcome in one (a claim queued before an outcome of the same call —
-/// one cancelled while it was claimed — is written first). A key a batch claims or settles twice
-/// is written by its first request; the later ones change nothing, as they would one after
-/// another. `None` when a statement failed (then PostgreSQL turns the `COMMIT` into a rollback,
-/// and nothing of the batch was written).
-async fn together(c: &Connection, batch: &[Queued]) -> Option<Vec<u64>> {
-    use futures_util::FutureExt;
-    use futures_util::future::BoxFuture;
-    use std::collections::HashSet;
-    /// What a statement of the flight wrote: (the request's place in the batch, its rows).
-    type Written = Vec<(usize, u64)>;
-    let durable = batch
-        .iter()
-        .any(|queued| !matches!(queued.write, Write::Settle { .. }));
-    let begin = if durable {
-        "BEGIN"
-    } else {
-        "BEGIN; SET LOCAL synchronous_commit TO OFF"
-    };
-    let mut flight: Vec<BoxFuture<'_, Result<Written, tokio_postgres::Error>>> = Vec::new();
-    flight.push(Box::pin(
-        c.client
-            .batch_execute(begin)
-            .map(|r| r.map(|()| Vec::new())),
-    ));
-    let (mut claims, mut claimed) = (Many::default(), HashSet::new());
-    let (mut settles, mut settled) = (Many::default(), HashSet::new());
-    for (index, queued) in batch.iter().enumerate() {
-        match &queued.write {
-            Write::Renew { .. } => flight.push(Box::pin(
-                queued
-                    .write
-                    .run(c)
-                    .map(move |r| r.map(|rows| vec![(index, rows)])),
-            )),
-            Write::Claim(claim) if claimed.insert(&claim.key) => {
-                claims.push(index, &queued.write);
-            }
-            Write::Settle { key, .. } if settled.insert(key) => {
-                settles.push(index, &queued.write);
-            }
-            // The same key again: changes nothing after the first.
-            Write::Claim(_) | Write::Settle { .. } => {}
-        }
-    }
-    if !claims.is_empty() {
-        flight.push(Box::pin(claims.sorted().claim(c)));
-    }
-    if !settles.is_empty() {
-        flight.push(Box::pin(settles.sorted().settle(c)));
-    }
-    flight.push(Box::pin(
-        c.client
-            .batch_execute("COMMIT")
-            .map(|r| r.map(|()| Vec::new())),
-    ));
-    let answers = futures_util::future::join_all(flight).await;
-    let mut rows = vec![0u64; batch.len()];
-    for answer in answers {
-        for (index, written) in answer.ok()? {
-            rows[index] = written;
-        }
-    }
-    Some(rows)
-}
-
-/// Claims or outcomes of one batch, as the columns of one statement's arrays.
-#[derive(Default)]
-struct Many<'a> {
-    indexes: Vec<usize>,
-    writes: Vec<&'a Write>,
-}
-
-impl<'a> Many<'a> {
-    fn push(&mut self, index: usize, write: &'a Write) {
-        self.indexes.push(index);
-        self.writes.push(write);
-    }
-
-    fn is_empty(&self) -> bool {
-        self.writes.is_empty()
-    }
-
-    /// In the order of their keys: every transaction locks rows in one order, so two that
-    /// meet (two replicas' batches) wait for each other rather than deadlock.
-    fn sorted(mut self) -> Self {
-        let mut pairs: Vec<(usize, &'a Write)> =
-            self.indexes.drain(..).zip(self.writes.drain(..)).collect();
-        pairs.sort_by(|a, b| a.1.key().cmp(&b.1.key()));
-        (self.indexes, self.writes) = pairs.into_iter().unzip();
-        self
-    }
-
-    /// Which of the requests' keys the statement returned.
-    fn written(&self, rows: &[Row]) -> Vec<(usize, u64)> {
-        let returned: std::collections::HashSet<Key> = rows
-            .iter()
-            .map(|row| Key {
-                tenant: row.get(0),
-                session: row.get(1),
-                call_id: row.get(2),
-            })
-            .collect();
-        self.indexes
-            .iter()
-            .zip(&self.writes)
-            .map(|(index, write)| {
-                let found = write.key().is_some_and(|key| returned.contains(key));
-                (*index, u64::from(found))
-            })
-            .collect()
-    }
-
-    async fn claim(self, c: &Connection) -> Result<Vec<(usize, u64)>, tokio_postgres::Error> {
-        let claims: Vec<&Claim> = self
-            .writes
-            .iter()
-            .filter_map(|write| match write {
-                Write::Claim(claim) => Some(claim),
-                _ => None,
-            })
-            .collect();
-        let column = |f: fn(&Claim) -> &str| claims.iter().map(|c| f(c)).collect::<Vec<&str>>();
-        let timeouts: Vec<i64> = claims.iter().map(|c| c.timeout_ms).collect();
-        let traces: Vec<Option<&str>> = claims.iter().map(|c| c.trace_id.as_deref()).collect();
-        let rows = c
-            .client
-            .query(
-                &c.claim_many,
-                &[
-                    &column(|c| &c.key.tenant),
-                    &column(|c| &c.key.session),
-                    &column(|c| &c.key.call_id),
-                    &column(|c| &c.digest),
-                    &column(|c| &c.binding),
-                    &column(|c| &c.owner),
-                    &timeouts,
-                    &traces,
-                ],
-            )
-            .await?;
-        Ok(self.written(&rows))
-    }
-
-    async fn settle(self, c: &Connection) -> Result<Vec<(usize, u64)>, tokio_postgres::Error> {
-        let settles: Vec<(&Key, &str, &Record, bool)> = self
-            .writes
-            .iter()
-            .filter_map(|write| match write {
-                Write::Settle {
-                    key,
-                    owner,
-                    record,
-                    only_if_expired,
-                } => Some((key, owner.as_str(), record, *only_if_expired)),
-                _ => None,
-            })
-            .collect();
-        let tenants: Vec<&str> = settles.iter().map(|s| s.0.tenant.as_str()).collect();
-        let sessions: Vec<&str> = settles.iter().map(|s| s.0.session.as_str()).collect();
-        let call_ids: Vec<&str> = settles.iter().map(|s| s.0.call_id.as_str()).collect();
-        let states: Vec<&str> = settles.iter().map(|s| s.2.state.as_str()).collect();
-        let is_error: Vec<bool> = settles.iter().map(|s| s.2.is_error).collect();
-        let unknown: Vec<bool> = settles.iter().map(|s| s.2.unknown_outcome).collect();
-        let results: Vec<Option<&str>> = settles.iter().map(|s| s.2.result.as_deref()).collect();
-        let bytes: Vec<i64> = settles.iter().map(|s| s.2.result_bytes).collect();
-        let owners: Vec<&str> = settles.iter().map(|s| s.1).collect();
-        let expired: Vec<bool> = settles.iter().map(|s| s.3).collect();
-        let rows = c
-            .client
-            .query(
-                &c.settle_many,
-                &[
-                    &tenants, &sessions, &call_ids, &states, &is_error, &unknown, &results, &bytes,
-                    &owners, &expired,
-                ],
-            )
-            .await?;
-        Ok(self.written(&rows))
-    }
+    /// Whether writes append to the audit chain.
+    audit: Arc<AtomicBool>,
 }
 
 impl Postgres {
@@ -405,10 +83,12 @@ impl Postgres {
         plan_once(&first.client).await.map_err(&error)?;
         connections.extend(others.map(|c| Mutex::new(Arc::new(c))));
         let (writes, queue) = mpsc::unbounded_channel();
-        tokio::spawn(writer(url.to_owned(), first, queue));
+        let audit = Arc::new(AtomicBool::new(true));
+        tokio::spawn(writer(url.to_owned(), first, queue, Arc::clone(&audit)));
         Ok(Postgres {
-            limits: limits::Limits::new(url, &describe),
-            approvals: approvals::Approvals::new(url, &describe),
+            limits: limits::Limits::new(url, &describe, Arc::clone(&audit)),
+            approvals: approvals::Approvals::new(url, &describe, Arc::clone(&audit)),
+            audit,
             url: url.to_owned(),
             describe,
             connections,
@@ -434,6 +114,11 @@ impl Postgres {
             Ok(rows) => rows.map_err(|e| self.error(e)),
             Err(_) => Err(self.error("the journal's writer has stopped")),
         }
+    }
+
+    /// Whether writes append to the audit chain now.
+    fn audits(&self) -> bool {
+        self.audit.load(Ordering::Relaxed)
     }
 
     /// Runs one rare statement (an MCP task's) on a connection, committed on its own: whether
@@ -474,68 +159,6 @@ fn redact(url: &str) -> String {
         Ok(parsed) => parsed.to_string(),
         Err(_) => "(an unparsable URL)".to_owned(),
     }
-}
-
-async fn connect(url: &str) -> Result<Client, String> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .map_err(|e| format!("cannot connect: {}", describe_error(&e)))?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::warn!(error = %describe_error(&error), "the journal's database connection ended");
-        }
-    });
-    Ok(client)
-}
-
-/// The writer's session plans each statement once (a generic plan, kept), as a loop over the
-/// batch's keys looking each up by its index: every statement it runs writes rows by key, so
-/// a scan of a whole table or a join to it is never right — yet a generic plan made while the
-/// table was empty would hash-join, and planning each batch anew (a custom plan) cost a
-/// quarter of the writer's time.
-async fn plan_once(client: &Client) -> Result<(), String> {
-    client
-        .batch_execute(
-            "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; \
-             SET enable_hashjoin = off; SET enable_mergejoin = off",
-        )
-        .await
-        .map_err(|e| describe_error(&e))
-}
-
-/// Prepares every statement, pipelined (one round trip, not one each: a harness process
-/// connects for every call).
-async fn prepare(client: Client) -> Result<Connection, String> {
-    let prepare = |sql: &'static str| client.prepare(sql);
-    let prepared = futures_util::future::try_join_all([
-        prepare(RENEW_CREATE),
-        prepare(RENEW),
-        prepare(CLAIM),
-        prepare(CLAIM_MANY),
-        prepare(LOOKUP),
-        prepare(SETTLE),
-        prepare(SETTLE_MANY),
-        prepare(LIST),
-        prepare(PRUNE_CALLS),
-        prepare(PRUNE_OWNERS),
-    ])
-    .await
-    .map_err(|e| format!("cannot prepare a statement: {}", describe_error(&e)))?;
-    let mut prepared = prepared.into_iter();
-    let mut next = || prepared.next().expect("one statement each");
-    Ok(Connection {
-        renew_create: next(),
-        renew: next(),
-        claim: next(),
-        claim_many: next(),
-        lookup: next(),
-        settle: next(),
-        settle_many: next(),
-        list: next(),
-        prune_calls: next(),
-        prune_owners: next(),
-        client,
-    })
 }
 
 fn entry(row: &Row) -> Entry {
@@ -607,6 +230,7 @@ impl JournalStore for Postgres {
             owner: owner.to_owned(),
             record: record.clone(),
             only_if_expired,
+            taken_over: true,
         };
         Box::pin(async move { Ok(self.write(write).await? > 0) })
     }
@@ -617,6 +241,7 @@ impl JournalStore for Postgres {
             owner,
             record,
             only_if_expired: false,
+            taken_over: false,
         };
         let store = self.describe.clone();
         let reply = Box::new(move |rows: Result<u64, String>| {
@@ -647,7 +272,28 @@ impl JournalStore for Postgres {
         Box::pin(async move {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
                 [&key.tenant, &key.session, &key.call_id, &from, &to];
-            self.execute(sql::TAKE_OVER, &params).await
+            if !self.audits() {
+                return self.execute(sql::TAKE_OVER, &params).await;
+            }
+            let (key, from, to) = (key.clone(), from.to_owned(), to.to_owned());
+            self.approvals
+                .transaction(move |client| {
+                    Box::pin(async move {
+                        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                            [&key.tenant, &key.session, &key.call_id, &from, &to];
+                        if client.execute(sql::TAKE_OVER, &params).await? == 0 {
+                            return Ok((false, false));
+                        }
+                        let event = Event::Resumed {
+                            key: key.clone(),
+                            from: from.clone(),
+                            to: to.clone(),
+                        };
+                        audit::append(client, &[(key.tenant.clone(), event)]).await?;
+                        Ok((true, true))
+                    })
+                })
+                .await
         })
     }
 
@@ -741,9 +387,28 @@ impl JournalStore for Postgres {
 
     fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
         Box::pin(async move {
-            let c = self.connection().await?;
-            let recorded = schema::record_drift(&c.client, drift).await;
-            recorded.map_err(|e| self.error(describe_error(&e)))
+            let (drift, audit) = (drift.clone(), self.audits());
+            self.approvals
+                .transaction(move |client| {
+                    Box::pin(async move {
+                        let recorded = schema::record_drift(client, &drift).await?;
+                        if recorded && audit {
+                            let event = Event::Drift {
+                                binding: drift.binding.clone(),
+                                pinned: drift.pinned.clone(),
+                                listed: drift.listed.clone(),
+                                refused: drift.refused,
+                                process: drift.process.clone(),
+                            };
+                            let events: Vec<(String, Event)> = (drift.tenants.iter())
+                                .map(|t| (t.clone(), event.clone()))
+                                .collect();
+                            audit::append(client, &events).await?;
+                        }
+                        Ok((true, recorded))
+                    })
+                })
+                .await
         })
     }
 
@@ -752,6 +417,107 @@ impl JournalStore for Postgres {
             let c = self.connection().await?;
             let drifts = schema::drifts(&c.client, limit).await;
             drifts.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
+    fn set_audit(&self, on: bool) {
+        self.audit.store(on, Ordering::Relaxed);
+    }
+
+    fn audit_tenants(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let tenants = audit::audit_tenants(&c.client).await;
+            tenants.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
+    fn audit_records<'a>(
+        &'a self,
+        tenant: &'a str,
+        from: i64,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<AuditRecord>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let records = audit::records(&c.client, tenant, from, limit).await;
+            records.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
+    fn audit_heads(&self) -> StoreFuture<'_, AuditHeads> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let (heads, now_ms) = audit::heads(&c.client)
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(AuditHeads { heads, now_ms })
+        })
+    }
+
+    fn audit_checkpoints(&self) -> StoreFuture<'_, Vec<Checkpoint>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            let checkpoints = audit::checkpoints(&c.client).await;
+            checkpoints.map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+
+    fn add_audit_checkpoint<'a>(
+        &'a self,
+        body: &'a str,
+        signature: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.execute(audit::ADD_CHECKPOINT, &[&body, &signature])
+                .await
+                .map(drop)
+        })
+    }
+
+    fn audit_denial(&self, denial: Denial, dropped: Box<dyn FnOnce() + Send>) {
+        if !self.audits() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return dropped();
+        };
+        let _entered = handle.enter();
+        let appended = self.approvals.transaction(move |client| {
+            Box::pin(async move {
+                let event = Event::Denied {
+                    key: denial.key.clone(),
+                    binding: denial.binding.clone(),
+                    principal: denial.principal.clone(),
+                    digest: denial.digest.clone(),
+                };
+                audit::append(client, &[(denial.key.tenant.clone(), event)]).await?;
+                Ok((true, ()))
+            })
+        });
+        // Off the caller's path: the transaction runs on a task of its own.
+        let task = async move {
+            if appended.await.is_err() {
+                dropped();
+            }
+        };
+        drop(handle.spawn(task));
+    }
+
+    fn prune_audit(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            self.approvals
+                .transaction(move |client| {
+                    Box::pin(async move {
+                        // Each tenant's pruning commits on its own inside (see audit::prune).
+                        client.batch_execute("COMMIT").await?;
+                        let deleted = audit::prune(client, retention_ms).await?;
+                        client.batch_execute("BEGIN").await?;
+                        Ok((true, deleted))
+                    })
+                })
+                .await
         })
     }
 

@@ -21,15 +21,15 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
+use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
-    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
-    StoreFuture,
+    Claim, Claimed, Done, Drift, Entry, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
 };
 
 /// What SQLite does on commit: which crashes a claim survives.
@@ -69,11 +69,14 @@ macro_rules! columns {
 }
 
 mod approvals; // this and the modules below: after the macros, which they use
+mod audit;
+mod calls;
 mod file;
 mod grants;
 mod limits;
 mod schema;
 
+use calls::{Audit, entry, insert_claim, update_outcome};
 use file::create_private;
 pub use file::default_path;
 use schema::migrate;
@@ -266,6 +269,8 @@ pub(crate) struct Sqlite {
     /// every commit syncs the disk; there the thread commits, and claims queued meanwhile
     /// share its next sync.
     inline: bool,
+    /// Whether writes append to the audit chain.
+    audit: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Sqlite {
@@ -327,7 +332,13 @@ impl Sqlite {
             shared,
             reader: Mutex::new(reader),
             inline: durability == Durability::Normal,
+            audit: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Whether writes append to the audit chain now.
+    fn audits(&self) -> bool {
+        self.audit.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reads inline: on the shared connection when it is free (its page cache is warm), else
@@ -472,70 +483,6 @@ fn statement(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(drop)
 }
 
-/// The claim's statement: `sent` for a new key, or for one recorded `not_sent` with the same
-/// digest, while the owner's lease is live.
-fn insert_claim(c: &Connection, claim: &Claim) -> rusqlite::Result<bool> {
-    let sql = concat!(
-        "INSERT INTO brain_calls (tenant, session, call_id, digest, binding, state, owner, ",
-        "created, deadline, trace_id) SELECT ?1, ?2, ?3, ?4, ?5, 'sent', ?6, ",
-        now!(),
-        ", ",
-        now!(),
-        " + ?7, ?8 WHERE EXISTS (SELECT 1 FROM brain_owners WHERE owner = ?6 AND expires > ",
-        now!(),
-        ") ON CONFLICT (tenant, session, call_id) DO UPDATE SET state = 'sent', ",
-        "owner = excluded.owner, created = excluded.created, deadline = excluded.deadline, ",
-        "trace_id = excluded.trace_id, finished = NULL, is_error = NULL, ",
-        "unknown_outcome = NULL, result = NULL, result_bytes = NULL ",
-        "WHERE brain_calls.state = 'not_sent' AND brain_calls.digest = excluded.digest"
-    );
-    let changed = c.prepare_cached(sql)?.execute(params![
-        claim.key.tenant,
-        claim.key.session,
-        claim.key.call_id,
-        claim.digest,
-        claim.binding,
-        claim.owner,
-        claim.timeout_ms,
-        claim.trace_id,
-    ])?;
-    Ok(changed > 0)
-}
-
-/// The outcome's statement: how the call ended, when it is still `sent` by `owner` (with
-/// `only_if_expired`, only when that owner's lease has expired).
-fn update_outcome(
-    c: &Connection,
-    key: &Key,
-    owner: &str,
-    record: &Record,
-    only_if_expired: bool,
-) -> rusqlite::Result<bool> {
-    let sql = concat!(
-        "UPDATE brain_calls AS c SET state = ?4, is_error = ?5, unknown_outcome = ?6, ",
-        "result = ?7, result_bytes = ?8, finished = ",
-        now!(),
-        " WHERE c.tenant = ?1 AND c.session = ?2 AND c.call_id = ?3 AND c.state = 'sent' ",
-        "AND c.owner = ?9 AND (?10 = 0 OR NOT ",
-        "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
-        now!(),
-        "))"
-    );
-    let changed = c.prepare_cached(sql)?.execute(params![
-        key.tenant,
-        key.session,
-        key.call_id,
-        record.state.as_str(),
-        record.is_error,
-        record.unknown_outcome,
-        record.result,
-        record.result_bytes,
-        owner,
-        only_if_expired,
-    ])?;
-    Ok(changed > 0)
-}
-
 /// How often the journal's thread copies the WAL back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
@@ -544,32 +491,6 @@ fn checkpoint(connection: &Connection) {
     if let Err(error) = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
         tracing::debug!(%error, "the journal's checkpoint failed");
     }
-}
-
-fn entry(row: &Row<'_>) -> rusqlite::Result<Entry> {
-    let state: String = row.get(5)?;
-    Ok(Entry {
-        key: Key {
-            tenant: row.get(0)?,
-            session: row.get(1)?,
-            call_id: row.get(2)?,
-        },
-        binding: row.get(3)?,
-        digest: row.get(4)?,
-        state: EntryState::parse(&state).unwrap_or(EntryState::Sent),
-        owner: row.get(6)?,
-        owner_live: row.get(7)?,
-        now_ms: row.get(8)?,
-        created_ms: row.get(9)?,
-        deadline_ms: row.get(10)?,
-        finished_ms: row.get(11)?,
-        is_error: row.get(12)?,
-        unknown_outcome: row.get(13)?,
-        result: row.get(14)?,
-        result_bytes: row.get(15)?,
-        trace_id: row.get(16)?,
-        task: row.get(17)?,
-    })
 }
 
 impl JournalStore for Sqlite {
@@ -603,7 +524,8 @@ impl JournalStore for Sqlite {
         // other claims, outcomes waiting to share a commit); else by whoever holds it, in
         // its next batch. A caller never waits for the connection or another process's lock.
         let claim = claim.clone();
-        self.queue(move |c| insert_claim(c, &claim), false, self.inline)
+        let audit = Audit::on(self.audits());
+        self.queue(move |c| insert_claim(c, &claim, audit), false, self.inline)
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
@@ -630,8 +552,9 @@ impl JournalStore for Sqlite {
         only_if_expired: bool,
     ) -> StoreFuture<'a, bool> {
         let (key, owner, record) = (key.clone(), owner.to_owned(), record.clone());
+        let audit = self.audits();
         self.queue(
-            move |c| update_outcome(c, &key, &owner, &record, only_if_expired),
+            move |c| update_outcome(c, &key, &owner, &record, only_if_expired, true, audit),
             true,
             false,
         )
@@ -639,8 +562,9 @@ impl JournalStore for Sqlite {
 
     fn record(self: Arc<Self>, key: Key, owner: String, record: Record, done: Done) {
         let store = self.describe.clone();
+        let audit = self.audits();
         self.shared.push(Job::new(
-            move |c| update_outcome(c, &key, &owner, &record, false),
+            move |c| update_outcome(c, &key, &owner, &record, false, false, audit),
             true,
             move |outcome| done(outcome.map_err(|message| StoreError::unavailable(store, message))),
         ));
@@ -662,8 +586,9 @@ impl JournalStore for Sqlite {
 
     fn take_over<'a>(&'a self, key: &'a Key, from: &'a str, to: &'a str) -> StoreFuture<'a, bool> {
         let (key, from, to) = (key.clone(), from.to_owned(), to.to_owned());
+        let audit = self.audits();
         self.queue(
-            move |c| schema::take_over(c, &key, &from, &to),
+            move |c| schema::take_over(c, &key, &from, &to, audit),
             false,
             false,
         )
@@ -680,10 +605,11 @@ impl JournalStore for Sqlite {
         charge: &'a Charge,
     ) -> StoreFuture<'a, Claimed> {
         let (claim, charge) = (claim.clone(), charge.clone());
+        let audit = self.audits();
         // The claim, then (when it is new) the charge, under one savepoint: both or neither.
         let job = move |c: &Connection| {
             limits::savepoint(c, |c| {
-                if !insert_claim(c, &claim)? {
+                if !insert_claim(c, &claim, Audit::on(audit))? {
                     return Ok((false, Claimed::Taken));
                 }
                 Ok(match limits::take(c, &charge)? {
@@ -697,7 +623,8 @@ impl JournalStore for Sqlite {
 
     fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
         let request = request.clone();
-        self.run(move |c| approvals::ask(c, &request))
+        let audit = self.audits();
+        self.run(move |c| approvals::ask(c, &request, audit))
     }
 
     fn claim_approved<'a>(
@@ -707,8 +634,8 @@ impl JournalStore for Sqlite {
         approval: &'a str,
     ) -> StoreFuture<'a, Claimed> {
         let (claim, charge, id) = (claim.clone(), charge.cloned(), approval.to_owned());
-        let job =
-            move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &id, insert_claim);
+        let audit = self.audits();
+        let job = move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &id, audit);
         self.queue(job, false, self.inline)
     }
 
@@ -725,7 +652,8 @@ impl JournalStore for Sqlite {
         approve: bool,
     ) -> StoreFuture<'a, Option<Approval>> {
         let (id, tenants, approver) = (id.to_owned(), tenants.to_vec(), approver.to_owned());
-        self.run(move |c| approvals::decide(c, &id, &tenants, &approver, approve))
+        let audit = self.audits();
+        self.run(move |c| approvals::decide(c, &id, &tenants, &approver, approve, audit))
     }
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
@@ -771,12 +699,71 @@ impl JournalStore for Sqlite {
 
     fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
         let drift = drift.clone();
-        self.run(move |c| schema::record_drift(c, &drift))
+        let audit = self.audits();
+        self.run(move |c| schema::record_drift(c, &drift, audit))
     }
 
     fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
         let limit = if limit == 0 { -1 } else { limit as i64 };
         Box::pin(std::future::ready(self.read(|c| schema::drifts(c, limit))))
+    }
+
+    fn set_audit(&self, on: bool) {
+        self.audit.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn audit_tenants(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(std::future::ready(self.read(audit::tenants)))
+    }
+
+    fn audit_records<'a>(
+        &'a self,
+        tenant: &'a str,
+        from: i64,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<AuditRecord>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let read = self.read(|c| audit::records(c, tenant, from, limit));
+        Box::pin(std::future::ready(read))
+    }
+
+    fn audit_heads(&self) -> StoreFuture<'_, AuditHeads> {
+        let read = self.read(|c| {
+            Ok(AuditHeads {
+                heads: audit::heads(c)?,
+                now_ms: audit::now(c)?,
+            })
+        });
+        Box::pin(std::future::ready(read))
+    }
+
+    fn audit_checkpoints(&self) -> StoreFuture<'_, Vec<Checkpoint>> {
+        Box::pin(std::future::ready(self.read(audit::checkpoints)))
+    }
+
+    fn add_audit_checkpoint<'a>(
+        &'a self,
+        body: &'a str,
+        signature: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        let (body, signature) = (body.to_owned(), signature.to_owned());
+        self.run(move |c| audit::add_checkpoint(c, &body, &signature))
+    }
+
+    fn audit_denial(&self, denial: Denial, dropped: Box<dyn FnOnce() + Send>) {
+        if self.audits() {
+            let append = move |c: &Connection| audit::append_denial(c, &denial);
+            let done = move |appended: Result<(), String>| {
+                if appended.is_err() {
+                    dropped();
+                }
+            };
+            self.shared.push(Job::new(append, true, done));
+        }
+    }
+
+    fn prune_audit(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        self.run(move |c| audit::prune(c, retention_ms))
     }
 
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {

@@ -87,6 +87,8 @@ pub struct Record {
     pub result: Option<String>,
     /// The size of that JSON.
     pub result_bytes: i64,
+    /// The SHA-256 of that JSON (`sha256:` and hex), kept or not: what the audit chain holds.
+    pub result_digest: String,
 }
 
 /// A journaled call, as the store reports it.
@@ -160,6 +162,9 @@ pub struct Drift {
     pub fields: Vec<String>,
     /// Whether the binding's calls are refused under that listing (else only warned about).
     pub refused: bool,
+    /// The tenants the binding lists: the audit chains the drift is recorded in (not kept
+    /// in the drift table; read back empty).
+    pub tenants: Vec<String>,
     /// The process that saw it (`host:pid:random`).
     pub process: String,
     /// When that process first saw it, on the store's clock (milliseconds; ignored when
@@ -350,6 +355,58 @@ pub trait JournalStore: Send + Sync + 'static {
         ))))
     }
 
+    /// Whether the store appends to the audit chain (on by default where it keeps one): off
+    /// only when every process on the store has it off, or the chains have gaps.
+    fn set_audit(&self, _on: bool) {}
+
+    /// The tenants that have an audit chain, in order. The default keeps none.
+    fn audit_tenants(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Up to `limit` records of `tenant`'s chain from `from` on, in order. The default has none.
+    fn audit_records<'a>(
+        &'a self,
+        _tenant: &'a str,
+        _from: i64,
+        _limit: usize,
+    ) -> StoreFuture<'a, Vec<AuditRecord>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Every tenant's head as the store keeps it, and the store's clock. The default has none.
+    fn audit_heads(&self) -> StoreFuture<'_, AuditHeads> {
+        Box::pin(std::future::ready(Ok(AuditHeads::default())))
+    }
+
+    /// The signed checkpoints, oldest first. The default has none.
+    fn audit_checkpoints(&self) -> StoreFuture<'_, Vec<Checkpoint>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Stores a signed checkpoint. The default keeps no chain: it fails.
+    fn add_audit_checkpoint<'a>(
+        &'a self,
+        _body: &'a str,
+        _signature: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(std::future::ready(Err(StoreError::unavailable(
+            self.describe(),
+            "this store keeps no audit chain",
+        ))))
+    }
+
+    /// Appends a record of a call the gate's policies refused to `key.tenant`'s chain, off the
+    /// caller's path, when the store audits; `dropped` is called if it could not. The default
+    /// keeps no chain.
+    fn audit_denial(&self, _denial: Denial, _dropped: Box<dyn FnOnce() + Send>) {}
+
+    /// Prunes each chain's records older than `retention_ms`, leaving a `pruned_through`
+    /// record; returns how many it deleted. The default keeps no chain.
+    fn prune_audit(&self, _retention_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(std::future::ready(Ok(0)))
+    }
+
     /// The entries `filter` selects, newest first.
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
 
@@ -358,6 +415,65 @@ pub trait JournalStore: Send + Sync + 'static {
     /// arguments of every expired approval; a pending, unexpired approval is left alone.
     /// Returns how many entries it deleted.
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
+}
+
+/// One record of an audit chain, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// The tenant whose chain it is in.
+    pub tenant: String,
+    /// Its place in that chain (from 1).
+    pub seq: i64,
+    /// When it was appended (the store's clock, milliseconds).
+    pub at_ms: i64,
+    /// Its canonical bytes (RFC 8785 JSON), exactly as hashed.
+    pub record: String,
+    /// `SHA-256(previous hash ‖ record)`, hex.
+    pub hash: String,
+}
+
+/// A tenant's chain head: its newest record's seq and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditHead {
+    /// The tenant.
+    pub tenant: String,
+    /// The newest record's seq.
+    pub seq: i64,
+    /// Its hash.
+    pub hash: String,
+}
+
+/// Every chain's head, and the store's clock when they were read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditHeads {
+    /// The heads, in tenant order.
+    pub heads: Vec<AuditHead>,
+    /// The store's clock (milliseconds).
+    pub now_ms: i64,
+}
+
+/// A signed checkpoint, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// Its place among the checkpoints.
+    pub id: i64,
+    /// Its canonical bytes (RFC 8785 JSON): every tenant's head, a time and a key id.
+    pub body: String,
+    /// The Ed25519 signature over `"brain-audit-head-v1" ‖ body`, base64.
+    pub signature: String,
+}
+
+/// A call the gate's policies refused, for the audit chain.
+#[derive(Debug, Clone)]
+pub struct Denial {
+    /// The call.
+    pub key: Key,
+    /// The binding.
+    pub binding: String,
+    /// The policy principal.
+    pub principal: String,
+    /// The call's digest.
+    pub digest: String,
 }
 
 // Approvals a person gives for one call: bound to the call's key, its digest (the binding's

@@ -652,6 +652,7 @@ fn record(result: &ToolResult, state: EntryState, cap: usize) -> Record {
         state,
         is_error: result.is_error,
         unknown_outcome: result.unknown_outcome,
+        result_digest: super::audit::result_digest(&json),
         result: (json.len() <= cap && state != EntryState::NotSent).then_some(json),
         result_bytes: bytes,
     }

@@ -4,11 +4,13 @@
 //! lock on its key, so that two retries at once record one pending approval.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Row};
 
 use super::sql::describe_error;
+use crate::journal::audit::Event;
 use crate::journal::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id,
 };
@@ -101,26 +103,34 @@ fn approval(row: &Row) -> Approval {
     }
 }
 
-/// The approvals' connection, made on first use.
+/// The connection of approvals and of the audit chain's own writes (a task handed over, a
+/// drift, a denial, a checkpoint, pruning), made on first use.
 pub(super) struct Approvals {
     url: String,
     describe: String,
     connection: Arc<Mutex<Option<Client>>>,
+    /// Whether writes append to the audit chain.
+    audit: Arc<AtomicBool>,
 }
 
 impl Approvals {
-    pub(super) fn new(url: &str, describe: &str) -> Approvals {
+    pub(super) fn new(url: &str, describe: &str, audit: Arc<AtomicBool>) -> Approvals {
         Approvals {
             url: url.to_owned(),
             describe: describe.to_owned(),
             connection: Arc::default(),
+            audit,
         }
+    }
+
+    fn audits(&self) -> bool {
+        self.audit.load(Ordering::Relaxed)
     }
 
     /// Runs `step` in one transaction on the approvals' connection (on a task of its own: a
     /// caller that goes away does not leave it half done), committed when `step` says so,
     /// else rolled back.
-    async fn transaction<T: Send + 'static>(
+    pub(super) fn transaction<T: Send + 'static>(
         &self,
         step: impl for<'c> FnOnce(
             &'c Client,
@@ -129,8 +139,9 @@ impl Approvals {
             Result<(bool, T), tokio_postgres::Error>,
         > + Send
         + 'static,
-    ) -> Result<T, StoreError> {
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
         let (connection, url) = (Arc::clone(&self.connection), self.url.clone());
+        let describe = self.describe.clone();
         let task = tokio::spawn(async move {
             let mut slot = connection.lock().await;
             if slot.as_ref().is_none_or(Client::is_closed) {
@@ -163,20 +174,37 @@ impl Approvals {
             }
             outcome.map_err(|e| describe_error(&e))
         });
-        match task.await {
-            Ok(outcome) => outcome.map_err(|e| StoreError::unavailable(&*self.describe, e)),
-            Err(error) => Err(StoreError::unavailable(
-                &*self.describe,
-                format!("the approval's task failed: {error}"),
-            )),
+        async move {
+            match task.await {
+                Ok(outcome) => outcome.map_err(|e| StoreError::unavailable(describe, e)),
+                Err(error) => Err(StoreError::unavailable(
+                    describe,
+                    format!("the approval's task failed: {error}"),
+                )),
+            }
         }
     }
 
     /// [`crate::journal::JournalStore::ask_approval`].
     pub(super) async fn ask(&self, request: &ApprovalRequest) -> Result<Asked, StoreError> {
         let request = request.clone();
+        let audit = self.audits();
         self.transaction(move |client| {
-            Box::pin(async move { Ok((true, ask(client, &request).await?)) })
+            Box::pin(async move {
+                let asked = ask(client, &request).await?;
+                if let (Asked::Pending(id), true) = (&asked, audit) {
+                    let event = Event::ApprovalAsked {
+                        id: id.clone(),
+                        key: request.key.clone(),
+                        binding: request.binding.clone(),
+                        principal: request.principal.clone(),
+                        digest: request.digest.clone(),
+                        policies: request.policies.clone(),
+                    };
+                    super::audit::append(client, &[(request.key.tenant.clone(), event)]).await?;
+                }
+                Ok((true, asked))
+            })
         })
         .await
     }
@@ -184,6 +212,7 @@ impl Approvals {
     /// [`crate::journal::JournalStore::claim_approved`] without limits.
     pub(super) async fn claim(&self, claim: &Claim, approval: &str) -> Result<Claimed, StoreError> {
         let (claim, approval) = (claim.clone(), approval.to_owned());
+        let audit = self.audits();
         self.transaction(move |client| {
             Box::pin(async move {
                 if !used(client, &claim, &approval).await? {
@@ -192,6 +221,13 @@ impl Approvals {
                 let statement = client.prepare(super::sql::CLAIM).await?;
                 if super::sql::insert_claim(client, &statement, &claim).await? == 0 {
                     return Ok((false, Claimed::Taken));
+                }
+                if audit {
+                    let event = Event::Claimed {
+                        claim: claim.clone(),
+                        approval: Some(approval.clone()),
+                    };
+                    super::audit::append(client, &[(claim.key.tenant.clone(), event)]).await?;
                 }
                 Ok((true, Claimed::Claimed))
             })
@@ -235,6 +271,7 @@ impl Approvals {
         } else {
             ApprovalState::Denied
         };
+        let audit = self.audits();
         self.transaction(move |client| {
             Box::pin(async move {
                 let sql = concat!(
@@ -253,7 +290,17 @@ impl Approvals {
                 let row = client
                     .query_opt(concat!(approval_columns!(), "WHERE id = $1"), &[&id])
                     .await?;
-                Ok((true, row.as_ref().map(approval)))
+                let decided = row.as_ref().map(approval);
+                if let (Some(decided), true) = (&decided, audit) {
+                    let event = Event::ApprovalDecided {
+                        id: id.clone(),
+                        key: decided.key.clone(),
+                        approver: approver.clone(),
+                        approved: approve,
+                    };
+                    super::audit::append(client, &[(decided.key.tenant.clone(), event)]).await?;
+                }
+                Ok((true, decided))
             })
         })
         .await

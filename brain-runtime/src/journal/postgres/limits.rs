@@ -15,6 +15,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::{Client, Statement};
 
 use super::sql::{CLAIM, describe_error};
+use crate::journal::audit::Event;
 use crate::journal::store::{Claim, Claimed, StoreError};
 use crate::limits::{BucketState, Charge, Limit, Usage, Verdict, decide};
 
@@ -85,14 +86,21 @@ pub(super) struct Limits {
     url: String,
     describe: String,
     connection: Arc<Mutex<Option<Charging>>>,
+    /// Whether a claim appends to the audit chain.
+    audit: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Limits {
-    pub(super) fn new(url: &str, describe: &str) -> Limits {
+    pub(super) fn new(
+        url: &str,
+        describe: &str,
+        audit: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Limits {
         Limits {
             url: url.to_owned(),
             describe: describe.to_owned(),
             connection: Arc::default(),
+            audit,
         }
     }
 
@@ -111,6 +119,7 @@ impl Limits {
     ) -> Result<Claimed, StoreError> {
         let connection = Arc::clone(&self.connection);
         let url = self.url.clone();
+        let audit = self.audit.load(std::sync::atomic::Ordering::Relaxed);
         let task = tokio::spawn(async move {
             let mut slot = connection.lock().await;
             if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
@@ -121,7 +130,7 @@ impl Limits {
                 );
             }
             let c = slot.as_ref().expect("connected above");
-            let outcome = transaction(c, claim.as_ref(), &charge, approval.as_deref()).await;
+            let outcome = transaction(c, claim.as_ref(), &charge, approval.as_deref(), audit).await;
             if outcome.is_err() {
                 // Whatever state it is in, it is not used again.
                 let _ = c.client.batch_execute("ROLLBACK").await;
@@ -179,6 +188,7 @@ async fn transaction(
     claim: Option<&Claim>,
     charge: &Charge,
     approval: Option<&str>,
+    audit: bool,
 ) -> Result<Claimed, String> {
     let pg = |error: tokio_postgres::Error| describe_error(&error);
     let names: Vec<&str> = charge.buckets.iter().map(|b| b.name.as_str()).collect();
@@ -267,6 +277,15 @@ async fn transaction(
     if updated.len() != rates.len() {
         // Cannot happen under the locks; never admit on a value that moved.
         return Err("a bucket changed under its lock; the call was not charged".to_owned());
+    }
+    if let (Some(claim), true) = (claim, audit) {
+        let event = Event::Claimed {
+            claim: claim.clone(),
+            approval: approval.map(str::to_owned),
+        };
+        super::audit::append(&c.client, &[(claim.key.tenant.clone(), event)])
+            .await
+            .map_err(pg)?;
     }
     c.client.batch_execute("COMMIT").await.map_err(pg)?;
     Ok(Claimed::Claimed)

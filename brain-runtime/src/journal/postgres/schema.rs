@@ -79,6 +79,7 @@ pub(super) async fn drifts(
             pinned: row.get(3),
             fields: serde_json::from_str(row.get(4)).unwrap_or_default(),
             refused: row.get(5),
+            tenants: Vec::new(),
             first_seen_ms: row.get(6),
         })
         .collect())
@@ -105,6 +106,7 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 client.batch_execute(limits::SCHEMA).await?;
                 client.batch_execute(DRIFT_SCHEMA).await?;
                 client.batch_execute(super::approvals::SCHEMA).await?;
+                client.batch_execute(super::audit::SCHEMA).await?;
                 client
                     .execute(
                         "INSERT INTO brain_schema (version) VALUES ($1)",
@@ -114,7 +116,7 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ 1..=6) => {
+            Some(older @ 1..=7) => {
                 if older == 1 {
                     client.batch_execute(MIGRATE_FROM_1).await?;
                 }
@@ -130,7 +132,10 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 if older < 6 {
                     client.batch_execute(DRIFT_SCHEMA).await?;
                 }
-                client.batch_execute(super::approvals::SCHEMA).await?;
+                if older < 7 {
+                    client.batch_execute(super::approvals::SCHEMA).await?;
+                }
+                client.batch_execute(super::audit::SCHEMA).await?;
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;

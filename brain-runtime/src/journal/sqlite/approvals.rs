@@ -3,11 +3,14 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::journal::audit::Event;
 use crate::journal::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id,
 };
 use crate::journal::store::{Claim, Claimed, Key};
 use crate::limits::{Charge, Verdict};
+
+use super::calls::{Audit, insert_claim};
 
 /// The approvals' table: found by id, and by their call's key.
 pub(super) const SCHEMA: &str = "
@@ -79,8 +82,12 @@ fn journaled(c: &Connection, key: &Key) -> rusqlite::Result<bool> {
         .is_some())
 }
 
-/// [`crate::journal::JournalStore::ask_approval`].
-pub(super) fn ask(c: &Connection, request: &ApprovalRequest) -> rusqlite::Result<Asked> {
+/// [`crate::journal::JournalStore::ask_approval`]; a new pending approval audited.
+pub(super) fn ask(
+    c: &Connection,
+    request: &ApprovalRequest,
+    audit: bool,
+) -> rusqlite::Result<Asked> {
     if journaled(c, &request.key)? {
         return Ok(Asked::Journaled);
     }
@@ -138,17 +145,28 @@ pub(super) fn ask(c: &Connection, request: &ApprovalRequest) -> rusqlite::Result
         request.reason,
         request.expires_ms
     ])?;
+    if audit {
+        let event = Event::ApprovalAsked {
+            id: id.clone(),
+            key: key.clone(),
+            binding: request.binding.clone(),
+            principal: request.principal.clone(),
+            digest: request.digest.clone(),
+            policies: request.policies.clone(),
+        };
+        super::audit::append(c, &key.tenant, &event)?;
+    }
     Ok(Asked::Pending(id))
 }
 
-/// [`crate::journal::JournalStore::claim_approved`]: the approval used, the claim inserted (by
-/// `insert`, the journal's claim statement) and the limits charged, or none of them.
+/// [`crate::journal::JournalStore::claim_approved`]: the approval used, the claim inserted
+/// (audited with the approval it used) and the limits charged, or none of them.
 pub(super) fn claim(
     c: &Connection,
     claim: &Claim,
     charge: Option<&Charge>,
     approval: &str,
-    insert: fn(&Connection, &Claim) -> rusqlite::Result<bool>,
+    audit: bool,
 ) -> rusqlite::Result<Claimed> {
     super::limits::savepoint(c, |c| {
         if !journaled(c, &claim.key)? {
@@ -170,7 +188,11 @@ pub(super) fn claim(
                 return Ok((false, Claimed::Unapproved));
             }
         }
-        if !insert(c, claim)? {
+        let audit = Audit {
+            on: audit,
+            approval: Some(approval),
+        };
+        if !insert_claim(c, claim, audit)? {
             return Ok((false, Claimed::Taken));
         }
         Ok(match charge.map(|charge| super::limits::take(c, charge)) {
@@ -203,13 +225,14 @@ pub(super) fn list(c: &Connection, filter: &ApprovalFilter) -> rusqlite::Result<
     rows.collect()
 }
 
-/// [`crate::journal::JournalStore::decide_approval`].
+/// [`crate::journal::JournalStore::decide_approval`]; the decision audited.
 pub(super) fn decide(
     c: &Connection,
     id: &str,
     tenants: &[String],
     approver: &str,
     approve: bool,
+    audit: bool,
 ) -> rusqlite::Result<Option<Approval>> {
     let sql = concat!(
         "UPDATE brain_approvals SET state = ?4, decided_by = ?3, decided = ",
@@ -230,9 +253,20 @@ pub(super) fn decide(
     if changed == 0 {
         return Ok(None);
     }
-    c.prepare_cached(concat!(approval_columns!(), "WHERE id = ?1"))?
+    let decided = c
+        .prepare_cached(concat!(approval_columns!(), "WHERE id = ?1"))?
         .query_row(params![id], approval)
-        .optional()
+        .optional()?;
+    if let Some(decided) = decided.as_ref().filter(|_| audit) {
+        let event = Event::ApprovalDecided {
+            id: id.to_owned(),
+            key: decided.key.clone(),
+            approver: approver.to_owned(),
+            approved: approve,
+        };
+        super::audit::append(c, &decided.key.tenant, &event)?;
+    }
+    Ok(decided)
 }
 
 /// Deletes the arguments of every expired approval, and approvals expired more than

@@ -3,12 +3,13 @@
 
 use rusqlite::{Connection, params};
 
+use crate::journal::audit::Event;
 use crate::journal::store::{Drift, Key};
 use crate::state::Migration;
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
-/// limits' tables, 5 `brain_drift`, 6 `brain_approvals`).
-pub(super) const SCHEMA_VERSION: i64 = 6;
+/// limits' tables, 5 `brain_drift`, 6 `brain_approvals`, 7 the audit chain's tables).
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -83,7 +84,7 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0..=5 => {
+            0..=6 => {
                 if version == 0 {
                     connection.execute_batch(SCHEMA)?;
                 } else if version < 3 {
@@ -98,7 +99,10 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                 if version < 5 {
                     connection.execute_batch(DRIFT_SCHEMA)?;
                 }
-                connection.execute_batch(super::approvals::SCHEMA)?;
+                if version < 6 {
+                    connection.execute_batch(super::approvals::SCHEMA)?;
+                }
+                connection.execute_batch(super::audit::SCHEMA)?;
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }
@@ -143,7 +147,13 @@ pub(super) fn record_task(
 
 /// Hands the call of `key` over from `from` to `to`: while it is `sent` by `from` with a task,
 /// `from`'s lease has expired, and `to`'s is live.
-pub(super) fn take_over(c: &Connection, key: &Key, from: &str, to: &str) -> rusqlite::Result<bool> {
+pub(super) fn take_over(
+    c: &Connection,
+    key: &Key,
+    from: &str,
+    to: &str,
+    audit: bool,
+) -> rusqlite::Result<bool> {
     let sql = concat!(
         "UPDATE brain_calls AS c SET owner = ?5 WHERE c.tenant = ?1 AND c.session = ?2 ",
         "AND c.call_id = ?3 AND c.state = 'sent' AND c.owner = ?4 AND c.task IS NOT NULL ",
@@ -156,11 +166,20 @@ pub(super) fn take_over(c: &Connection, key: &Key, from: &str, to: &str) -> rusq
     let changed =
         c.prepare_cached(sql)?
             .execute(params![key.tenant, key.session, key.call_id, from, to])?;
+    if changed > 0 && audit {
+        let event = Event::Resumed {
+            key: key.clone(),
+            from: from.to_owned(),
+            to: to.to_owned(),
+        };
+        super::audit::append(c, &key.tenant, &event)?;
+    }
     Ok(changed > 0)
 }
 
-/// Records `drift` as its process's first sighting of that listing (kept when there is one).
-pub(super) fn record_drift(c: &Connection, drift: &Drift) -> rusqlite::Result<bool> {
+/// Records `drift` as its process's first sighting of that listing (kept when there is one),
+/// and audits it in the chain of each tenant the binding lists.
+pub(super) fn record_drift(c: &Connection, drift: &Drift, audit: bool) -> rusqlite::Result<bool> {
     let sql = concat!(
         "INSERT INTO brain_drift (binding, listed, process, pinned, fields, refused, first_seen) ",
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ",
@@ -176,6 +195,18 @@ pub(super) fn record_drift(c: &Connection, drift: &Drift) -> rusqlite::Result<bo
         fields,
         drift.refused
     ])?;
+    if changed > 0 && audit {
+        let event = Event::Drift {
+            binding: drift.binding.clone(),
+            pinned: drift.pinned.clone(),
+            listed: drift.listed.clone(),
+            refused: drift.refused,
+            process: drift.process.clone(),
+        };
+        for tenant in &drift.tenants {
+            super::audit::append(c, tenant, &event)?;
+        }
+    }
     Ok(changed > 0)
 }
 
@@ -193,6 +224,7 @@ pub(super) fn drifts(c: &Connection, limit: i64) -> rusqlite::Result<Vec<Drift>>
             pinned: row.get(3)?,
             fields: serde_json::from_str(&fields).unwrap_or_default(),
             refused: row.get(5)?,
+            tenants: Vec::new(),
             first_seen_ms: row.get(6)?,
         })
     })?;
@@ -240,6 +272,7 @@ mod tests {
             listed: "sha256:l".into(),
             fields: vec!["inputSchema".into()],
             refused: true,
+            tenants: vec!["t".into()],
             process: process.into(),
             first_seen_ms: 0,
         };

@@ -1168,6 +1168,7 @@ async fn claim_latency(name: &str, journal: &Journal) -> anyhow::Result<()> {
         unknown_outcome: false,
         result: Some(r#"{"call_id":"x","is_error":false,"unknown_outcome":false,"content":[{"type":"text","text":"hello"}]}"#.into()),
         result_bytes: 100,
+        result_digest: String::new(),
     };
     let (mut lookups, mut settles) = (Vec::new(), Vec::new());
     for i in 0..300 {

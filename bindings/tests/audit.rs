@@ -1,0 +1,414 @@
+//! The audit chain across real `brain-harness` processes on one state store — the default
+//! SQLite file, and a throwaway PostgreSQL cluster — tampered with as an attacker would, with
+//! the store's own client (`sqlite3`, `psql`): `audit verify` names each broken record, `audit
+//! sign` refuses a forged tail, and an export verifies offline with the guide's Python script
+//! until one byte of it is flipped.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tests::server::{Faults, TestServer};
+
+mod common;
+
+use common::state::{State, on_each_state, postgres, result, sqlite, wait};
+use common::write_config;
+
+/// A key pair as `openssl` writes it: (private PKCS#8 PEM, public SPKI PEM).
+fn keys(dir: &Path, name: &str) -> (String, String) {
+    let private = dir.join(format!("{name}.pem"));
+    let public = dir.join(format!("{name}.pub"));
+    let run = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl runs");
+        assert!(output.status.success(), "{output:?}");
+    };
+    let (private, public) = (private.display().to_string(), public.display().to_string());
+    run(&["genpkey", "-algorithm", "ed25519", "-out", &private]);
+    run(&["pkey", "-in", &private, "-pubout", "-out", &public]);
+    (private, public)
+}
+
+/// `brain-harness ARGS…` on the state, with `key` as BRAIN_AUDIT_KEY_FILE.
+async fn harness(state: &State, key: Option<&str>, args: &[&str]) -> Output {
+    let mut command: Command = state.command();
+    command
+        .args(args)
+        .env_remove("BRAIN_AUDIT_KEY_FILE")
+        .stdin(Stdio::null());
+    if let Some(key) = key {
+        command.env("BRAIN_AUDIT_KEY_FILE", key);
+    }
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A call of `echo` as `tenant`, signed with `key`.
+async fn call(state: &State, config: &str, key: &str, tenant: &str, id: &str) -> Value {
+    let mut child = state.command();
+    child
+        .args([
+            "--config",
+            config,
+            "call",
+            "--tenant",
+            tenant,
+            "--call-id",
+            id,
+        ])
+        .args(["echo", r#"{"message": "hi"}"#])
+        .env("BRAIN_AUDIT_KEY_FILE", key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    result(&wait(child.spawn().unwrap()).await)
+}
+
+/// The store's own client runs `sql` (statements separated by `;`), and prints what it read.
+fn client(state: &State, sql: &str) -> String {
+    let output = match state {
+        State::Default(dir) => Command::new("sqlite3")
+            .arg(dir.path().join("brain/state.db"))
+            .arg(sql)
+            .output(),
+        State::Postgres(cluster) => Command::new("psql")
+            .args([
+                cluster.url.as_str(),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-At",
+                "-c",
+                sql,
+            ])
+            .output(),
+    }
+    .expect("the store's client runs");
+    assert!(output.status.success(), "{sql}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+const SAVE: &str = "CREATE TABLE bak_audit AS SELECT * FROM brain_audit; \
+     CREATE TABLE bak_heads AS SELECT * FROM brain_audit_heads; \
+     CREATE TABLE bak_checkpoints AS SELECT * FROM brain_audit_checkpoints";
+const RESTORE: &str = "DELETE FROM brain_audit; INSERT INTO brain_audit SELECT * FROM bak_audit; \
+     DELETE FROM brain_audit_heads; INSERT INTO brain_audit_heads SELECT * FROM bak_heads; \
+     DELETE FROM brain_audit_checkpoints; \
+     INSERT INTO brain_audit_checkpoints SELECT * FROM bak_checkpoints";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The chain's link, as an attacker who read the guide computes it.
+fn link(previous: &str, record: &str) -> String {
+    let previous: Vec<u8> = (0..previous.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&previous[i..i + 2], 16).unwrap())
+        .collect();
+    let mut hash = Sha256::new();
+    hash.update(&previous);
+    hash.update(record.as_bytes());
+    hex(&hash.finalize())
+}
+
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+async fn verify(state: &State, config: &str, public: &str) -> (i32, String) {
+    let output = harness(
+        state,
+        None,
+        &[
+            "--config",
+            config,
+            "audit",
+            "verify",
+            "--public-key",
+            public,
+        ],
+    )
+    .await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), text)
+}
+
+/// Runs `tamper`, checks that verify fails naming `expected`, and restores the chain.
+async fn caught(state: &State, config: &str, public: &str, tamper: &str, expected: &str) {
+    client(state, tamper);
+    let (code, text) = verify(state, config, public).await;
+    assert_eq!(code, 1, "{tamper}: {text}");
+    assert!(
+        text.contains(expected),
+        "{tamper}: expected {expected:?} in:\n{text}"
+    );
+    client(state, RESTORE);
+    let (code, text) = verify(state, config, public).await;
+    assert_eq!(code, 0, "restored after {tamper}: {text}");
+}
+
+async fn setup(dir: &Path, state: &State, key: &str) -> (TestServer, String) {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = write_config(dir, &server.url, |binding| {
+        binding["tenants"] = json!(["local", "other"]);
+    });
+    for i in 0..6 {
+        let ran = call(state, &config, key, "local", &format!("l{i}")).await;
+        assert_eq!(ran["is_error"], json!(false), "{ran}");
+    }
+    for i in 0..2 {
+        call(state, &config, key, "other", &format!("o{i}")).await;
+    }
+    (server, config)
+}
+
+async fn every_tampering_is_named(state: State) {
+    let dir = tempfile::tempdir().unwrap();
+    let (private, public) = keys(dir.path(), "audit");
+    let (_server, config) = setup(dir.path(), &state, &private).await;
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("verified 16 records in 2 chains"), "{text}");
+    assert!(text.contains("0 records after it unsigned"), "{text}");
+    client(&state, SAVE);
+
+    // A finished call's outcome changed.
+    caught(
+        &state,
+        &config,
+        &public,
+        "UPDATE brain_audit SET record = replace(record, '\"is_error\":false', \
+         '\"is_error\":true') WHERE tenant = 'local' AND seq = 4",
+        "tenant \"local\", record 4: edited",
+    )
+    .await;
+    // A record in the middle deleted.
+    caught(
+        &state,
+        &config,
+        &public,
+        "DELETE FROM brain_audit WHERE tenant = 'local' AND seq = 6",
+        "record 7: record 6 before it was deleted",
+    )
+    .await;
+    // The last 5 deleted, the head set back to match.
+    caught(
+        &state,
+        &config,
+        &public,
+        "DELETE FROM brain_audit WHERE tenant = 'local' AND seq > 7; UPDATE brain_audit_heads \
+         SET seq = 7, hash = (SELECT hash FROM brain_audit WHERE tenant = 'local' AND seq = 7) \
+         WHERE tenant = 'local'",
+        "record 7: the chain ends here, and checkpoint",
+    )
+    .await;
+    // One tenant's whole chain.
+    caught(
+        &state,
+        &config,
+        &public,
+        "DELETE FROM brain_audit WHERE tenant = 'other'; \
+         DELETE FROM brain_audit_heads WHERE tenant = 'other'",
+        "tenant \"other\": the store has no chain for this tenant",
+    )
+    .await;
+    // Two records swapped.
+    caught(
+        &state,
+        &config,
+        &public,
+        "UPDATE brain_audit SET seq = -seq WHERE tenant = 'local' AND seq IN (3, 4); \
+         UPDATE brain_audit SET seq = 4 WHERE tenant = 'local' AND seq = -3; \
+         UPDATE brain_audit SET seq = 3 WHERE tenant = 'local' AND seq = -4",
+        "tenant \"local\", record 3: reordered",
+    )
+    .await;
+
+    // A forged record inserted before the newest checkpoint, every hash after it recomputed.
+    let rows = client(
+        &state,
+        "SELECT seq, record FROM brain_audit WHERE tenant = 'local' ORDER BY seq",
+    );
+    let rows: Vec<(i64, String)> = rows
+        .lines()
+        .map(|line| {
+            let (seq, record) = line.split_once('|').unwrap();
+            (seq.parse().unwrap(), record.to_owned())
+        })
+        .collect();
+    let at = 5;
+    let mut forged = Vec::new();
+    let mut previous = client(
+        &state,
+        &format!(
+            "SELECT hash FROM brain_audit WHERE tenant = 'local' AND seq = {}",
+            at - 1
+        ),
+    )
+    .trim()
+    .to_owned();
+    let mut records: Vec<String> = rows.iter().map(|(_, r)| r.clone()).collect();
+    // A copy of the claim before it, as if a call had been made.
+    records.insert(at as usize - 1, rows[at as usize - 3].1.clone());
+    for (i, record) in records.iter().enumerate().skip(at as usize - 1) {
+        let seq = i as i64 + 1;
+        let old = serde_json::from_str::<Value>(record).unwrap()["seq"].clone();
+        let record = record.replace(&format!("\"seq\":{old},"), &format!("\"seq\":{seq},"));
+        let hash = link(&previous, &record);
+        forged.push(format!(
+            "INSERT INTO brain_audit (tenant, seq, at, record, hash) VALUES ('local', {seq}, {}, \
+             {}, '{hash}')",
+            serde_json::from_str::<Value>(&record).unwrap()["at"],
+            quoted(&record)
+        ));
+        previous = hash;
+    }
+    let last = records.len();
+    let sql = format!(
+        "DELETE FROM brain_audit WHERE tenant = 'local' AND seq >= {at}; {}; UPDATE \
+         brain_audit_heads SET seq = {last}, hash = '{previous}' WHERE tenant = 'local'",
+        forged.join("; ")
+    );
+    caught(&state, &config, &public, &sql, "not the hash checkpoint").await;
+
+    // The newest checkpoint replaced by one another key signed.
+    let (other, _) = keys(dir.path(), "other");
+    let signed = harness(
+        &state,
+        Some(&other),
+        &["--config", &config, "audit", "sign"],
+    )
+    .await;
+    assert_eq!(signed.status.code(), Some(0), "{signed:?}");
+    caught(
+        &state,
+        &config,
+        &public,
+        "UPDATE brain_audit_checkpoints SET body = (SELECT body FROM brain_audit_checkpoints \
+         ORDER BY id DESC LIMIT 1), signature = (SELECT signature FROM brain_audit_checkpoints \
+         ORDER BY id DESC LIMIT 1) WHERE id = (SELECT max(id) FROM bak_checkpoints); \
+         DELETE FROM brain_audit_checkpoints WHERE id > (SELECT max(id) FROM bak_checkpoints)",
+        "which is not a trusted public key",
+    )
+    .await;
+
+    // A forged tail: brain refuses to sign it.
+    let last = client(
+        &state,
+        "SELECT record FROM brain_audit WHERE tenant = 'local' ORDER BY seq DESC LIMIT 1",
+    );
+    let tail = last.trim().replace("\"seq\":12,", "\"seq\":13,");
+    let checkpoints = client(&state, "SELECT count(*) FROM brain_audit_checkpoints");
+    client(
+        &state,
+        &format!(
+            "INSERT INTO brain_audit (tenant, seq, at, record, hash) VALUES ('local', 13, {}, \
+             {}, '{}'); UPDATE brain_audit_heads SET seq = 13 WHERE tenant = 'local'",
+            serde_json::from_str::<Value>(&tail).unwrap()["at"],
+            quoted(&tail),
+            "0".repeat(64)
+        ),
+    );
+    let refused = harness(
+        &state,
+        Some(&private),
+        &["--config", &config, "audit", "sign"],
+    )
+    .await;
+    let said = String::from_utf8_lossy(&refused.stdout);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        said.contains("refused: tenant \"local\", record 13: edited"),
+        "{said}"
+    );
+    assert_eq!(
+        client(&state, "SELECT count(*) FROM brain_audit_checkpoints"),
+        checkpoints,
+        "nothing signed"
+    );
+}
+
+/// The guide's script (docs/src/guides/journal.md), as a user copies it.
+fn guide_script() -> String {
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/guides/journal.md"),
+    )
+    .unwrap();
+    let start = guide
+        .find("```python\n")
+        .expect("the guide has the Python script");
+    let script = &guide[start + "```python\n".len()..];
+    script[..script.find("```").unwrap()].to_owned()
+}
+
+async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
+    let dir = tempfile::tempdir().unwrap();
+    let (private, public) = keys(dir.path(), "audit");
+    let (_server, config) = setup(dir.path(), &state, &private).await;
+    let exported = harness(
+        &state,
+        None,
+        &["--config", &config, "audit", "export", "--format", "jsonl"],
+    )
+    .await;
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let export = dir.path().join("audit.jsonl");
+    std::fs::write(&export, &exported.stdout).unwrap();
+    let script = dir.path().join("verify_audit.py");
+    std::fs::write(&script, guide_script()).unwrap();
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/.venv/bin/python");
+    let offline = |file: &Path| {
+        Command::new(&python)
+            .args([script.as_path(), file, Path::new(&public)])
+            .output()
+            .unwrap()
+    };
+    let ok = offline(&export);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(
+        String::from_utf8_lossy(&ok.stdout).contains("verified 16 records"),
+        "{ok:?}"
+    );
+    // One byte flipped inside a record's bytes.
+    let text = String::from_utf8(exported.stdout).unwrap();
+    let flipped = text.replacen("\\\"is_error\\\":false", "\\\"is_error\\\":fals3", 1);
+    assert_ne!(flipped, text);
+    let bad = dir.path().join("flipped.jsonl");
+    std::fs::write(&bad, flipped).unwrap();
+    let failed = offline(&bad);
+    assert!(!failed.status.success(), "{failed:?}");
+
+    // OCSF: API Activity events with the record embedded.
+    let ocsf = harness(
+        &state,
+        None,
+        &["--config", &config, "audit", "export", "--format", "ocsf"],
+    )
+    .await;
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&ocsf.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["class_uid"], json!(6003), "{first}");
+    assert_eq!(first["api"]["operation"], json!("claimed"), "{first}");
+    assert!(
+        first["unmapped"]["brain_audit"]["record"].is_string(),
+        "{first}"
+    );
+}
+
+on_each_state!(
+    every_tampering_is_named,
+    an_export_verifies_offline_until_a_byte_changes,
+);

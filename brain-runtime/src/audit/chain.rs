@@ -1,0 +1,325 @@
+//! Walking one tenant's chain: every record canonical, in its place, linked to the one before;
+//! each hash a valid checkpoint signed at that place matched; a chain that starts after seq 1
+//! linked through the `pruned_through` record that names its start. The first fault ends the
+//! walk, named by its record.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::journal::audit::{FORMAT, canonical, genesis, link};
+use crate::journal::store::JournalStore;
+use crate::journal::store::{AuditRecord, StoreError};
+
+/// Records read per page.
+const PAGE: usize = 10_000;
+
+/// What is wrong at a record (or a checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Its bytes do not hash, with the record before, to its stored hash: edited.
+    Edited,
+    /// Records between two that are there are missing: deleted.
+    Deleted {
+        /// The first missing seq.
+        from: i64,
+        /// The last missing seq.
+        through: i64,
+    },
+    /// The record in this place says it is another tenant's, or another place's: moved or
+    /// swapped.
+    Reordered {
+        /// The place it says.
+        says: String,
+    },
+    /// Its bytes are not a canonical record of this format.
+    Malformed(String),
+    /// The chain disagrees with a valid signed checkpoint at this seq: a record at or before
+    /// it (after `after`, the last that matched one) was inserted, edited or deleted and the
+    /// hashes after it recomputed.
+    NotAsSigned {
+        /// The checkpoint.
+        checkpoint: i64,
+        /// The last seq a checkpoint matched (0: none).
+        after: i64,
+    },
+    /// The chain ends before the seq a valid checkpoint holds: its tail was deleted.
+    TailMissing {
+        /// The checkpoint.
+        checkpoint: i64,
+        /// The seq it holds.
+        signed: i64,
+    },
+    /// A valid checkpoint holds this tenant, and the store has no chain for it.
+    TenantMissing {
+        /// The checkpoint.
+        checkpoint: i64,
+        /// The seq it holds.
+        signed: i64,
+    },
+    /// The chain starts after seq 1, and no `pruned_through` record names its start.
+    StartUnproven,
+    /// The store's head disagrees with the chain's last record.
+    HeadMismatch {
+        /// The head's seq.
+        head: i64,
+    },
+    /// A checkpoint is not signed by a key of the keyring.
+    UnknownKey(String),
+    /// A checkpoint's signature is not valid.
+    BadSignature,
+    /// A checkpoint names a previous checkpoint the store does not have: one was deleted or
+    /// replaced.
+    CheckpointMissing,
+    /// The anchored checkpoint is not in the store.
+    AnchorMissing,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Edited => write!(f, "edited: its bytes do not hash to its stored hash"),
+            Fault::Deleted { from, through } if from == through => {
+                write!(f, "record {from} before it was deleted")
+            }
+            Fault::Deleted { from, through } => {
+                write!(f, "records {from} to {through} before it were deleted")
+            }
+            Fault::Reordered { says } => {
+                write!(f, "reordered: the record in this place says it is {says}")
+            }
+            Fault::Malformed(why) => write!(f, "not a record: {why}"),
+            Fault::NotAsSigned { checkpoint, after } => write!(
+                f,
+                "not the hash checkpoint #{checkpoint} signed here: a record after seq {after} \
+                 and up to this one was inserted, edited or deleted, and the hashes after it \
+                 recomputed"
+            ),
+            Fault::TailMissing { checkpoint, signed } => write!(
+                f,
+                "the chain ends here, and checkpoint #{checkpoint} signed it through seq \
+                 {signed}: its last records were deleted"
+            ),
+            Fault::TenantMissing { checkpoint, signed } => write!(
+                f,
+                "the store has no chain for this tenant, and checkpoint #{checkpoint} signed it \
+                 through seq {signed}: the whole chain was deleted"
+            ),
+            Fault::StartUnproven => write!(
+                f,
+                "the chain starts here, and no pruned_through record names the records before \
+                 it: they were deleted"
+            ),
+            Fault::HeadMismatch { head } => write!(
+                f,
+                "the chain ends here, and the store's head says seq {head}: records were deleted \
+                 or the head was edited"
+            ),
+            Fault::UnknownKey(id) => write!(
+                f,
+                "signed by key {id}, which is not a trusted public key (--public-key, or the \
+                 config's audit.public_keys)"
+            ),
+            Fault::BadSignature => write!(f, "its signature is not valid: forged or edited"),
+            Fault::CheckpointMissing => write!(
+                f,
+                "it names a previous checkpoint the store does not have: a checkpoint was \
+                 deleted or replaced"
+            ),
+            Fault::AnchorMissing => write!(
+                f,
+                "the anchored checkpoint is not in the store: checkpoints were deleted"
+            ),
+        }
+    }
+}
+
+/// The first fault of a chain: the tenant, the record's seq (a checkpoint's id for a
+/// checkpoint's fault, with `tenant` empty), what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// The tenant ("" for a checkpoint).
+    pub tenant: String,
+    /// The record's seq (a checkpoint's id).
+    pub seq: i64,
+    /// What is wrong.
+    pub fault: Fault,
+}
+
+impl std::fmt::Display for Break {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.tenant.is_empty() {
+            write!(f, "checkpoint #{}: {}", self.seq, self.fault)
+        } else if self.seq == 0 {
+            write!(f, "tenant {:?}: {}", self.tenant, self.fault)
+        } else {
+            write!(
+                f,
+                "tenant {:?}, record {}: {}",
+                self.tenant, self.seq, self.fault
+            )
+        }
+    }
+}
+
+/// What a walk found.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Walked {
+    /// Records checked.
+    pub(crate) records: u64,
+    /// The first record's seq and time.
+    pub(crate) first: Option<(i64, i64)>,
+    /// The last record checked: seq, hash, time.
+    pub(crate) last: Option<(i64, String, i64)>,
+    /// The first fault.
+    pub(crate) broken: Option<Break>,
+}
+
+/// Walks `tenant`'s chain from `from` (its predecessor's stored hash trusted when `from` > 1),
+/// checking each hash `signed` holds at its seq (hash, checkpoint id).
+pub(crate) async fn walk(
+    store: &dyn JournalStore,
+    tenant: &str,
+    from: i64,
+    signed: &BTreeMap<i64, (String, i64)>,
+) -> Result<Walked, StoreError> {
+    let mut walked = Walked::default();
+    let fault = |seq: i64, fault: Fault| {
+        Some(Break {
+            tenant: tenant.to_owned(),
+            seq,
+            fault,
+        })
+    };
+    // The record before (seq, hash), once known; a chain that starts after seq 1 keeps its
+    // first record until the pruned_through record that names its start proves its link.
+    let mut previous: Option<(i64, String)> = None;
+    let mut unproven: Option<AuditRecord> = None;
+    let mut started = false;
+    let mut matched = 0;
+    let mut next = if from > 1 { from - 1 } else { 1 };
+    loop {
+        let page = store.audit_records(tenant, next, PAGE).await?;
+        let full = page.len() == PAGE;
+        for record in page {
+            next = record.seq + 1;
+            if !started {
+                started = true;
+                if from > 1 && record.seq == from - 1 {
+                    previous = Some((record.seq, record.hash));
+                    continue;
+                }
+                if record.seq == 1 {
+                    previous = Some((0, genesis(tenant)));
+                } else if from <= 1 {
+                    unproven = Some(record.clone());
+                }
+            }
+            walked.first.get_or_insert((record.seq, record.at_ms));
+            if let Some((seq, _)) = &previous
+                && record.seq != seq + 1
+            {
+                let deleted = Fault::Deleted {
+                    from: seq + 1,
+                    through: record.seq - 1,
+                };
+                walked.broken = fault(record.seq, deleted);
+                return Ok(walked);
+            }
+            walked.broken = check(tenant, &record, previous.as_ref().map(|(_, hash)| &**hash));
+            if walked.broken.is_some() {
+                return Ok(walked);
+            }
+            if let Some(first) = &unproven
+                && let Some((seq, hash)) = pruned_through(&record.record)
+                && seq == first.seq - 1
+            {
+                if link(&hash, &first.record) != first.hash {
+                    walked.broken = fault(first.seq, Fault::Edited);
+                    return Ok(walked);
+                }
+                unproven = None;
+            }
+            if let Some((hash, checkpoint)) = signed.get(&record.seq) {
+                if *hash != record.hash {
+                    let checkpoint = *checkpoint;
+                    walked.broken = fault(
+                        record.seq,
+                        Fault::NotAsSigned {
+                            checkpoint,
+                            after: matched,
+                        },
+                    );
+                    return Ok(walked);
+                }
+                matched = record.seq;
+            }
+            walked.records += 1;
+            walked.last = Some((record.seq, record.hash.clone(), record.at_ms));
+            previous = Some((record.seq, record.hash));
+        }
+        if !full {
+            break;
+        }
+    }
+    if let Some(first) = unproven {
+        walked.broken = fault(first.seq, Fault::StartUnproven);
+    }
+    Ok(walked)
+}
+
+/// The first fault of `record` in its place, after a record whose hash is `previous` (not
+/// known: its link is not checked here).
+fn check(tenant: &str, record: &AuditRecord, previous: Option<&str>) -> Option<Break> {
+    let fault = |fault: Fault| {
+        Some(Break {
+            tenant: tenant.to_owned(),
+            seq: record.seq,
+            fault,
+        })
+    };
+    let value: Value = match serde_json::from_str(&record.record) {
+        Ok(value) => value,
+        Err(error) => return fault(Fault::Malformed(error.to_string())),
+    };
+    if canonical(&value) != record.record {
+        return fault(Fault::Malformed(
+            "its bytes are not canonical (RFC 8785)".into(),
+        ));
+    }
+    if value["v"].as_u64() != Some(FORMAT) {
+        return fault(Fault::Malformed(format!(
+            "format {} is not {FORMAT}",
+            value["v"]
+        )));
+    }
+    let (says_tenant, says_seq) = (value["tenant"].as_str(), value["seq"].as_i64());
+    if says_tenant != Some(tenant) || says_seq != Some(record.seq) {
+        return fault(Fault::Reordered {
+            says: format!(
+                "tenant {:?}'s record {}",
+                says_tenant.unwrap_or(""),
+                says_seq.unwrap_or(0)
+            ),
+        });
+    }
+    if value["at"].as_i64() != Some(record.at_ms) {
+        return fault(Fault::Edited);
+    }
+    match previous {
+        Some(hash) if link(hash, &record.record) != record.hash => fault(Fault::Edited),
+        _ => None,
+    }
+}
+
+/// A `pruned_through` record's (seq, hash).
+fn pruned_through(record: &str) -> Option<(i64, String)> {
+    if !record.contains("\"kind\":\"pruned_through\"") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(record).ok()?;
+    Some((
+        value["through_seq"].as_i64()?,
+        value["through_hash"].as_str()?.to_owned(),
+    ))
+}

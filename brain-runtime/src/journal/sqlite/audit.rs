@@ -1,0 +1,194 @@
+//! The audit chain in the SQLite file (schema version 7): each record appended in the same
+//! transaction as the journal's write it describes (`BEGIN IMMEDIATE` makes every writer of
+//! the file wait its turn, so a tenant's chain never forks), its head kept beside it; signed
+//! checkpoints; pruning that leaves a `pruned_through` record.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::journal::audit::{Event, genesis, link};
+use crate::journal::store::{AuditHead, AuditRecord, Checkpoint, Denial};
+
+/// The chain's tables: records by (tenant, seq), each tenant's head, the checkpoints.
+pub(super) const SCHEMA: &str = "
+CREATE TABLE brain_audit (
+    tenant TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (tenant, seq)
+) WITHOUT ROWID;
+CREATE TABLE brain_audit_heads (
+    tenant TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE brain_audit_checkpoints (
+    id INTEGER PRIMARY KEY,
+    body TEXT NOT NULL,
+    signature TEXT NOT NULL
+);
+";
+
+/// Appends `event` to `tenant`'s chain, in the caller's transaction.
+pub(super) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::Result<()> {
+    let head = concat!(
+        "SELECT h.seq, h.hash, ",
+        now!(),
+        " FROM (SELECT 1) LEFT JOIN brain_audit_heads h ON h.tenant = ?1"
+    );
+    let (seq, previous, at): (Option<i64>, Option<String>, i64) = c
+        .prepare_cached(head)?
+        .query_row(params![tenant], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let seq = seq.unwrap_or(0) + 1;
+    let previous = previous.unwrap_or_else(|| genesis(tenant));
+    let record = event.record(tenant, seq, at);
+    let hash = link(&previous, &record);
+    c.prepare_cached(
+        "INSERT INTO brain_audit (tenant, seq, at, record, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![tenant, seq, at, record, hash])?;
+    c.prepare_cached(concat!(
+        "INSERT INTO brain_audit_heads (tenant, seq, hash) VALUES (?1, ?2, ?3) ",
+        "ON CONFLICT (tenant) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
+    ))?
+    .execute(params![tenant, seq, hash])?;
+    Ok(())
+}
+
+/// The tenants with a chain, in order.
+pub(super) fn tenants(c: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = c.prepare_cached(
+        "SELECT tenant FROM brain_audit_heads UNION SELECT DISTINCT tenant FROM brain_audit \
+         ORDER BY 1",
+    )?;
+    let rows = statement.query_map([], |r| r.get(0))?;
+    rows.collect()
+}
+
+/// Up to `limit` of `tenant`'s records from `from` on, in order.
+pub(super) fn records(
+    c: &Connection,
+    tenant: &str,
+    from: i64,
+    limit: i64,
+) -> rusqlite::Result<Vec<AuditRecord>> {
+    let mut statement = c.prepare_cached(
+        "SELECT tenant, seq, at, record, hash FROM brain_audit WHERE tenant = ?1 AND seq >= ?2 \
+         ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = statement.query_map(params![tenant, from, limit], |r| {
+        Ok(AuditRecord {
+            tenant: r.get(0)?,
+            seq: r.get(1)?,
+            at_ms: r.get(2)?,
+            record: r.get(3)?,
+            hash: r.get(4)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Every tenant's head, in tenant order.
+pub(super) fn heads(c: &Connection) -> rusqlite::Result<Vec<AuditHead>> {
+    let mut statement =
+        c.prepare_cached("SELECT tenant, seq, hash FROM brain_audit_heads ORDER BY tenant")?;
+    let rows = statement.query_map([], |r| {
+        Ok(AuditHead {
+            tenant: r.get(0)?,
+            seq: r.get(1)?,
+            hash: r.get(2)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The checkpoints, oldest first.
+pub(super) fn checkpoints(c: &Connection) -> rusqlite::Result<Vec<Checkpoint>> {
+    let mut statement =
+        c.prepare_cached("SELECT id, body, signature FROM brain_audit_checkpoints ORDER BY id")?;
+    let rows = statement.query_map([], |r| {
+        Ok(Checkpoint {
+            id: r.get(0)?,
+            body: r.get(1)?,
+            signature: r.get(2)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Stores a signed checkpoint.
+pub(super) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO brain_audit_checkpoints (body, signature) VALUES (?1, ?2)")?
+        .execute(params![body, signature])?;
+    Ok(())
+}
+
+/// Appends a call the policies refused to its tenant's chain.
+pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result<()> {
+    let event = Event::Denied {
+        key: denial.key.clone(),
+        binding: denial.binding.clone(),
+        principal: denial.principal.clone(),
+        digest: denial.digest.clone(),
+    };
+    append(c, &denial.key.tenant, &event)
+}
+
+/// Prunes every chain's records appended more than `retention_ms` ago (each tenant's newest
+/// record is kept), leaving a `pruned_through` record; returns how many it deleted.
+pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> {
+    let through = concat!(
+        "SELECT a.tenant, max(a.seq) FROM brain_audit a JOIN brain_audit_heads h ",
+        "ON h.tenant = a.tenant WHERE a.at < ",
+        now!(),
+        " - ?1 AND a.seq < h.seq GROUP BY a.tenant"
+    );
+    let found: Vec<(String, i64)> = {
+        let mut statement = c.prepare_cached(through)?;
+        let rows = statement.query_map(params![retention_ms], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut deleted = 0;
+    for (tenant, seq) in found {
+        deleted += prune_through(c, &tenant, seq)?;
+    }
+    let checkpoints = concat!(
+        "DELETE FROM brain_audit_checkpoints WHERE json_extract(body, '$.at') < ",
+        now!(),
+        " - ?1 AND id < (SELECT max(id) FROM brain_audit_checkpoints)"
+    );
+    c.prepare_cached(checkpoints)?
+        .execute(params![retention_ms])?;
+    Ok(deleted)
+}
+
+/// The store's clock (milliseconds).
+pub(super) fn now(c: &Connection) -> rusqlite::Result<i64> {
+    c.prepare_cached(concat!("SELECT ", now!()))?
+        .query_row([], |r| r.get(0))
+}
+
+/// Deletes the records of `tenant` through `seq`, and appends a `pruned_through` record that
+/// names the last one's hash, from which verification starts. Returns how many it deleted.
+fn prune_through(c: &Connection, tenant: &str, seq: i64) -> rusqlite::Result<u64> {
+    let hash: Option<String> = c
+        .prepare_cached("SELECT hash FROM brain_audit WHERE tenant = ?1 AND seq = ?2")?
+        .query_row(params![tenant, seq], |r| r.get(0))
+        .optional()?;
+    let Some(hash) = hash else {
+        return Ok(0);
+    };
+    append(
+        c,
+        tenant,
+        &Event::PrunedThrough {
+            seq,
+            hash: hash.clone(),
+        },
+    )?;
+    let deleted = c
+        .prepare_cached("DELETE FROM brain_audit WHERE tenant = ?1 AND seq <= ?2")?
+        .execute(params![tenant, seq])?;
+    Ok(deleted as u64)
+}
