@@ -561,3 +561,144 @@ fn ready_answers_from_a_background_probe_and_a_flood_does_not_delay_calls() {
     );
     assert_eq!(tests::server::Stats::get(&server.stats.calls), 120);
 }
+
+/// Four serve replicas on one PostgreSQL, 250 calls through each, tenants acme and globex
+/// interleaved, and a fifth replica SIGKILLed mid-call whose call a retry through another
+/// replica finds unknown: every chain links with no gap and no fork (`audit verify` holds with
+/// the replicas' public key), holds exactly each call's claim and outcome, and the killed call's
+/// chain ends "taken over as unknown".
+#[test]
+fn replicas_on_postgresql_keep_one_chain_per_tenant() {
+    use serving::hostile::call;
+    let cluster = tests::postgres::Cluster::start();
+    let Upstream {
+        server,
+        config,
+        dir,
+        ..
+    } = &upstream();
+    let (private, public) = (dir.path().join("audit.pem"), dir.path().join("audit.pub"));
+    for args in [
+        vec![
+            "genpkey",
+            "-algorithm",
+            "ed25519",
+            "-out",
+            private.to_str().unwrap(),
+        ],
+        vec![
+            "pkey",
+            "-in",
+            private.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ],
+    ] {
+        assert!(
+            Command::new("openssl")
+                .args(&args)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let key = [("BRAIN_AUDIT_KEY_FILE", private.to_str().unwrap())];
+    let replicas: Vec<Serving> = (0..4)
+        .map(|_| Serving::start(config, &cluster.url, &key))
+        .collect();
+
+    // A fifth replica, killed while its call runs; the retry lands on another.
+    let doomed = Serving::start(config, &cluster.url, &key);
+    let authority = doomed.authority();
+    let slow = std::thread::spawn(move || {
+        let _ = std::panic::catch_unwind(|| {
+            call(
+                &authority,
+                ACME,
+                "slow",
+                json!({"seconds": 30}),
+                json!({"brain.dev/call_id": "killed"}),
+            )
+        });
+    });
+    wait_for(&server.stats.calls, 1, "the slow call");
+    drop(doomed); // SIGKILL
+    let _ = slow.join();
+
+    let threads: Vec<_> = replicas
+        .iter()
+        .enumerate()
+        .map(|(n, replica)| {
+            let authority = replica.authority();
+            std::thread::spawn(move || {
+                for i in 0..250 {
+                    let token = if i % 2 == 0 { ACME } else { GLOBEX };
+                    let id = format!("r{n}-{i}");
+                    let result = call(
+                        &authority,
+                        token,
+                        "echo",
+                        json!({"message": id}),
+                        json!({"brain.dev/call_id": id}),
+                    );
+                    assert_eq!(result["isError"], json!(false), "{result}");
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(tests::server::Stats::get(&server.stats.calls), 1001);
+    // The killed call, once its owner's lease lapsed: unknown, not sent again.
+    std::thread::sleep(Duration::from_secs(6));
+    let retry = call(
+        &replicas[0].authority(),
+        ACME,
+        "slow",
+        json!({"seconds": 30}),
+        json!({"brain.dev/call_id": "killed"}),
+    );
+    assert_eq!(
+        retry["_meta"]["brain.dev/outcome"]["unknown_outcome"],
+        json!(true),
+        "{retry}"
+    );
+    assert_eq!(tests::server::Stats::get(&server.stats.calls), 1001);
+    drop(replicas);
+
+    let harness = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_brain-harness"))
+            .args(["--config", config, "--state", &cluster.url, "audit"])
+            .args(args)
+            .env_remove("BRAIN_AUDIT_KEY_FILE")
+            .output()
+            .unwrap()
+    };
+    let verified = harness(&["verify", "--public-key", public.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert_eq!(verified.status.code(), Some(0), "{said}{verified:?}");
+    assert!(said.contains("verified 2002 records in 2 chains"), "{said}");
+    let exported = harness(&["export", "--tenant", "acme"]);
+    let records: Vec<Value> = String::from_utf8_lossy(&exported.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["type"] == "audit.record")
+        .map(|line| serde_json::from_str(line["record"].as_str().unwrap()).unwrap())
+        .collect();
+    let seqs: Vec<i64> = records.iter().map(|r| r["seq"].as_i64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=records.len() as i64).collect::<Vec<_>>(),
+        "no gap, no fork"
+    );
+    // Its upstream call id (serve derives one per tenant and session): the one `slow` claim.
+    let slow = &records.iter().find(|r| r["binding"] == "slow").unwrap()["call_id"];
+    let killed: Vec<&str> = records
+        .iter()
+        .filter(|r| r["call_id"] == *slow)
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(killed, ["claimed", "taken_over_as_unknown"], "{records:?}");
+}

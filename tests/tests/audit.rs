@@ -1,0 +1,327 @@
+//! The audit chain through the library, on SQLite and on PostgreSQL: what a runtime appends
+//! (claims, outcomes, a policy denial, an approval asked, decided and used), checkpoints signed
+//! at a clean shutdown, the journal's pruning leaving the chain whole, the audit's own pruning
+//! leaving a `pruned_through` record from which verification holds, and a journal written
+//! before the chain existed, migrated.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brain_runtime::audit::{AuditKey, AuditSettings, Keyring, VerifyOptions, verify};
+use brain_runtime::journal::{Durability, Journal};
+use brain_runtime::{Approver, CallRequest, Runtime, Scope};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tests::server::{Faults, Stats, TestServer, bindings_json};
+
+const POLICIES: &str = r#"
+@id("echo")
+permit (principal, action == Brain::Action::"tool:echo", resource)
+when { !(context.input.message like "refund*") };
+
+@id("no-secrets")
+forbid (principal, action == Brain::Action::"tool:echo", resource)
+when { context.input.message like "secret*" };
+
+@id("refunds-need-a-person")
+@approval
+permit (principal, action == Brain::Action::"tool:echo", resource)
+when { context.input.message like "refund*" && context.call.approval.granted == true };
+"#;
+
+fn config(dir: &Path, url: &str) -> brain_config::HostConfig {
+    let tools = bindings_json(url, |_, binding| {
+        binding["timeout_seconds"] = json!(30);
+    });
+    let token: String = Sha256::digest(b"ops-token")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(dir.join("calls.cedar"), POLICIES).unwrap();
+    let host = json!({
+        "policies": {"files": ["calls.cedar"]},
+        "approvals": {"approvers": [{"name": "ops", "tenants": ["local"], "token_sha256": token}]},
+        "tools": tools,
+    });
+    let path = dir.join("host.json");
+    std::fs::write(&path, host.to_string()).unwrap();
+    brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A key as `openssl genpkey` writes it, and its public half.
+fn key(dir: &Path) -> (AuditKey, Keyring) {
+    let (private, public) = (dir.join("audit.pem"), dir.join("audit.pub"));
+    for args in [
+        vec![
+            "genpkey",
+            "-algorithm",
+            "ed25519",
+            "-out",
+            private.to_str().unwrap(),
+        ],
+        vec![
+            "pkey",
+            "-in",
+            private.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ],
+    ] {
+        let output = std::process::Command::new("openssl")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+    (
+        AuditKey::from_pem_file(&private).unwrap(),
+        Keyring::from_pem_files(&[public]).unwrap(),
+    )
+}
+
+fn request(call_id: &str, message: &str) -> CallRequest {
+    CallRequest::new(
+        "echo",
+        Scope {
+            tenant_id: "local".into(),
+            session_id: "s".into(),
+        },
+        json!({"message": message}),
+    )
+    .with_call_id(call_id)
+}
+
+/// The kinds of `journal`'s chain of "local", in order.
+async fn kinds(journal: &Journal) -> Vec<String> {
+    let records = journal
+        .store()
+        .audit_records("local", 1, 1000)
+        .await
+        .unwrap();
+    records
+        .iter()
+        .map(|r| {
+            let record: Value = serde_json::from_str(&r.record).unwrap();
+            record["kind"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+enum Store {
+    Sqlite(tempfile::TempDir),
+    Postgres(tests::postgres::Cluster),
+}
+
+impl Store {
+    async fn journal(&self) -> Journal {
+        match self {
+            Store::Sqlite(dir) => {
+                Journal::sqlite(&dir.path().join("state.db"), Durability::Normal).unwrap()
+            }
+            Store::Postgres(cluster) => Journal::postgres(&cluster.url).await.unwrap(),
+        }
+    }
+}
+
+async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store) {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &server.url);
+    let (key, keys) = key(dir.path());
+    let settings = AuditSettings {
+        key: Some(Arc::new(key)),
+        ..AuditSettings::default()
+    };
+    let journal = store.journal().await.audit(settings.clone());
+    let runtime = Runtime::builder(&config)
+        .journal(journal.clone())
+        .build()
+        .unwrap();
+    assert!(!runtime.call(request("c1", "hello")).result().await.is_error);
+    let denied = runtime.call(request("c2", "secret plans")).result().await;
+    assert_eq!(denied.kind, Some(brain_runtime::OutcomeKind::PolicyDenied));
+    let held = runtime.call(request("r1", "refund 10")).result().await;
+    let id = held.approval_id.clone().expect("held");
+    let approver = Approver::new(&config, journal.clone(), "ops-token").unwrap();
+    approver.approve(&id).await.unwrap();
+    assert!(
+        !runtime
+            .call(request("r1", "refund 10"))
+            .result()
+            .await
+            .is_error
+    );
+    runtime.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 2);
+
+    // The denial is appended off the caller's path: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !kinds(&journal).await.contains(&"policy_denied".to_owned()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            kinds(&journal).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut found = kinds(&journal).await;
+    found.sort();
+    let mut expected = vec![
+        "approval_approved",
+        "approval_asked",
+        "claimed",
+        "claimed",
+        "finished",
+        "finished",
+        "policy_denied",
+    ];
+    expected.sort();
+    assert_eq!(found, expected);
+    let records = journal
+        .store()
+        .audit_records("local", 1, 1000)
+        .await
+        .unwrap();
+    let used = records
+        .iter()
+        .find(|r| {
+            r.record.contains("\"kind\":\"claimed\"") && r.record.contains("\"call_id\":\"r1\"")
+        })
+        .unwrap();
+    assert!(
+        used.record.contains(&format!("\"approval\":\"{id}\"")),
+        "{}",
+        used.record
+    );
+    for record in &records {
+        assert!(
+            !record.record.contains("refund 10"),
+            "no arguments: {}",
+            record.record
+        );
+        assert!(
+            !record.record.contains("secret plans"),
+            "no arguments: {}",
+            record.record
+        );
+    }
+
+    let options = VerifyOptions {
+        keys: keys.clone(),
+        ..VerifyOptions::default()
+    };
+    // A checkpoint signed at the clean shutdown; the denial may have come after it.
+    let verified = verify(journal.store(), &options).await.unwrap();
+    assert!(verified.holds(), "{}", verified.summary());
+    assert_eq!(verified.records, 7, "{}", verified.summary());
+    assert!(verified.checkpoint.is_some(), "{}", verified.summary());
+
+    // The journal's pruning (every finished call) leaves the chain whole.
+    let pruned = store.journal().await.retention(Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(pruned.prune().await.unwrap() >= 2);
+    assert!(journal.list(&Default::default()).await.unwrap().is_empty());
+    let verified = verify(journal.store(), &options).await.unwrap();
+    assert!(verified.holds(), "{}", verified.summary());
+    assert_eq!(verified.records, 7);
+
+    // The audit's own pruning leaves a pruned_through record, from which it verifies.
+    let audit_pruned = store.journal().await.audit(AuditSettings {
+        retention: Duration::ZERO,
+        ..settings.clone()
+    });
+    audit_pruned.prune().await.unwrap();
+    let left = kinds(&journal).await;
+    assert_eq!(
+        left.last().map(String::as_str),
+        Some("pruned_through"),
+        "{left:?}"
+    );
+    assert_eq!(
+        left.len(),
+        2,
+        "the newest record and the pruned_through: {left:?}"
+    );
+    let verified = verify(journal.store(), &options).await.unwrap();
+    assert!(verified.holds(), "{}", verified.summary());
+    // A new checkpoint over the pruned chain.
+    match brain_runtime::audit::sign(journal.store(), settings.key.as_ref().unwrap(), &keys)
+        .await
+        .unwrap()
+    {
+        brain_runtime::audit::Signing::Signed(_) => {}
+        refused => panic!("{refused:?}"),
+    }
+    assert!(verify(journal.store(), &options).await.unwrap().holds());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_runtime_audits_what_it_does_and_pruning_keeps_the_chain() {
+    a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(Store::Sqlite(
+        tempfile::tempdir().unwrap(),
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_runtime_audits_what_it_does_and_pruning_keeps_the_chain() {
+    a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(Store::Postgres(
+        tests::postgres::Cluster::start(),
+    ))
+    .await;
+}
+
+/// A SQLite journal of schema version 6 (before the chain) with a call in it: migrated on open,
+/// and `verify` says the chain holds from the first call after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_from_before_the_chain_is_migrated() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &server.url);
+    let path = dir.path().join("state.db");
+    {
+        let journal = Journal::sqlite(&path, Durability::Normal).unwrap();
+        let runtime = Runtime::builder(&config).journal(journal).build().unwrap();
+        assert!(
+            !runtime
+                .call(request("old", "hello"))
+                .result()
+                .await
+                .is_error
+        );
+        runtime.wait_for_cleanup().await;
+    }
+    // What a brain of schema 6 left: no chain.
+    let output = std::process::Command::new("sqlite3")
+        .arg(&path)
+        .arg(
+            "DROP TABLE brain_audit; DROP TABLE brain_audit_heads; \
+             DROP TABLE brain_audit_checkpoints; PRAGMA user_version = 6",
+        )
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let journal = Journal::sqlite(&path, Durability::Normal).unwrap();
+    let runtime = Runtime::builder(&config)
+        .journal(journal.clone())
+        .build()
+        .unwrap();
+    assert!(
+        !runtime
+            .call(request("new", "hello"))
+            .result()
+            .await
+            .is_error
+    );
+    runtime.wait_for_cleanup().await;
+    let verified = verify(journal.store(), &VerifyOptions::default())
+        .await
+        .unwrap();
+    assert!(verified.holds(), "{}", verified.summary());
+    assert_eq!(verified.records, 2);
+    let entries = journal.list(&Default::default()).await.unwrap();
+    let old = entries.iter().find(|e| e.key.call_id == "old").unwrap();
+    assert!(verified.since_ms.unwrap() > old.created_ms, "{verified:?}");
+}
