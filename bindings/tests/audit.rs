@@ -69,7 +69,18 @@ async fn call(state: &State, config: &str, key: &str, tenant: &str, id: &str) ->
 }
 
 /// The store's own client runs `sql` (statements separated by `;`), and prints what it read.
+/// SQLite keeps no table of heads (a chain's head is its last record): statements on it are
+/// PostgreSQL's only.
 fn client(state: &State, sql: &str) -> String {
+    let sql = match state {
+        State::Default(_) => statements(sql)
+            .into_iter()
+            .filter(|statement| !statement.contains("heads"))
+            .collect::<Vec<_>>()
+            .join("; "),
+        State::Postgres(_) => sql.to_owned(),
+    };
+    let sql = sql.as_str();
     let output = match state {
         State::Default(dir) => Command::new("sqlite3")
             .arg(dir.path().join("brain/state.db"))
@@ -89,6 +100,25 @@ fn client(state: &State, sql: &str) -> String {
     .expect("the store's client runs");
     assert!(output.status.success(), "{sql}: {output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `sql`'s statements (split at each `;` outside quotes).
+fn statements(sql: &str) -> Vec<String> {
+    let (mut all, mut one, mut quoted) = (Vec::new(), String::new(), false);
+    for c in sql.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ';' if !quoted => {
+                all.push(std::mem::take(&mut one).trim().to_owned());
+                continue;
+            }
+            _ => {}
+        }
+        one.push(c);
+    }
+    all.push(one.trim().to_owned());
+    all.retain(|s| !s.is_empty());
+    all
 }
 
 const SAVE: &str = "CREATE TABLE bak_audit AS SELECT * FROM brain_audit; \

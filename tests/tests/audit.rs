@@ -297,7 +297,7 @@ async fn a_journal_from_before_the_chain_is_migrated() {
     let output = std::process::Command::new("sqlite3")
         .arg(&path)
         .arg(
-            "DROP TABLE brain_audit; DROP TABLE brain_audit_heads; \
+            "DROP TABLE brain_audit; \
              DROP TABLE brain_audit_checkpoints; PRAGMA user_version = 6",
         )
         .output()

@@ -97,6 +97,9 @@ pub struct Policies {
     digest: String,
     /// The first policy annotated `@approval`, if any (else a denial needs no second pass).
     approval: Option<String>,
+    /// Each `@approval` policy as a held call names it: its id, with its `@reason` (looked up
+    /// here once: `PolicySet::annotation` parses its key each time).
+    approvals: HashMap<PolicyId, String>,
 }
 
 impl Policies {
@@ -153,11 +156,7 @@ impl Policies {
                 let mut permits: Vec<String> = r
                     .diagnostics()
                     .reason()
-                    .filter(|id| self.set.annotation(id, "approval").is_some())
-                    .map(|id| match self.set.annotation(id, "reason") {
-                        Some(reason) => format!("{:?} ({reason})", id.to_string()),
-                        None => format!("{:?}", id.to_string()),
-                    })
+                    .filter_map(|id| self.approvals.get(id).cloned())
                     .collect();
                 permits.sort();
                 permits
@@ -707,8 +706,20 @@ fn build(
         .policies()
         .find(|policy| policy.annotation("approval").is_some());
     let approval = held.map(|policy| policy.id().to_string());
+    let approvals = set
+        .policies()
+        .filter(|policy| policy.annotation("approval").is_some())
+        .map(|policy| {
+            let named = match policy.annotation("reason") {
+                Some(reason) => format!("{:?} ({reason})", policy.id().to_string()),
+                None => format!("{:?}", policy.id().to_string()),
+            };
+            (policy.id().clone(), named)
+        })
+        .collect();
     Ok(Policies {
         approval,
+        approvals,
         set,
         listing,
         schema,

@@ -7,7 +7,7 @@
 //! The stores append a record in the same transaction as the journal's write it describes
 //! (`sqlite/audit.rs`, `postgres/audit.rs`); nothing here does I/O.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::store::{Claim, EntryState, Key, Record};
@@ -70,131 +70,196 @@ pub(crate) enum Event {
     PrunedThrough { seq: i64, hash: String },
 }
 
+/// A record's field value: what the format allows (strings, booleans, integers below 2^53).
+#[derive(Clone, Copy)]
+enum Field<'a> {
+    Text(&'a str),
+    Int(i64),
+    Bool(bool),
+}
+
 impl Event {
-    /// The record's fields besides `v`, `tenant`, `seq` and `at`.
-    fn fields(&self) -> Map<String, Value> {
-        let key = |key: &Key| {
-            json!({"session": key.session, "call_id": key.call_id})
-                .as_object()
-                .cloned()
-                .unwrap_or_default()
-        };
-        let (kind, mut fields) = match self {
+    /// The record's kind and fields besides `v`, `tenant`, `seq` and `at`.
+    fn fields(&self) -> (&'static str, Vec<(&'static str, Field<'_>)>) {
+        use Field::{Bool, Int, Text};
+        match self {
             Event::Claimed { claim, approval } => {
-                let mut fields = key(&claim.key);
-                fields.insert("binding".into(), claim.binding.clone().into());
-                fields.insert("digest".into(), claim.digest.clone().into());
-                fields.insert("owner".into(), claim.owner.clone().into());
+                let mut fields = vec![
+                    ("session", Text(&claim.key.session)),
+                    ("call_id", Text(&claim.key.call_id)),
+                    ("binding", Text(&claim.binding)),
+                    ("digest", Text(&claim.digest)),
+                    ("owner", Text(&claim.owner)),
+                ];
                 if let Some(approval) = approval {
-                    fields.insert("approval".into(), approval.clone().into());
+                    fields.push(("approval", Text(approval)));
                 }
                 ("claimed", fields)
             }
             Event::Settled {
-                key: k,
+                key,
                 owner,
                 record,
                 taken_over,
             } => {
-                let mut fields = key(k);
-                fields.insert("owner".into(), owner.clone().into());
-                fields.insert("state".into(), record.state.as_str().into());
-                fields.insert("is_error".into(), record.is_error.into());
-                fields.insert("unknown_outcome".into(), record.unknown_outcome.into());
-                fields.insert("result_digest".into(), record.result_digest.clone().into());
                 let kind = match (taken_over, record.state) {
                     (true, _) => "taken_over_as_unknown",
                     (false, EntryState::NotSent) => "not_sent",
                     (false, _) => "finished",
                 };
+                let fields = vec![
+                    ("session", Text(&key.session)),
+                    ("call_id", Text(&key.call_id)),
+                    ("owner", Text(owner)),
+                    ("state", Text(record.state.as_str())),
+                    ("is_error", Bool(record.is_error)),
+                    ("unknown_outcome", Bool(record.unknown_outcome)),
+                    ("result_digest", Text(&record.result_digest)),
+                ];
                 (kind, fields)
             }
-            Event::Resumed { key: k, from, to } => {
-                let mut fields = key(k);
-                fields.insert("from".into(), from.clone().into());
-                fields.insert("owner".into(), to.clone().into());
-                ("resumed", fields)
-            }
+            Event::Resumed { key, from, to } => (
+                "resumed",
+                vec![
+                    ("session", Text(&key.session)),
+                    ("call_id", Text(&key.call_id)),
+                    ("from", Text(from)),
+                    ("owner", Text(to)),
+                ],
+            ),
             Event::ApprovalAsked {
                 id,
-                key: k,
+                key,
                 binding,
                 principal,
                 digest,
                 policies,
-            } => {
-                let mut fields = key(k);
-                fields.insert("approval".into(), id.clone().into());
-                fields.insert("binding".into(), binding.clone().into());
-                fields.insert("principal".into(), principal.clone().into());
-                fields.insert("digest".into(), digest.clone().into());
-                fields.insert("policies".into(), policies.clone().into());
-                ("approval_asked", fields)
-            }
+            } => (
+                "approval_asked",
+                vec![
+                    ("session", Text(&key.session)),
+                    ("call_id", Text(&key.call_id)),
+                    ("approval", Text(id)),
+                    ("binding", Text(binding)),
+                    ("principal", Text(principal)),
+                    ("digest", Text(digest)),
+                    ("policies", Text(policies)),
+                ],
+            ),
             Event::ApprovalDecided {
                 id,
-                key: k,
+                key,
                 approver,
                 approved,
-            } => {
-                let mut fields = key(k);
-                fields.insert("approval".into(), id.clone().into());
-                fields.insert("approver".into(), approver.clone().into());
-                let kind = if *approved {
+            } => (
+                if *approved {
                     "approval_approved"
                 } else {
                     "approval_denied"
-                };
-                (kind, fields)
-            }
+                },
+                vec![
+                    ("session", Text(&key.session)),
+                    ("call_id", Text(&key.call_id)),
+                    ("approval", Text(id)),
+                    ("approver", Text(approver)),
+                ],
+            ),
             Event::Drift {
                 binding,
                 pinned,
                 listed,
                 refused,
                 process,
-            } => {
-                let mut fields = Map::new();
-                fields.insert("binding".into(), binding.clone().into());
-                fields.insert("pinned".into(), pinned.clone().into());
-                fields.insert("listed".into(), listed.clone().into());
-                fields.insert("refused".into(), (*refused).into());
-                fields.insert("process".into(), process.clone().into());
-                ("drift", fields)
-            }
+            } => (
+                "drift",
+                vec![
+                    ("binding", Text(binding)),
+                    ("pinned", Text(pinned)),
+                    ("listed", Text(listed)),
+                    ("refused", Bool(*refused)),
+                    ("process", Text(process)),
+                ],
+            ),
             Event::Denied {
-                key: k,
+                key,
                 binding,
                 principal,
                 digest,
-            } => {
-                let mut fields = key(k);
-                fields.insert("binding".into(), binding.clone().into());
-                fields.insert("principal".into(), principal.clone().into());
-                fields.insert("digest".into(), digest.clone().into());
-                ("policy_denied", fields)
-            }
-            Event::PrunedThrough { seq, hash } => {
-                let mut fields = Map::new();
-                fields.insert("through_seq".into(), (*seq).into());
-                fields.insert("through_hash".into(), hash.clone().into());
-                ("pruned_through", fields)
-            }
-        };
-        fields.insert("kind".into(), kind.into());
-        fields
+            } => (
+                "policy_denied",
+                vec![
+                    ("session", Text(&key.session)),
+                    ("call_id", Text(&key.call_id)),
+                    ("binding", Text(binding)),
+                    ("principal", Text(principal)),
+                    ("digest", Text(digest)),
+                ],
+            ),
+            Event::PrunedThrough { seq, hash } => (
+                "pruned_through",
+                vec![("through_seq", Int(*seq)), ("through_hash", Text(hash))],
+            ),
+        }
     }
 
-    /// The record's canonical bytes at its place: `tenant`'s record `seq`, at `at_ms` on the
-    /// store's clock.
+    /// The record's canonical bytes (RFC 8785) at its place: `tenant`'s record `seq`, at
+    /// `at_ms` on the store's clock. Written directly: flat, ASCII keys sorted (their UTF-16
+    /// order is their byte order), strings escaped as JSON (which RFC 8785 keeps), integers in
+    /// decimal.
     pub(crate) fn record(&self, tenant: &str, seq: i64, at_ms: i64) -> String {
-        let mut fields = self.fields();
-        fields.insert("v".into(), FORMAT.into());
-        fields.insert("tenant".into(), tenant.into());
-        fields.insert("seq".into(), seq.into());
-        fields.insert("at".into(), at_ms.into());
-        canonical(&Value::Object(fields))
+        let (kind, mut fields) = self.fields();
+        fields.extend([
+            ("kind", Field::Text(kind)),
+            ("v", Field::Int(FORMAT as i64)),
+            ("tenant", Field::Text(tenant)),
+            ("seq", Field::Int(seq)),
+            ("at", Field::Int(at_ms)),
+        ]);
+        fields.sort_unstable_by_key(|(key, _)| *key);
+        let mut out = String::with_capacity(64 + 48 * fields.len());
+        out.push('{');
+        for (i, (key, value)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('"');
+            out.push_str(key);
+            out.push_str("\":");
+            match value {
+                Field::Text(text) => escape(&mut out, text),
+                Field::Int(n) => out.push_str(&n.to_string()),
+                Field::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            }
+        }
+        out.push('}');
+        out
     }
+}
+
+/// `text` as a JSON string, escaped as RFC 8785 does: `"` and `\\`, the short escapes, other
+/// control characters as `\\u00xx` (lowercase hex); everything else as it is.
+fn escape(out: &mut String, text: &str) {
+    out.push('"');
+    // Most strings need no escape: copied whole.
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// RFC 8785 canonical JSON.
@@ -225,16 +290,18 @@ pub fn link(previous: &str, record: &str) -> String {
 
 /// 64 lowercase hex digits as 32 bytes.
 pub(crate) fn decode(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
+    let digits = hex.as_bytes();
+    if digits.len() != 64 {
         return None;
     }
+    let nibble = |d: u8| match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    };
     let mut bytes = [0u8; 32];
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        let pair = hex.get(2 * i..2 * i + 2)?;
-        if pair.bytes().any(|b| b.is_ascii_uppercase()) {
-            return None;
-        }
-        *byte = u8::from_str_radix(pair, 16).ok()?;
+    for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+        *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
     }
     Some(bytes)
 }
@@ -274,5 +341,24 @@ mod tests {
         assert_ne!(one, link(&genesis("acmf"), &record));
         assert_eq!(decode(&one).map(|b| crate::state::hex(&b)), Some(one));
         assert_eq!(decode(&"AB".repeat(32)), None);
+    }
+
+    #[test]
+    fn records_are_what_rfc_8785_makes_of_them() {
+        let key = Key {
+            tenant: "t".into(),
+            session: "s\"\\\n\u{1f}\u{7f}/é😀".into(),
+            call_id: "c\u{8}\u{c}\t\r".into(),
+        };
+        let event = Event::Denied {
+            key,
+            binding: "b".into(),
+            principal: "Brain::User::\"iss|sub\"".into(),
+            digest: "sha256:00".into(),
+        };
+        let record = event.record("t\u{0}", 9_007_199_254_740_991, -1);
+        let value: Value = serde_json::from_str(&record).unwrap();
+        assert_eq!(canonical(&value), record);
+        assert_eq!(value["session"], "s\"\\\n\u{1f}\u{7f}/é😀");
     }
 }

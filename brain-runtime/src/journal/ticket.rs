@@ -486,11 +486,7 @@ impl Ticket {
                         let message = self.unknown(&entry);
                         let (mut result, _) =
                             Failure::broken(message).into_result(&self.key.call_id);
-                        let record = record(
-                            &result,
-                            EntryState::Failed,
-                            self.journaling.journal.result_cap,
-                        );
+                        let record = record(&result, EntryState::Failed, &self.journaling.journal);
                         let settled = store
                             .settle(&self.key, &entry.owner, &record, crashed)
                             .await
@@ -614,7 +610,7 @@ impl Ticket {
             (true, true) => EntryState::Completed,
             (true, false) => EntryState::Failed,
         };
-        let record = record(result, state, self.journaling.journal.result_cap);
+        let record = record(result, state, &self.journaling.journal);
         let call_id = self.key.call_id.clone();
         let done = move |written: Result<bool, StoreError>| {
             match written {
@@ -644,15 +640,20 @@ impl Ticket {
     }
 }
 
-/// What is recorded of `result`.
-fn record(result: &ToolResult, state: EntryState, cap: usize) -> Record {
+/// What is recorded of `result` (its digest only where the journal audits: the chain holds it).
+fn record(result: &ToolResult, state: EntryState, journal: &super::Journal) -> Record {
     let json = serde_json::to_string(result).unwrap_or_default();
     let bytes = json.len() as i64;
+    let cap = journal.result_cap;
     Record {
         state,
         is_error: result.is_error,
         unknown_outcome: result.unknown_outcome,
-        result_digest: super::audit::result_digest(&json),
+        result_digest: if journal.audit.enabled {
+            super::audit::result_digest(&json)
+        } else {
+            String::new()
+        },
         result: (json.len() <= cap && state != EntryState::NotSent).then_some(json),
         result_bytes: bytes,
     }

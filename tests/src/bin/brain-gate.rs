@@ -42,6 +42,9 @@ struct Args {
     /// Internal: journal the calls in a SQLite state file in this directory.
     #[arg(long, hide = true)]
     journal: Option<PathBuf>,
+    /// Internal: the journal keeps its audit chain (else it is off: the journal's own cost).
+    #[arg(long, hide = true)]
+    audited: bool,
     /// Internal: the binding has limits (high enough never to refuse).
     #[arg(long, hide = true)]
     limited: bool,
@@ -80,8 +83,12 @@ struct Row {
 enum Through {
     /// Straight to the test server.
     Direct,
-    /// Straight, with the call journal on (SQLite, `synchronous=NORMAL`): the claim's cost.
+    /// Straight, with the call journal on (SQLite, `synchronous=NORMAL`; its audit chain off):
+    /// the claim's cost.
     Journaled,
+    /// Journaled, the audit chain on (its default): a record in the claim's transaction and
+    /// one in the outcome's.
+    Audited,
     /// Journaled, through a binding with a rate and a quota (never reached): the charge's cost.
     Limited,
     /// Straight, under twenty Cedar policies (each call evaluates them all): the policy step.
@@ -97,7 +104,7 @@ enum Through {
     Serve,
 }
 
-const ROWS: [Row; 9] = [
+const ROWS: [Row; 10] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -121,6 +128,12 @@ const ROWS: [Row; 9] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Journaled,
+    },
+    Row {
+        name: "2026-07-28, journaled (SQLite), audited",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::Audited,
     },
     Row {
         name: "2026-07-28, journaled (SQLite), limited",
@@ -351,9 +364,12 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     }
     if matches!(
         row.path,
-        Through::Journaled | Through::Limited | Through::Approved
+        Through::Journaled | Through::Audited | Through::Limited | Through::Approved
     ) {
         command.arg("--journal").arg(dir.path());
+    }
+    if row.path == Through::Audited {
+        command.arg("--audited");
     }
     if row.path == Through::Limited {
         command.arg("--limited");
@@ -504,7 +520,13 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     }
     let mut builder = Runtime::builder(&config);
     let journal = match &args.journal {
-        Some(dir) => Some(Journal::sqlite(&dir.join("state.db"), Durability::Normal)?),
+        Some(dir) => {
+            let journal = Journal::sqlite(&dir.join("state.db"), Durability::Normal)?;
+            Some(journal.audit(brain_runtime::audit::AuditSettings {
+                enabled: args.audited,
+                ..Default::default()
+            }))
+        }
         None => None,
     };
     if let Some(journal) = &journal {

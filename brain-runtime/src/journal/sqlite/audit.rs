@@ -1,7 +1,8 @@
 //! The audit chain in the SQLite file (schema version 7): each record appended in the same
 //! transaction as the journal's write it describes (`BEGIN IMMEDIATE` makes every writer of
-//! the file wait its turn, so a tenant's chain never forks), its head kept beside it; signed
-//! checkpoints; pruning that leaves a `pruned_through` record.
+//! the file wait its turn, so a tenant's chain never forks); a chain's head is its last record
+//! (no table of heads to keep: one statement less per record); signed checkpoints; pruning that
+//! leaves a `pruned_through` record.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -18,11 +19,6 @@ CREATE TABLE brain_audit (
     hash TEXT NOT NULL,
     PRIMARY KEY (tenant, seq)
 ) WITHOUT ROWID;
-CREATE TABLE brain_audit_heads (
-    tenant TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    hash TEXT NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE brain_audit_checkpoints (
     id INTEGER PRIMARY KEY,
     body TEXT NOT NULL,
@@ -35,7 +31,8 @@ pub(super) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::R
     let head = concat!(
         "SELECT h.seq, h.hash, ",
         now!(),
-        " FROM (SELECT 1) LEFT JOIN brain_audit_heads h ON h.tenant = ?1"
+        " FROM (SELECT 1) LEFT JOIN (SELECT seq, hash FROM brain_audit WHERE tenant = ?1 ",
+        "ORDER BY seq DESC LIMIT 1) h"
     );
     let (seq, previous, at): (Option<i64>, Option<String>, i64) = c
         .prepare_cached(head)?
@@ -48,20 +45,13 @@ pub(super) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::R
         "INSERT INTO brain_audit (tenant, seq, at, record, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![tenant, seq, at, record, hash])?;
-    c.prepare_cached(concat!(
-        "INSERT INTO brain_audit_heads (tenant, seq, hash) VALUES (?1, ?2, ?3) ",
-        "ON CONFLICT (tenant) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
-    ))?
-    .execute(params![tenant, seq, hash])?;
     Ok(())
 }
 
 /// The tenants with a chain, in order.
 pub(super) fn tenants(c: &Connection) -> rusqlite::Result<Vec<String>> {
-    let mut statement = c.prepare_cached(
-        "SELECT tenant FROM brain_audit_heads UNION SELECT DISTINCT tenant FROM brain_audit \
-         ORDER BY 1",
-    )?;
+    let mut statement =
+        c.prepare_cached("SELECT DISTINCT tenant FROM brain_audit ORDER BY tenant")?;
     let rows = statement.query_map([], |r| r.get(0))?;
     rows.collect()
 }
@@ -91,8 +81,10 @@ pub(super) fn records(
 
 /// Every tenant's head, in tenant order.
 pub(super) fn heads(c: &Connection) -> rusqlite::Result<Vec<AuditHead>> {
-    let mut statement =
-        c.prepare_cached("SELECT tenant, seq, hash FROM brain_audit_heads ORDER BY tenant")?;
+    let mut statement = c.prepare_cached(
+        "SELECT a.tenant, a.seq, a.hash FROM brain_audit a WHERE a.seq = (SELECT max(seq) \
+         FROM brain_audit b WHERE b.tenant = a.tenant) ORDER BY a.tenant",
+    )?;
     let rows = statement.query_map([], |r| {
         Ok(AuditHead {
             tenant: r.get(0)?,
@@ -139,10 +131,10 @@ pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result
 /// record is kept), leaving a `pruned_through` record; returns how many it deleted.
 pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> {
     let through = concat!(
-        "SELECT a.tenant, max(a.seq) FROM brain_audit a JOIN brain_audit_heads h ",
-        "ON h.tenant = a.tenant WHERE a.at < ",
+        "SELECT a.tenant, max(a.seq) FROM brain_audit a WHERE a.at < ",
         now!(),
-        " - ?1 AND a.seq < h.seq GROUP BY a.tenant"
+        " - ?1 AND a.seq < (SELECT max(seq) FROM brain_audit b WHERE b.tenant = a.tenant) ",
+        "GROUP BY a.tenant"
     );
     let found: Vec<(String, i64)> = {
         let mut statement = c.prepare_cached(through)?;
