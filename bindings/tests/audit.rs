@@ -209,6 +209,32 @@ async fn every_tampering_is_named(state: State) {
     assert!(text.contains("verified 16 records in 2 chains"), "{text}");
     assert!(text.contains("0 records after it unsigned"), "{text}");
     client(&state, SAVE);
+    // A copy of the store verifies as the live one does.
+    if let State::Default(_) = &state {
+        let copy = dir.path().join("copy.db");
+        client(&state, &format!(".backup {}", copy.display()));
+        // As private as brain keeps its own (it refuses a state file others may read).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let output = harness(
+            &state,
+            None,
+            &[
+                "--config",
+                &config,
+                "--state",
+                &format!("sqlite:{}", copy.display()),
+                "audit",
+                "verify",
+                "--public-key",
+                &public,
+            ],
+        )
+        .await;
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{said}");
+        assert!(said.contains("verified 16 records in 2 chains"), "{said}");
+    }
 
     // A finished call's outcome changed.
     caught(
@@ -329,6 +355,63 @@ async fn every_tampering_is_named(state: State) {
         "which is not a trusted public key",
     )
     .await;
+
+    // The tail deleted with the checkpoints that cover it: only an anchored checkpoint, kept
+    // outside the store, shows it.
+    let head = harness(&state, None, &["--config", &config, "audit", "head"]).await;
+    assert_eq!(head.status.code(), Some(0), "{head:?}");
+    let anchor = dir.path().join("anchor.json");
+    std::fs::write(&anchor, &head.stdout).unwrap();
+    client(
+        &state,
+        "DELETE FROM brain_audit WHERE tenant = 'local' AND seq > 10; \
+         UPDATE brain_audit_heads SET seq = 10, hash = (SELECT hash FROM brain_audit \
+         WHERE tenant = 'local' AND seq = 10) WHERE tenant = 'local'; \
+         DELETE FROM brain_audit_checkpoints WHERE id > (SELECT max(id) - 3 FROM bak_checkpoints)",
+    );
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 0, "without an anchor it cannot be seen: {text}");
+    let anchored = harness(
+        &state,
+        None,
+        &[
+            "--config",
+            &config,
+            "audit",
+            "verify",
+            "--public-key",
+            &public,
+            "--anchor",
+        ],
+    )
+    .await;
+    assert_eq!(anchored.status.code(), Some(2), "--anchor needs its file");
+    let anchored = harness(
+        &state,
+        None,
+        &[
+            "--config",
+            &config,
+            "audit",
+            "verify",
+            "--public-key",
+            &public,
+            "--anchor",
+            anchor.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let said = String::from_utf8_lossy(&anchored.stdout);
+    assert_eq!(anchored.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the anchored checkpoint is not in the store"),
+        "{said}"
+    );
+    assert!(
+        said.contains("tenant \"local\", record 10: the chain ends here"),
+        "{said}"
+    );
+    client(&state, RESTORE);
 
     // A forged tail: brain refuses to sign it.
     let last = client(

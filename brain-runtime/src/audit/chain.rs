@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::journal::audit::{FORMAT, canonical, genesis, link};
+use crate::journal::audit::{FORMAT, canonical_record, genesis, link};
 use crate::journal::store::JournalStore;
 use crate::journal::store::{AuditRecord, StoreError};
 
@@ -282,7 +282,7 @@ fn check(tenant: &str, record: &AuditRecord, previous: Option<&str>) -> Option<B
         Ok(value) => value,
         Err(error) => return fault(Fault::Malformed(error.to_string())),
     };
-    if canonical(&value) != record.record {
+    if canonical_record(&value) != record.record {
         return fault(Fault::Malformed(
             "its bytes are not canonical (RFC 8785)".into(),
         ));

@@ -147,6 +147,12 @@ pub(crate) fn start_server(flags: &[&str]) -> anyhow::Result<ServerProcess> {
 /// A client making `echo` calls.
 pub(crate) enum Driver {
     Brain(Runtime),
+    /// brain, each call as the next of `tenants` tenants (`t0`, `t1`, …) in turn (P14).
+    Tenants {
+        runtime: Runtime,
+        tenants: usize,
+        next: AtomicUsize,
+    },
     /// brain with its spans sent to the OpenTelemetry layer (`on`) or not (P8).
     Traced {
         runtime: Runtime,
@@ -443,10 +449,30 @@ impl Driver {
             }
             Driver::SessionFloor(floor) => return floor.session().await,
             Driver::Brain(runtime) => return Driver::brain_call(runtime).await,
+            Driver::Tenants {
+                runtime,
+                tenants,
+                next,
+            } => {
+                let n = next.fetch_add(1, Ordering::Relaxed) % tenants;
+                let scope = Scope {
+                    tenant_id: format!("t{n}"),
+                    session_id: "bench".into(),
+                };
+                let request = CallRequest::new("echo", scope, json!({"message": "hello"}));
+                let result = runtime.call(request).result().await;
+                if result.is_error {
+                    bail!("brain: {:?}", result.content);
+                }
+                return Ok(());
+            }
             _ => {}
         }
         match self {
-            Driver::Brain(_) | Driver::Traced { .. } | Driver::SessionFloor(_) => {}
+            Driver::Brain(_)
+            | Driver::Tenants { .. }
+            | Driver::Traced { .. }
+            | Driver::SessionFloor(_) => {}
             Driver::Naive { url } => {
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 let client = ().serve(transport).await?;

@@ -1,5 +1,5 @@
 //! brain-bench: the performance targets listed in the bench reference, docs/src/reference/bench.md, "Performance: `cargo
-//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9, …, P13; the naive rmcp ratio as information),
+//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9, …, P14; the naive rmcp ratio as information),
 //! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
 //! [--quick] [--require-sdks]` builds it in release mode and runs it.
 //!
@@ -33,6 +33,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use tests::process::{children, memory_mb};
 
+mod audit;
 mod harness;
 mod limits;
 mod model_apis;
@@ -76,6 +77,9 @@ struct Args {
     /// Measure only the pins' targets (P13).
     #[arg(long)]
     only_pins: bool,
+    /// Measure only the audit chain's targets (P14).
+    #[arg(long)]
+    only_audit: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -248,6 +252,11 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         policies::targets(&plan, &server.url, &mut targets).await?;
         return Ok(report(&targets, &[]));
     }
+    if args.only_audit {
+        let mut targets = Vec::new();
+        audit::targets(&plan, &mut targets).await?;
+        return Ok(report(&targets, &[]));
+    }
     if args.only_pins {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
         pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
@@ -384,6 +393,7 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
     limits::targets(&plan, &server.url, &mut targets).await?;
     policies::targets(&plan, &server.url, &mut targets).await?;
     pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
+    audit::targets(&plan, &mut targets).await?;
     // Last: it installs a global tracing subscriber and meter provider.
     telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
 
