@@ -92,6 +92,9 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             for warning in &verification.warnings {
                 println!("warning: {warning}");
             }
+            for open in &verification.open {
+                println!("open: {open}");
+            }
             for broken in verification.broken.iter().skip(1) {
                 println!("broken: {broken}");
             }

@@ -521,7 +521,74 @@ async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
     );
 }
 
+/// A harness SIGKILLed mid-call: `verify` lists the call as claimed, its owner's lease
+/// expired; a retry records it taken over as unknown, and the call is no longer open.
+async fn a_killed_call_is_open_until_a_retry_takes_it_over(state: State) {
+    let dir = tempfile::tempdir().unwrap();
+    let (private, public) = keys(dir.path(), "audit");
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let config = write_config(dir.path(), &server.url, |binding| {
+        binding["timeout_seconds"] = json!(30);
+    });
+    let mut running = state.command();
+    running
+        .args([
+            "--config",
+            &config,
+            "call",
+            "--tenant",
+            "local",
+            "--call-id",
+            "k1",
+        ])
+        .args(["slow", r#"{"seconds": 30}"#])
+        .env("BRAIN_AUDIT_KEY_FILE", &private)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut running = running.spawn().unwrap();
+    common::state::until_running(&server).await;
+    running.kill().unwrap();
+    let _ = running.wait();
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("open: tenant \"local\", call \"k1\"")
+            && text.contains("its owner's lease expired"),
+        "{text}"
+    );
+    let mut retry = state.command();
+    retry
+        .args([
+            "--config",
+            &config,
+            "call",
+            "--tenant",
+            "local",
+            "--call-id",
+            "k1",
+        ])
+        .args(["slow", r#"{"seconds": 30}"#])
+        .env("BRAIN_AUDIT_KEY_FILE", &private)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let retried = result(&wait(retry.spawn().unwrap()).await);
+    assert_eq!(retried["unknown_outcome"], json!(true), "{retried}");
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("open:"), "{text}");
+    let last = client(
+        &state,
+        "SELECT record FROM brain_audit WHERE tenant = 'local' ORDER BY seq DESC LIMIT 1",
+    );
+    assert!(
+        last.contains("\"kind\":\"taken_over_as_unknown\""),
+        "{last}"
+    );
+}
+
 on_each_state!(
+    a_killed_call_is_open_until_a_retry_takes_it_over,
     every_tampering_is_named,
     an_export_verifies_offline_until_a_byte_changes,
 );

@@ -173,6 +173,8 @@ pub(crate) struct Walked {
     pub(crate) last: Option<(i64, String, i64)>,
     /// The first fault.
     pub(crate) broken: Option<Break>,
+    /// The calls claimed with no outcome after: (session, call id) → (record seq, owner, time).
+    pub(crate) open: BTreeMap<(String, String), (i64, String, i64)>,
 }
 
 /// Walks `tenant`'s chain from `from` (its predecessor's stored hash trusted when `from` > 1),
@@ -226,12 +228,32 @@ pub(crate) async fn walk(
                 walked.broken = fault(record.seq, deleted);
                 return Ok(walked);
             }
-            walked.broken = check(tenant, &record, previous.as_ref().map(|(_, hash)| &**hash));
-            if walked.broken.is_some() {
-                return Ok(walked);
+            let value = match check(tenant, &record, previous.as_ref().map(|(_, hash)| &**hash)) {
+                Ok(value) => value,
+                Err(broken) => {
+                    walked.broken = Some(broken);
+                    return Ok(walked);
+                }
+            };
+            let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
+            let call = (text("session"), text("call_id"));
+            match value["kind"].as_str().unwrap_or_default() {
+                "claimed" | "resumed" => {
+                    walked
+                        .open
+                        .insert(call, (record.seq, text("owner"), record.at_ms));
+                }
+                "finished" | "not_sent" | "taken_over_as_unknown" => {
+                    walked.open.remove(&call);
+                }
+                _ => {}
             }
             if let Some(first) = &unproven
-                && let Some((seq, hash)) = pruned_through(&record.record)
+                && value["kind"] == "pruned_through"
+                && let (Some(seq), Some(hash)) = (
+                    value["through_seq"].as_i64(),
+                    value["through_hash"].as_str(),
+                )
                 && seq == first.seq - 1
             {
                 if link(&hash, &first.record) != first.hash {
@@ -268,11 +290,11 @@ pub(crate) async fn walk(
     Ok(walked)
 }
 
-/// The first fault of `record` in its place, after a record whose hash is `previous` (not
-/// known: its link is not checked here).
-fn check(tenant: &str, record: &AuditRecord, previous: Option<&str>) -> Option<Break> {
+/// `record` parsed, or its first fault in its place after a record whose hash is `previous`
+/// (not known: its link is not checked here).
+fn check(tenant: &str, record: &AuditRecord, previous: Option<&str>) -> Result<Value, Break> {
     let fault = |fault: Fault| {
-        Some(Break {
+        Err(Break {
             tenant: tenant.to_owned(),
             seq: record.seq,
             fault,
@@ -308,18 +330,6 @@ fn check(tenant: &str, record: &AuditRecord, previous: Option<&str>) -> Option<B
     }
     match previous {
         Some(hash) if link(hash, &record.record) != record.hash => fault(Fault::Edited),
-        _ => None,
+        _ => Ok(value),
     }
-}
-
-/// A `pruned_through` record's (seq, hash).
-fn pruned_through(record: &str) -> Option<(i64, String)> {
-    if !record.contains("\"kind\":\"pruned_through\"") {
-        return None;
-    }
-    let value: Value = serde_json::from_str(record).ok()?;
-    Some((
-        value["through_seq"].as_i64()?,
-        value["through_hash"].as_str()?.to_owned(),
-    ))
 }

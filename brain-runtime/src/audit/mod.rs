@@ -136,6 +136,50 @@ pub struct Verification {
     pub warnings: Vec<String>,
     /// The first fault of each chain, and each checkpoint's.
     pub broken: Vec<Break>,
+    /// The calls the chains show claimed and not ended.
+    pub open: Vec<OpenCall>,
+}
+
+/// A call a chain shows claimed (or resumed) with no outcome after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenCall {
+    /// Its tenant.
+    pub tenant: String,
+    /// Its session.
+    pub session: String,
+    /// Its call id (through serve, the upstream id it derives).
+    pub call_id: String,
+    /// The claim's record.
+    pub seq: i64,
+    /// The owner that claimed it.
+    pub owner: String,
+    /// When.
+    pub at_ms: i64,
+    /// Whether that owner's lease is live now (`None`: the journal no longer has the call).
+    pub owner_live: Option<bool>,
+}
+
+impl std::fmt::Display for OpenCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tenant {:?}, call {:?} in session {:?} (record {}): claimed at {} by {}, no outcome \
+             recorded; {}",
+            self.tenant,
+            self.call_id,
+            self.session,
+            self.seq,
+            crate::state::rfc3339(self.at_ms),
+            self.owner,
+            match self.owner_live {
+                Some(true) => "it is running",
+                Some(false) => {
+                    "its owner's lease expired: a retry records it taken over as unknown"
+                }
+                None => "the journal no longer has it",
+            }
+        )
+    }
 }
 
 impl Verification {
@@ -293,6 +337,23 @@ pub async fn verify(
         verification.tenants += 1;
         let walked = walk(store, tenant, from, signed.get(tenant).unwrap_or(&empty)).await?;
         verification.records += walked.records;
+        for ((session, call_id), (seq, owner, at_ms)) in &walked.open {
+            let key = crate::journal::store::Key {
+                tenant: tenant.clone(),
+                session: session.clone(),
+                call_id: call_id.clone(),
+            };
+            let owner_live = store.lookup(&key).await?.map(|entry| entry.owner_live);
+            verification.open.push(OpenCall {
+                tenant: tenant.clone(),
+                session: session.clone(),
+                call_id: call_id.clone(),
+                seq: *seq,
+                owner: owner.clone(),
+                at_ms: *at_ms,
+                owner_live,
+            });
+        }
         if let Some((_, at)) = walked.first {
             verification.since_ms = Some(verification.since_ms.map_or(at, |s| s.min(at)));
         }
