@@ -256,7 +256,7 @@ pub(crate) async fn walk(
                 )
                 && seq == first.seq - 1
             {
-                if link(&hash, &first.record) != first.hash {
+                if link(hash, &first.record) != first.hash {
                     walked.broken = fault(first.seq, Fault::Edited);
                     return Ok(walked);
                 }
