@@ -18,19 +18,8 @@ use common::write_config;
 
 /// A key pair as `openssl` writes it: (private PKCS#8 PEM, public SPKI PEM).
 fn keys(dir: &Path, name: &str) -> (String, String) {
-    let private = dir.join(format!("{name}.pem"));
-    let public = dir.join(format!("{name}.pub"));
-    let run = |args: &[&str]| {
-        let output = Command::new("openssl")
-            .args(args)
-            .output()
-            .expect("openssl runs");
-        assert!(output.status.success(), "{output:?}");
-    };
-    let (private, public) = (private.display().to_string(), public.display().to_string());
-    run(&["genpkey", "-algorithm", "ed25519", "-out", &private]);
-    run(&["pkey", "-in", &private, "-pubout", "-out", &public]);
-    (private, public)
+    let (private, public) = tests::audit::openssl_key_pair(dir, name);
+    (private.display().to_string(), public.display().to_string())
 }
 
 /// `brain-harness ARGS…` on the state, with `key` as BRAIN_AUDIT_KEY_FILE.
@@ -530,22 +519,17 @@ async fn a_killed_call_is_open_until_a_retry_takes_it_over(state: State) {
     let config = write_config(dir.path(), &server.url, |binding| {
         binding["timeout_seconds"] = json!(30);
     });
-    let mut running = state.command();
-    running
-        .args([
-            "--config",
-            &config,
-            "call",
-            "--tenant",
-            "local",
-            "--call-id",
-            "k1",
-        ])
-        .args(["slow", r#"{"seconds": 30}"#])
-        .env("BRAIN_AUDIT_KEY_FILE", &private)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut running = running.spawn().unwrap();
+    let slow = || {
+        let mut command = state.command();
+        command
+            .args(["--config", &config, "call", "--tenant", "local"])
+            .args(["--call-id", "k1", "slow", r#"{"seconds": 30}"#])
+            .env("BRAIN_AUDIT_KEY_FILE", &private)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+    let mut running = slow().spawn().unwrap();
     common::state::until_running(&server).await;
     running.kill().unwrap();
     let _ = running.wait();
@@ -557,22 +541,7 @@ async fn a_killed_call_is_open_until_a_retry_takes_it_over(state: State) {
             && text.contains("its owner's lease expired"),
         "{text}"
     );
-    let mut retry = state.command();
-    retry
-        .args([
-            "--config",
-            &config,
-            "call",
-            "--tenant",
-            "local",
-            "--call-id",
-            "k1",
-        ])
-        .args(["slow", r#"{"seconds": 30}"#])
-        .env("BRAIN_AUDIT_KEY_FILE", &private)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let retried = result(&wait(retry.spawn().unwrap()).await);
+    let retried = result(&wait(slow().spawn().unwrap()).await);
     assert_eq!(retried["unknown_outcome"], json!(true), "{retried}");
     let (code, text) = verify(&state, &config, &public).await;
     assert_eq!(code, 0, "{text}");

@@ -577,32 +577,7 @@ fn replicas_on_postgresql_keep_one_chain_per_tenant() {
         dir,
         ..
     } = &upstream();
-    let (private, public) = (dir.path().join("audit.pem"), dir.path().join("audit.pub"));
-    for args in [
-        vec![
-            "genpkey",
-            "-algorithm",
-            "ed25519",
-            "-out",
-            private.to_str().unwrap(),
-        ],
-        vec![
-            "pkey",
-            "-in",
-            private.to_str().unwrap(),
-            "-pubout",
-            "-out",
-            public.to_str().unwrap(),
-        ],
-    ] {
-        assert!(
-            Command::new("openssl")
-                .args(&args)
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
+    let (private, public) = tests::audit::openssl_key_pair(dir.path(), "audit");
     let key = [("BRAIN_AUDIT_KEY_FILE", private.to_str().unwrap())];
     let replicas: Vec<Serving> = (0..4)
         .map(|_| Serving::start(config, &cluster.url, &key))

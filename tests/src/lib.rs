@@ -15,6 +15,7 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+pub mod audit;
 pub mod client;
 pub mod content;
 pub mod counting;

@@ -39,6 +39,32 @@ pub fn with_twenty(mut config: HostConfig, tool: &str) -> HostConfig {
     config
 }
 
+/// The token of [`with_approver`]'s approver `ops`.
+pub const OPS_TOKEN: &str = "ops-token";
+
+/// A host config of the test server's tools at `url` (timeouts 30 s) with `policies` in
+/// `dir/calls.cedar` and the approver `ops` (token [`OPS_TOKEN`]) for the tenant `local`,
+/// written to `dir/host.json` and loaded as a user's is.
+pub fn with_approver(dir: &std::path::Path, url: &str, policies: &str) -> HostConfig {
+    use sha2::{Digest, Sha256};
+    let tools = crate::server::bindings_json(url, |_, binding| {
+        binding["timeout_seconds"] = serde_json::json!(30);
+    });
+    let token: String = Sha256::digest(OPS_TOKEN.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(dir.join("calls.cedar"), policies).unwrap();
+    let host = serde_json::json!({
+        "policies": {"files": ["calls.cedar"]},
+        "approvals": {"approvers": [{"name": "ops", "tenants": ["local"], "token_sha256": token}]},
+        "tools": tools,
+    });
+    let path = dir.join("host.json");
+    std::fs::write(&path, host.to_string()).unwrap();
+    brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The approver token of [`held_for_approval`]'s approver `gate`.
 pub const APPROVER_TOKEN: &str = "gate-approver-token";
 

@@ -13,8 +13,7 @@ use brain_runtime::journal::{
 };
 use brain_runtime::{Approver, CallRequest, OutcomeKind, Runtime, RuntimeError, Scope};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use tests::server::{Faults, Stats, TestServer, bindings_json};
+use tests::server::{Faults, Stats, TestServer};
 
 fn key(call_id: &str) -> Key {
     Key {
@@ -265,22 +264,7 @@ when { context.input.message like "refund*" && context.call.approval.granted == 
 "#;
 
 fn config(dir: &std::path::Path, url: &str) -> brain_config::HostConfig {
-    let tools = bindings_json(url, |_, binding| {
-        binding["timeout_seconds"] = json!(30);
-    });
-    let token: String = Sha256::digest(b"ops-token")
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    std::fs::write(dir.join("calls.cedar"), POLICIES).unwrap();
-    let host = json!({
-        "policies": {"files": ["calls.cedar"]},
-        "approvals": {"approvers": [{"name": "ops", "tenants": ["local"], "token_sha256": token}]},
-        "tools": tools,
-    });
-    let path = dir.join("host.json");
-    std::fs::write(&path, host.to_string()).unwrap();
-    brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    tests::policies::with_approver(dir, url, POLICIES)
 }
 
 fn refund(call_id: &str) -> CallRequest {

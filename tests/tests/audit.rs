@@ -12,8 +12,7 @@ use brain_runtime::audit::{AuditKey, AuditSettings, Keyring, VerifyOptions, veri
 use brain_runtime::journal::{Durability, Journal};
 use brain_runtime::{Approver, CallRequest, Runtime, Scope};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use tests::server::{Faults, Stats, TestServer, bindings_json};
+use tests::server::{Faults, Stats, TestServer};
 
 const POLICIES: &str = r#"
 @id("echo")
@@ -31,50 +30,12 @@ when { context.input.message like "refund*" && context.call.approval.granted == 
 "#;
 
 fn config(dir: &Path, url: &str) -> brain_config::HostConfig {
-    let tools = bindings_json(url, |_, binding| {
-        binding["timeout_seconds"] = json!(30);
-    });
-    let token: String = Sha256::digest(b"ops-token")
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    std::fs::write(dir.join("calls.cedar"), POLICIES).unwrap();
-    let host = json!({
-        "policies": {"files": ["calls.cedar"]},
-        "approvals": {"approvers": [{"name": "ops", "tenants": ["local"], "token_sha256": token}]},
-        "tools": tools,
-    });
-    let path = dir.join("host.json");
-    std::fs::write(&path, host.to_string()).unwrap();
-    brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    tests::policies::with_approver(dir, url, POLICIES)
 }
 
 /// A key as `openssl genpkey` writes it, and its public half.
 fn key(dir: &Path) -> (AuditKey, Keyring) {
-    let (private, public) = (dir.join("audit.pem"), dir.join("audit.pub"));
-    for args in [
-        vec![
-            "genpkey",
-            "-algorithm",
-            "ed25519",
-            "-out",
-            private.to_str().unwrap(),
-        ],
-        vec![
-            "pkey",
-            "-in",
-            private.to_str().unwrap(),
-            "-pubout",
-            "-out",
-            public.to_str().unwrap(),
-        ],
-    ] {
-        let output = std::process::Command::new("openssl")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-    }
+    let (private, public) = tests::audit::openssl_key_pair(dir, "audit");
     (
         AuditKey::from_pem_file(&private).unwrap(),
         Keyring::from_pem_files(&[public]).unwrap(),

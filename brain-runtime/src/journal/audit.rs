@@ -79,6 +79,27 @@ enum Field<'a> {
 }
 
 impl Event {
+    /// The record of a drift seen (in each chain of `drift.tenants`).
+    pub(crate) fn drift(drift: &super::store::Drift) -> Event {
+        Event::Drift {
+            binding: drift.binding.clone(),
+            pinned: drift.pinned.clone(),
+            listed: drift.listed.clone(),
+            refused: drift.refused,
+            process: drift.process.clone(),
+        }
+    }
+
+    /// The record of a call the policies refused.
+    pub(crate) fn denied(denial: &super::store::Denial) -> Event {
+        Event::Denied {
+            key: denial.key.clone(),
+            binding: denial.binding.clone(),
+            principal: denial.principal.clone(),
+            digest: denial.digest.clone(),
+        }
+    }
+
     /// The record's kind and fields besides `v`, `tenant`, `seq` and `at`.
     fn fields(&self) -> (&'static str, Vec<(&'static str, Field<'_>)>) {
         use Field::{Bool, Int, Text};

@@ -393,13 +393,7 @@ impl JournalStore for Postgres {
                     Box::pin(async move {
                         let recorded = schema::record_drift(client, &drift).await?;
                         if recorded && audit {
-                            let event = Event::Drift {
-                                binding: drift.binding.clone(),
-                                pinned: drift.pinned.clone(),
-                                listed: drift.listed.clone(),
-                                refused: drift.refused,
-                                process: drift.process.clone(),
-                            };
+                            let event = Event::drift(&drift);
                             let events: Vec<(String, Event)> = (drift.tenants.iter())
                                 .map(|t| (t.clone(), event.clone()))
                                 .collect();
@@ -486,12 +480,7 @@ impl JournalStore for Postgres {
         let _entered = handle.enter();
         let appended = self.approvals.transaction(move |client| {
             Box::pin(async move {
-                let event = Event::Denied {
-                    key: denial.key.clone(),
-                    binding: denial.binding.clone(),
-                    principal: denial.principal.clone(),
-                    digest: denial.digest.clone(),
-                };
+                let event = Event::denied(&denial);
                 audit::append(client, &[(denial.key.tenant.clone(), event)]).await?;
                 Ok((true, ()))
             })

@@ -641,7 +641,7 @@ impl Ticket {
 }
 
 /// What is recorded of `result` (its digest only where the journal audits: the chain holds it).
-fn record(result: &ToolResult, state: EntryState, journal: &super::Journal) -> Record {
+fn record(result: &ToolResult, state: EntryState, journal: &super::owner::Journal) -> Record {
     let json = serde_json::to_string(result).unwrap_or_default();
     let bytes = json.len() as i64;
     let cap = journal.result_cap;

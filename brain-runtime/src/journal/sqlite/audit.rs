@@ -118,12 +118,7 @@ pub(super) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rus
 
 /// Appends a call the policies refused to its tenant's chain.
 pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result<()> {
-    let event = Event::Denied {
-        key: denial.key.clone(),
-        binding: denial.binding.clone(),
-        principal: denial.principal.clone(),
-        digest: denial.digest.clone(),
-    };
+    let event = Event::denied(denial);
     append(c, &denial.key.tenant, &event)
 }
 

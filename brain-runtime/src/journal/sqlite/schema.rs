@@ -196,13 +196,7 @@ pub(super) fn record_drift(c: &Connection, drift: &Drift, audit: bool) -> rusqli
         drift.refused
     ])?;
     if changed > 0 && audit {
-        let event = Event::Drift {
-            binding: drift.binding.clone(),
-            pinned: drift.pinned.clone(),
-            listed: drift.listed.clone(),
-            refused: drift.refused,
-            process: drift.process.clone(),
-        };
+        let event = Event::drift(drift);
         for tenant in &drift.tenants {
             super::audit::append(c, tenant, &event)?;
         }
