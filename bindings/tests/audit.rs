@@ -360,36 +360,19 @@ async fn every_tampering_is_named(state: State) {
     );
     let (code, text) = verify(&state, &config, &public).await;
     assert_eq!(code, 0, "without an anchor it cannot be seen: {text}");
-    let anchored = harness(
-        &state,
-        None,
-        &[
-            "--config",
-            &config,
-            "audit",
-            "verify",
-            "--public-key",
-            &public,
-            "--anchor",
-        ],
-    )
-    .await;
-    assert_eq!(anchored.status.code(), Some(2), "--anchor needs its file");
-    let anchored = harness(
-        &state,
-        None,
-        &[
-            "--config",
-            &config,
-            "audit",
-            "verify",
-            "--public-key",
-            &public,
-            "--anchor",
-            anchor.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let args = [
+        "--config",
+        &config,
+        "audit",
+        "verify",
+        "--public-key",
+        &public,
+        "--anchor",
+    ];
+    let missing = harness(&state, None, &args).await;
+    assert_eq!(missing.status.code(), Some(2), "--anchor needs its file");
+    let anchor = anchor.to_str().unwrap();
+    let anchored = harness(&state, None, &[&args[..], &[anchor]].concat()).await;
     let said = String::from_utf8_lossy(&anchored.stdout);
     assert_eq!(anchored.status.code(), Some(1), "{said}");
     assert!(
