@@ -286,3 +286,39 @@ async fn a_journal_from_before_the_chain_is_migrated() {
     let old = entries.iter().find(|e| e.key.call_id == "old").unwrap();
     assert!(verified.since_ms.unwrap() > old.created_ms, "{verified:?}");
 }
+
+/// A drift seen is recorded in the chain of each tenant its binding lists, once per process and
+/// listing (as `brain_drift` keeps it), on SQLite and on PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drift_is_recorded_in_each_tenant_s_chain() {
+    let cluster = tests::postgres::Cluster::start();
+    for store in [
+        Store::Sqlite(tempfile::tempdir().unwrap()),
+        Store::Postgres(cluster),
+    ] {
+        let journal = store.journal().await;
+        let drift = brain_runtime::journal::Drift {
+            binding: "refund".into(),
+            pinned: "sha256:pinned".into(),
+            listed: "sha256:listed".into(),
+            fields: vec!["inputSchema".into()],
+            refused: true,
+            tenants: vec!["acme".into(), "globex".into()],
+            process: "host:1:abc".into(),
+            first_seen_ms: 0,
+        };
+        assert!(journal.store().record_drift(&drift).await.unwrap());
+        assert!(!journal.store().record_drift(&drift).await.unwrap(), "once");
+        for tenant in ["acme", "globex"] {
+            let records = journal.store().audit_records(tenant, 1, 10).await.unwrap();
+            assert_eq!(records.len(), 1, "{tenant}: {records:?}");
+            let record: Value = serde_json::from_str(&records[0].record).unwrap();
+            assert_eq!(record["kind"], json!("drift"));
+            assert_eq!(record["binding"], json!("refund"));
+            assert_eq!(record["refused"], json!(true));
+        }
+        let verified = verify(journal.store(), &VerifyOptions::default()).await.unwrap();
+        assert!(verified.holds(), "{}", verified.summary());
+        assert_eq!((verified.records, verified.tenants), (2, 2));
+    }
+}
