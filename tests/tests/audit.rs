@@ -317,7 +317,9 @@ async fn a_drift_is_recorded_in_each_tenant_s_chain() {
             assert_eq!(record["binding"], json!("refund"));
             assert_eq!(record["refused"], json!(true));
         }
-        let verified = verify(journal.store(), &VerifyOptions::default()).await.unwrap();
+        let verified = verify(journal.store(), &VerifyOptions::default())
+            .await
+            .unwrap();
         assert!(verified.holds(), "{}", verified.summary());
         assert_eq!((verified.records, verified.tenants), (2, 2));
     }
