@@ -234,16 +234,14 @@ async fn postgres_a_runtime_audits_what_it_does_and_pruning_keeps_the_chain() {
     .await;
 }
 
-/// A SQLite journal of schema version 6 (before the chain) with a call in it: migrated on open,
-/// and `verify` says the chain holds from the first call after.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_journal_from_before_the_chain_is_migrated() {
+/// A journal from before the chain (SQLite schema 6, PostgreSQL schema 7) with a call in it:
+/// migrated on open, and `verify` says the chain starts with the first call after.
+async fn a_journal_from_before_the_chain_is_migrated(store: Store) {
     let server = TestServer::start(Faults::default()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), &server.url);
-    let path = dir.path().join("state.db");
     {
-        let journal = Journal::sqlite(&path, Durability::Normal).unwrap();
+        let journal = store.journal().await;
         let runtime = Runtime::builder(&config).journal(journal).build().unwrap();
         assert!(
             !runtime
@@ -254,17 +252,26 @@ async fn a_journal_from_before_the_chain_is_migrated() {
         );
         runtime.wait_for_cleanup().await;
     }
-    // What a brain of schema 6 left: no chain.
-    let output = std::process::Command::new("sqlite3")
-        .arg(&path)
-        .arg(
-            "DROP TABLE brain_audit; \
-             DROP TABLE brain_audit_checkpoints; PRAGMA user_version = 6",
-        )
-        .output()
-        .unwrap();
+    // What a brain from before the chain left: no chain.
+    let output = match &store {
+        Store::Sqlite(dir) => std::process::Command::new("sqlite3")
+            .arg(dir.path().join("state.db"))
+            .arg(
+                "DROP TABLE brain_audit; DROP TABLE brain_audit_checkpoints; \
+                 PRAGMA user_version = 6",
+            )
+            .output(),
+        Store::Postgres(cluster) => std::process::Command::new("psql")
+            .args([cluster.url.as_str(), "-v", "ON_ERROR_STOP=1", "-c"])
+            .arg(
+                "DROP TABLE brain_audit; DROP TABLE brain_audit_heads; \
+                 DROP TABLE brain_audit_checkpoints; UPDATE brain_schema SET version = 7",
+            )
+            .output(),
+    }
+    .unwrap();
     assert!(output.status.success(), "{output:?}");
-    let journal = Journal::sqlite(&path, Durability::Normal).unwrap();
+    let journal = store.journal().await;
     let runtime = Runtime::builder(&config)
         .journal(journal.clone())
         .build()
@@ -285,6 +292,17 @@ async fn a_journal_from_before_the_chain_is_migrated() {
     let entries = journal.list(&Default::default()).await.unwrap();
     let old = entries.iter().find(|e| e.key.call_id == "old").unwrap();
     assert!(verified.since_ms.unwrap() > old.created_ms, "{verified:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_journal_from_before_the_chain_is_migrated() {
+    a_journal_from_before_the_chain_is_migrated(Store::Sqlite(tempfile::tempdir().unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_journal_from_before_the_chain_is_migrated() {
+    a_journal_from_before_the_chain_is_migrated(Store::Postgres(tests::postgres::Cluster::start()))
+        .await;
 }
 
 /// A drift seen is recorded in the chain of each tenant its binding lists, once per process and
