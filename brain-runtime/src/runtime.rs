@@ -653,7 +653,8 @@ impl Runtime {
     /// or the shutdown of a stdio server's process group (about 1 s at most), and the journal's
     /// record of a drift seen (`brain-harness drift`). A call still in
     /// progress is waited for (at most its timeout); drop or cancel the calls first to end them
-    /// now. Call it before the process exits, or the server may never learn that a call was
+    /// now. Then, when the journal has an audit key, it signs a checkpoint (a clean shutdown's).
+    /// Call it before the process exits, or the server may never learn that a call was
     /// cancelled.
     pub async fn wait_for_cleanup(&self) {
         self.inner.cleanups.close();

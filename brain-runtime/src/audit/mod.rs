@@ -454,11 +454,14 @@ pub async fn sign(
 ) -> Result<Signing, StoreError> {
     let mut trusted = key.keyring();
     trusted.extend(keys);
+    // The newest checkpoint it can verify: newest first, one signature checked each until one
+    // holds (not every signature of the table at every checkpoint).
     let stored = store.audit_checkpoints().await?;
-    let mut ignored = Vec::new();
-    let last = checked(&stored, &trusted, &mut ignored)
-        .into_iter()
-        .max_by_key(|(_, heads)| (heads.at_ms, heads.id));
+    let last = stored.iter().rev().find_map(|checkpoint| {
+        let heads = SignedHeads::parse(checkpoint).ok()?;
+        (trusted.check(&heads.key_id, &checkpoint.body, &checkpoint.signature) == Signed::Valid)
+            .then(|| (checkpoint.clone(), heads))
+    });
     let heads = store.audit_heads().await?;
     let mut broken = Vec::new();
     let mut signed_heads = BTreeMap::new();
@@ -516,14 +519,7 @@ pub async fn sign(
             .map_or_else(String::new, |(c, _)| digest(&c.body)),
     };
     let text = body.body();
-    store.add_audit_checkpoint(&text, &key.sign(&text)).await?;
-    body.id = store
-        .audit_checkpoints()
-        .await?
-        .iter()
-        .rev()
-        .find(|c| c.body == text)
-        .map_or(0, |c| c.id);
+    body.id = store.add_audit_checkpoint(&text, &key.sign(&text)).await?;
     Ok(Signing::Signed(body))
 }
 

@@ -462,11 +462,15 @@ impl JournalStore for Postgres {
         &'a self,
         body: &'a str,
         signature: &'a str,
-    ) -> StoreFuture<'a, ()> {
+    ) -> StoreFuture<'a, i64> {
         Box::pin(async move {
-            self.execute(audit::ADD_CHECKPOINT, &[&body, &signature])
+            let c = self.connection().await?;
+            let row = c
+                .client
+                .query_one(audit::ADD_CHECKPOINT, &[&body, &signature])
                 .await
-                .map(drop)
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(row.get(0))
         })
     }
 
@@ -498,13 +502,7 @@ impl JournalStore for Postgres {
         Box::pin(async move {
             self.approvals
                 .transaction(move |client| {
-                    Box::pin(async move {
-                        // Each tenant's pruning commits on its own inside (see audit::prune).
-                        client.batch_execute("COMMIT").await?;
-                        let deleted = audit::prune(client, retention_ms).await?;
-                        client.batch_execute("BEGIN").await?;
-                        Ok((true, deleted))
-                    })
+                    Box::pin(async move { Ok((true, audit::prune(client, retention_ms).await?)) })
                 })
                 .await
         })

@@ -745,7 +745,7 @@ impl JournalStore for Sqlite {
         &'a self,
         body: &'a str,
         signature: &'a str,
-    ) -> StoreFuture<'a, ()> {
+    ) -> StoreFuture<'a, i64> {
         let (body, signature) = (body.to_owned(), signature.to_owned());
         self.run(move |c| audit::add_checkpoint(c, &body, &signature))
     }

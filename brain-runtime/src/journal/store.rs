@@ -384,12 +384,12 @@ pub trait JournalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
-    /// Stores a signed checkpoint. The default keeps no chain: it fails.
+    /// Stores a signed checkpoint; returns its id. The default keeps no chain: it fails.
     fn add_audit_checkpoint<'a>(
         &'a self,
         _body: &'a str,
         _signature: &'a str,
-    ) -> StoreFuture<'a, ()> {
+    ) -> StoreFuture<'a, i64> {
         Box::pin(std::future::ready(Err(StoreError::unavailable(
             self.describe(),
             "this store keeps no audit chain",

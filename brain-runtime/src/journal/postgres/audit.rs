@@ -214,10 +214,10 @@ pub(super) async fn checkpoints(client: &Client) -> Result<Vec<Checkpoint>, toki
 }
 
 pub(super) const ADD_CHECKPOINT: &str =
-    "INSERT INTO brain_audit_checkpoints (body, signature) VALUES ($1, $2)";
+    "INSERT INTO brain_audit_checkpoints (body, signature) VALUES ($1, $2) RETURNING id";
 
-/// Prunes every chain's records older than `retention_ms` (each tenant's newest kept), in one
-/// transaction of its own, leaving a `pruned_through` record per tenant pruned.
+/// Prunes every chain's records older than `retention_ms` (each tenant's newest kept), in the
+/// caller's transaction, leaving a `pruned_through` record per tenant pruned.
 pub(super) async fn prune(
     client: &Client,
     retention_ms: i64,
@@ -234,43 +234,30 @@ pub(super) async fn prune(
         )
         .await?;
     let mut deleted = 0;
+    // In tenant order, each head locked by its `pruned_through` record (as every writer does).
     for row in through {
         let (tenant, seq): (String, i64) = (row.get(0), row.get(1));
-        client.batch_execute("BEGIN").await?;
-        let done = async {
-            let hash: Option<String> = client
-                .query_opt(
-                    "SELECT hash FROM brain_audit WHERE tenant = $1 AND seq = $2",
-                    &[&tenant, &seq],
-                )
-                .await?
-                .map(|r| r.get(0));
-            let Some(hash) = hash else {
-                return Ok(0);
-            };
-            append(
-                client,
-                &[(tenant.clone(), Event::PrunedThrough { seq, hash })],
+        let hash: Option<String> = client
+            .query_opt(
+                "SELECT hash FROM brain_audit WHERE tenant = $1 AND seq = $2",
+                &[&tenant, &seq],
+            )
+            .await?
+            .map(|r| r.get(0));
+        let Some(hash) = hash else {
+            continue;
+        };
+        append(
+            client,
+            &[(tenant.clone(), Event::PrunedThrough { seq, hash })],
+        )
+        .await?;
+        deleted += client
+            .execute(
+                "DELETE FROM brain_audit WHERE tenant = $1 AND seq <= $2",
+                &[&tenant, &seq],
             )
             .await?;
-            client
-                .execute(
-                    "DELETE FROM brain_audit WHERE tenant = $1 AND seq <= $2",
-                    &[&tenant, &seq],
-                )
-                .await
-        }
-        .await;
-        match done {
-            Ok(rows) => {
-                client.batch_execute("COMMIT").await?;
-                deleted += rows;
-            }
-            Err(error) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(error);
-            }
-        }
     }
     client
         .execute(

@@ -109,11 +109,11 @@ pub(super) fn checkpoints(c: &Connection) -> rusqlite::Result<Vec<Checkpoint>> {
     rows.collect()
 }
 
-/// Stores a signed checkpoint.
-pub(super) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rusqlite::Result<()> {
+/// Stores a signed checkpoint; returns its id.
+pub(super) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rusqlite::Result<i64> {
     c.prepare_cached("INSERT INTO brain_audit_checkpoints (body, signature) VALUES (?1, ?2)")?
         .execute(params![body, signature])?;
-    Ok(())
+    Ok(c.last_insert_rowid())
 }
 
 /// Appends a call the policies refused to its tenant's chain.
