@@ -26,16 +26,18 @@ pub(crate) enum Action {
         #[arg(long)]
         from: Option<i64>,
         /// A public key (SPKI PEM, as `openssl pkey -pubout` writes it) checkpoints may be
-        /// signed by (repeatable). Without one, signatures are not checked.
+        /// signed by (repeatable), besides the config's `audit.public_keys`. Without any,
+        /// signatures are not checked.
         #[arg(long = "public-key")]
         public_keys: Vec<PathBuf>,
         /// A checkpoint kept elsewhere (a line `brain-harness audit head` printed): the store
         /// must still have it, and every chain must still reach it.
         #[arg(long)]
         anchor: Option<PathBuf>,
-        /// Warn when the newest checkpoint is older than twice this many seconds.
-        #[arg(long, default_value_t = 60)]
-        checkpoint_seconds: u64,
+        /// Warn when the newest checkpoint is older than twice this many seconds (default: the
+        /// config's `audit.checkpoint_seconds`, else 60).
+        #[arg(long)]
+        checkpoint_seconds: Option<u64>,
     },
     /// Print the newest checkpoint as one JSON line (`{"id", "body", "signature"}`), to keep
     /// elsewhere and give to `verify --anchor`.
@@ -43,7 +45,8 @@ pub(crate) enum Action {
     /// Sign a checkpoint now with the key in BRAIN_AUDIT_KEY_FILE, after checking every record
     /// since the last checkpoint it can verify (a tail that does not link is refused: exit 1).
     Sign {
-        /// A public key of another signer whose checkpoints are trusted as a start (repeatable).
+        /// A public key of another signer whose checkpoints are trusted as a start (repeatable),
+        /// besides the config's `audit.public_keys`.
         #[arg(long = "public-key")]
         public_keys: Vec<PathBuf>,
     },
@@ -65,6 +68,13 @@ pub(crate) enum Action {
 pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String> {
     let store = journal.store();
     let fail = |e: &dyn std::fmt::Display| e.to_string();
+    // The config's public keys, and those named on the command line.
+    let settings = journal.audit_settings();
+    let keyring = |paths: &[PathBuf]| -> Result<Keyring, String> {
+        let mut keys = Keyring::from_pem_files(paths).map_err(|e| fail(&e))?;
+        keys.extend(&settings.keys);
+        Ok(keys)
+    };
     match action {
         Action::Verify {
             tenant,
@@ -73,14 +83,16 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             anchor,
             checkpoint_seconds,
         } => {
-            let keys = Keyring::from_pem_files(&public_keys).map_err(|e| fail(&e))?;
+            let keys = keyring(&public_keys)?;
             let anchor = anchor.map(|path| read_checkpoint(&path)).transpose()?;
+            let checkpoint_every = checkpoint_seconds
+                .map_or(settings.checkpoint_every, std::time::Duration::from_secs);
             let options = VerifyOptions {
                 tenant,
                 from,
                 keys,
                 anchor,
-                checkpoint_every: Some(std::time::Duration::from_secs(checkpoint_seconds)),
+                checkpoint_every: Some(checkpoint_every),
             };
             let verification = verify(store, &options).await.map_err(|e| fail(&e))?;
             if let Some(since) = verification.since_ms {
@@ -116,7 +128,7 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             let key = AuditKey::from_env()
                 .map_err(|e| fail(&e))?
                 .ok_or("no key: set BRAIN_AUDIT_KEY_FILE to an Ed25519 private key (PKCS#8 PEM)")?;
-            let keys = Keyring::from_pem_files(&public_keys).map_err(|e| fail(&e))?;
+            let keys = keyring(&public_keys)?;
             match sign(store, &key, &keys).await.map_err(|e| fail(&e))? {
                 Signing::Signed(heads) => {
                     println!(

@@ -276,7 +276,7 @@ fn run(cli: Cli) -> ExitCode {
                 json,
             };
             finish(crate::journal::tokio().block_on(async {
-                let journal = crate::journal::open(state).await?;
+                let journal = crate::journal::open(&config, state).await?;
                 crate::journal::list(&journal, &audit).await
             }))
         }
@@ -287,7 +287,7 @@ fn run(cli: Cli) -> ExitCode {
             Err(code) => code,
         },
         Command::Limits { tenant, json } => finish(crate::journal::tokio().block_on(async {
-            let journal = crate::journal::open(state).await?;
+            let journal = crate::journal::open(&config, state).await?;
             crate::limits::show(&config, &journal, tenant.as_deref(), json).await
         })),
         Command::Drift { live, json, limit } => {
@@ -306,13 +306,13 @@ fn run(cli: Cli) -> ExitCode {
             tenant,
             json,
         } => finish(crate::journal::tokio().block_on(async {
-            let journal = crate::journal::open(state).await?;
+            let journal = crate::journal::open(&config, state).await?;
             let action = action.unwrap_or(crate::approvals::Action::List { all: false });
             crate::approvals::run(&config, journal, action, tenant.as_deref(), json).await
         })),
         Command::Audit { action } => {
             let done = crate::journal::tokio().block_on(async {
-                let journal = crate::journal::open(state).await?;
+                let journal = crate::journal::open(&config, state).await?;
                 crate::audit::run(journal, action).await
             });
             match done {

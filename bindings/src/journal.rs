@@ -13,8 +13,12 @@ pub(crate) const STATE_URL_ENV: &str = "BRAIN_STATE_URL";
 pub(crate) const RETENTION_ENV: &str = "BRAIN_JOURNAL_RETENTION";
 
 /// The journal `--state` (else `$BRAIN_STATE_URL`, else the SQLite file in the state
-/// directory) names, with `$BRAIN_JOURNAL_RETENTION` applied.
-pub(crate) async fn open(state: Option<&str>) -> Result<Journal, String> {
+/// directory) names, with `$BRAIN_JOURNAL_RETENTION` and the config's `audit` applied, and the
+/// key `$BRAIN_AUDIT_KEY_FILE` names to sign checkpoints.
+pub(crate) async fn open(
+    config: &brain_config::HostConfig,
+    state: Option<&str>,
+) -> Result<Journal, String> {
     let url = match state.map(str::to_owned).or_else(|| {
         std::env::var(STATE_URL_ENV)
             .ok()
@@ -38,14 +42,9 @@ pub(crate) async fn open(state: Option<&str>) -> Result<Journal, String> {
         journal = journal.retention(retention);
     }
     let key = brain_runtime::audit::AuditKey::from_env().map_err(|e| e.to_string())?;
-    if let Some(key) = key {
-        let settings = brain_runtime::audit::AuditSettings {
-            key: Some(std::sync::Arc::new(key)),
-            ..brain_runtime::audit::AuditSettings::default()
-        };
-        journal = journal.audit(settings);
-    }
-    Ok(journal)
+    let settings = brain_runtime::audit::AuditSettings::from_config(config.audit.as_ref(), key)
+        .map_err(|e| format!("the config's audit.public_keys: {e}"))?;
+    Ok(journal.audit(settings))
 }
 
 /// The harness's tokio runtime.
@@ -69,7 +68,7 @@ pub(crate) async fn state_store(
                 .into(),
         );
     }
-    let journal = open(state).await?;
+    let journal = open(config, state).await?;
     if let Some(path) =
         brain_runtime::auth::FileTokenStore::default_path().filter(|path| path.exists())
     {

@@ -539,6 +539,68 @@ async fn a_killed_call_is_open_until_a_retry_takes_it_over(state: State) {
     );
 }
 
+/// The host config's `audit`: its public keys are the ones `verify` checks signatures with (a
+/// checkpoint signed by another key is caught without `--public-key`), `sign` trusts them as a
+/// start, its interval is the one `verify` warns against, and a private key named there is
+/// refused before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_config_names_the_keys_and_the_interval() {
+    let state = sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let (private, _) = keys(dir.path(), "audit");
+    let (rogue, _) = keys(dir.path(), "rogue");
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let with_audit = |audit: Value| {
+        let config = write_config(dir.path(), &server.url, |_| {});
+        let mut document: Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+        document["audit"] = audit;
+        std::fs::write(&config, document.to_string()).unwrap();
+        config
+    };
+    let config = with_audit(json!({"checkpoint_seconds": 1, "public_keys": ["audit.pub"]}));
+    for id in ["c1", "c2"] {
+        let ran = call(&state, &config, &private, "local", id).await;
+        assert_eq!(ran["is_error"], json!(false), "{ran}");
+    }
+    let args = ["--config", &config, "audit", "verify"];
+    let verify = || harness(&state, None, &args);
+    let output = verify().await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("verified 4 records"), "{text}");
+    assert!(!text.contains("no public key given"), "{text}");
+    // The config's interval: the newest checkpoint is soon older than twice a second.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let text = String::from_utf8_lossy(&verify().await.stdout).into_owned();
+    assert!(text.contains("more than twice the interval (1 s)"), "{text}");
+
+    // Another key signs: `sign` starts from the config's key's checkpoint, and `verify`, which
+    // trusts only the config's key, names the stranger's.
+    let signed = harness(&state, Some(&rogue), &["--config", &config, "audit", "sign"]).await;
+    assert_eq!(signed.status.code(), Some(0), "{signed:?}");
+    let output = verify().await;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("which is not a trusted public key"), "{text}");
+
+    // A private key where a public key belongs: a config error, its text never repeated.
+    let config = with_audit(json!({"public_keys": ["audit.pem"]}));
+    let output = harness(&state, None, &["--config", &config, "audit", "verify"]).await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("audit-public-key") && text.contains("this is a private key"),
+        "{text}"
+    );
+    let secret = std::fs::read_to_string(&private).unwrap();
+    assert!(!text.contains(secret.lines().nth(1).unwrap()), "{text}");
+}
+
 on_each_state!(
     a_killed_call_is_open_until_a_retry_takes_it_over,
     every_tampering_is_named,

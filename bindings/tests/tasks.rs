@@ -42,6 +42,7 @@ fn bindings(url: &str, dir: &std::path::Path) -> std::path::PathBuf {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         model_apis: None,
         schema: None,
         tools: vec![binding("research", 30), binding("research_short", 2)],

@@ -140,6 +140,13 @@ impl Builder {
                 println!("cargo::rerun-if-changed={}", base.join(parent).display());
             }
         }
+        // So are the audit's public key files.
+        if let Some(audit) = &loaded.audit {
+            let base = config.parent().unwrap_or(Path::new(""));
+            for path in &audit.public_keys {
+                println!("cargo::rerun-if-changed={}", base.join(path).display());
+            }
+        }
         let dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => std::env::var_os("OUT_DIR")

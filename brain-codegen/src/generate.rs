@@ -39,6 +39,7 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
         tenant_limits,
         policies,
         approvals,
+        audit,
         tools,
     } = config;
     let header = format!(
@@ -70,6 +71,9 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
                 approvals: approvals
                     .as_ref()
                     .map(|v| serde_json::to_string(v).expect("JSON")),
+                audit: audit
+                    .as_ref()
+                    .map(|v| serde_json::to_string(v).expect("JSON")),
             },
             compiled.as_ref(),
             &modules,
@@ -79,13 +83,15 @@ pub fn generate(config: &HostConfig, source: &str) -> Result<String, CodegenErro
 }
 
 /// The config's sections `host_config()` reads back from JSON text: `serve`, `tenant_limits`,
-/// `policies` with the text of every policy and test file, and `approvals` (its approvers'
-/// token digests, never a token).
+/// `policies` with the text of every policy and test file, `approvals` (its approvers'
+/// token digests, never a token), and `audit` with the text of its public keys (never a private
+/// key: the config's check refuses one).
 struct Embedded {
     serve: Option<String>,
     tenant_limits: Option<String>,
     policies: Option<String>,
     approvals: Option<String>,
+    audit: Option<String>,
 }
 
 fn render(header: &str, tokens: TokenStream) -> String {
@@ -149,6 +155,7 @@ fn root(
     let tenant_limits = option(embedded.tenant_limits);
     let policies = option(embedded.policies);
     let approvals = option(embedded.approvals);
+    let audit = option(embedded.audit);
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -337,7 +344,7 @@ fn root(
         /// The host config these bindings were generated from.
         #[allow(clippy::all, dead_code, unreachable_pub)]
         pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies, #approvals)
+            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies, #approvals, #audit)
         }
     }
 }

@@ -23,6 +23,8 @@ fn fixtures() -> Vec<(String, PathBuf)> {
     let mut fixtures: Vec<(String, PathBuf)> = std::fs::read_dir(dir("fixtures"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
+        // Beside the configs: the files they name (`keys/`).
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
         .map(|path| {
             (
                 path.file_stem().unwrap().to_string_lossy().into_owned(),

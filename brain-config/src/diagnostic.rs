@@ -97,6 +97,11 @@ rules! {
     ApprovalsExpiryRange = "approvals-expiry-range",
     /// An `@approval` policy, and no approver for a tenant it could hold a call of.
     ApprovalWithoutApprover = "approval-without-approver",
+    /// `audit.retention_days`, `checkpoint_records` or `checkpoint_seconds` is out of range.
+    AuditRange = "audit-range",
+    /// An `audit.public_keys` file is outside the config's directory, cannot be read, is not an
+    /// Ed25519 public key, or is a private key.
+    AuditPublicKey = "audit-public-key",
     /// A schema is not a valid JSON Schema, or names a remote `$ref`.
     SchemaInvalid = "schema-invalid",
     /// A schema's root is not `"type": "object"`.

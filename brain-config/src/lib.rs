@@ -25,6 +25,7 @@
 //! No tokio, no network: a remote `$ref` in a tool's schema is an error, never a fetch.
 
 pub mod approvals;
+pub mod audit;
 mod check;
 mod diagnostic;
 pub mod discovery;

@@ -80,11 +80,15 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         tenant_limits,
         mut policies,
         approvals,
+        mut audit,
         drafts,
     } = read_document(document, &mut errors);
     let dir = Path::new(file).parent().unwrap_or(Path::new(""));
     if let Some(policies) = &mut policies {
         crate::policy::files::read(policies, dir, &mut errors);
+    }
+    if let Some(audit) = &mut audit {
+        crate::audit::read_keys(audit, dir, &mut errors);
     }
     errors.extend(check(
         &drafts,
@@ -93,6 +97,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
             serve: serve.as_ref(),
             tenant_limits: tenant_limits.as_ref(),
             approvals: approvals.as_ref(),
+            audit: audit.as_ref(),
         },
     ));
 
@@ -116,6 +121,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         tenant_limits,
         policies,
         approvals,
+        audit,
         tools: drafts.into_iter().map(|draft| draft.binding).collect(),
     };
     crate::policy::compile_in(&config, dir).map_err(|mut errors| {
@@ -207,6 +213,7 @@ struct Document {
     tenant_limits: Option<BTreeMap<String, TenantLimits>>,
     policies: Option<PolicyConfig>,
     approvals: Option<crate::approvals::ApprovalsConfig>,
+    audit: Option<crate::audit::AuditConfig>,
     drafts: Vec<Draft>,
 }
 
@@ -283,6 +290,24 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
             errors,
         )
     });
+    let audit = root.remove("audit").and_then(|value| {
+        if value.get("public_key_sources").is_some() {
+            errors.push(Diagnostic::new(
+                Rule::UnknownField,
+                "/audit/public_key_sources",
+                "`audit.public_key_sources` is not written in a host config",
+                "name the public key files in `audit.public_keys`; brain reads them when it \
+                 loads the config",
+            ));
+            return None;
+        }
+        read_section::<crate::audit::AuditConfig>(
+            &value,
+            "audit",
+            "write `{\"retention_days\": 400, \"public_keys\": [\"keys/audit.pub\"]}`",
+            errors,
+        )
+    });
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -317,6 +342,7 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         tenant_limits,
         policies,
         approvals,
+        audit,
         drafts,
     }
 }

@@ -75,6 +75,12 @@ pub struct HostConfig {
     /// "<hex>"}], "expires_seconds": 3600}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals: Option<crate::approvals::ApprovalsConfig>,
+    /// The audit chain of what ran: kept or not, its retention, how often a checkpoint is
+    /// signed, and the public keys verification trusts: `{"retention_days": 400,
+    /// "checkpoint_records": 1000, "checkpoint_seconds": 60, "public_keys":
+    /// ["keys/audit.pub"]}`, relative to this file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditConfig>,
     /// The tool bindings: one per tool the model can see.
     pub tools: Vec<ToolBinding>,
 }

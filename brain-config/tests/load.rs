@@ -232,3 +232,67 @@ fn serve_fields_are_checked_where_they_are() {
     assert_eq!(serve.clients[0].tenant, "local");
     assert_eq!(serve.concurrent_calls_per_client(), 64);
 }
+
+/// `audit.public_keys`: read when the config loads (their text kept for codegen, never written
+/// back), each an Ed25519 public key; a private key is refused by name and its text never
+/// repeated.
+#[test]
+fn audit_public_keys_are_read_and_a_private_key_is_refused() {
+    use ed25519_dalek::pkcs8::{EncodePrivateKey, EncodePublicKey};
+    let dir = tempfile::tempdir().unwrap();
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let public = key
+        .verifying_key()
+        .to_public_key_pem(Default::default())
+        .unwrap();
+    let private = key.to_pkcs8_pem(Default::default()).unwrap();
+    std::fs::create_dir(dir.path().join("keys")).unwrap();
+    std::fs::write(dir.path().join("keys/audit.pub"), &public).unwrap();
+    std::fs::write(dir.path().join("keys/audit.pem"), private.as_bytes()).unwrap();
+    std::fs::write(dir.path().join("keys/garbage.pub"), "not a key").unwrap();
+    let file = dir.path().join("host.json");
+    let config = |keys: Value| {
+        let text = serde_json::to_string(&json!({
+            "tools": [binding("docs_search")],
+            "audit": {"checkpoint_seconds": 30, "public_keys": keys}
+        }))
+        .unwrap();
+        parse(text.as_bytes(), file.to_str().unwrap())
+    };
+
+    let loaded = config(json!(["keys/audit.pub"])).unwrap();
+    let audit = loaded.audit.as_ref().unwrap();
+    assert_eq!(audit.checkpoint_seconds(), 30);
+    assert_eq!(audit.retention_days(), 400);
+    assert!(audit.enabled());
+    assert_eq!(audit.public_key_sources[0].text, public);
+    assert_eq!(audit.verifying_keys().unwrap(), [key.verifying_key()]);
+    // A written config names the file; its text is not a field one may write.
+    let mut written = serde_json::to_value(&loaded).unwrap();
+    assert!(written["audit"]["public_key_sources"].is_array());
+    written["audit"]["public_key_sources"] = json!([{"path": "x", "text": public}]);
+    let errors = parse(written.to_string().as_bytes(), file.to_str().unwrap()).unwrap_err();
+    assert_eq!(errors.errors[0].rule, Rule::UnknownField, "{errors}");
+
+    let errors = config(json!(["keys/audit.pem", "keys/garbage.pub", "keys/none.pub"]))
+        .unwrap_err();
+    let found: Vec<(Rule, &str)> = errors
+        .errors
+        .iter()
+        .map(|d| (d.rule, d.pointer.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (Rule::AuditPublicKey, "/audit/public_keys/0"),
+            (Rule::AuditPublicKey, "/audit/public_keys/1"),
+            (Rule::AuditPublicKey, "/audit/public_keys/2"),
+        ],
+        "{errors}"
+    );
+    let rendered = errors.to_string();
+    assert!(rendered.contains("this is a private key"), "{rendered}");
+    assert!(!rendered.contains("PRIVATE KEY"), "{rendered}");
+    let secret = private.lines().nth(1).unwrap();
+    assert!(!rendered.contains(secret), "{rendered}");
+}

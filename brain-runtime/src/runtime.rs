@@ -85,6 +85,10 @@ pub enum RuntimeError {
     /// that outlive the journal's retention.
     #[error("{0}")]
     Approvals(String),
+    /// The host config's `audit.public_keys` hold a key that is not an Ed25519 public key (a
+    /// config loaded by brain-config never does).
+    #[error("the config's audit.public_keys: {0}")]
+    Audit(crate::audit::KeyError),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
@@ -141,7 +145,8 @@ impl<'a> RuntimeBuilder<'a> {
     /// result (`"replayed": true`), waits while the call runs elsewhere, or reports
     /// `unknown_outcome: true` when its process died; a call id reused for another call is
     /// refused. Without a journal, at most once holds within one call only: a host that retries
-    /// a call id runs the tool again.
+    /// a call id runs the tool again. The config's `audit`, if any, is applied to it
+    /// ([`Journal::audit_config`]).
     pub fn journal(mut self, journal: Journal) -> Self {
         self.journal = Some(journal);
         self
@@ -196,7 +201,13 @@ impl<'a> RuntimeBuilder<'a> {
         let instruments = Arc::new(Instruments::new());
         let refresher = crate::discover::refresher();
         let on_call = crate::discover::listing_on_call;
-        let journal = self.journal.clone().map(Journal::start);
+        let journal = match (self.journal.clone(), &self.config.audit) {
+            (Some(journal), Some(audit)) => {
+                Some(journal.audit_config(audit).map_err(RuntimeError::Audit)?)
+            }
+            (journal, _) => journal,
+        }
+        .map(Journal::start);
         let cleanups = TaskTracker::new();
         let mut pins = crate::pins::Pins::new(
             self.listing_ttl,

@@ -183,7 +183,8 @@ impl StaticBinding {
     }
 
     /// The host config of a table of bindings, the config's `model_apis`, and its `serve`,
-    /// `tenant_limits`, `policies` (with the policies' text) and `approvals` as JSON.
+    /// `tenant_limits`, `policies` (with the policies' text), `approvals` and `audit` (with its
+    /// public keys' text) as JSON.
     pub fn host_config(
         bindings: &[StaticBinding],
         model_apis: Option<&[ModelApi]>,
@@ -191,6 +192,7 @@ impl StaticBinding {
         tenant_limits: Option<&str>,
         policies: Option<&str>,
         approvals: Option<&str>,
+        audit: Option<&str>,
     ) -> HostConfig {
         HostConfig {
             tenant_limits: tenant_limits.map(|text| {
@@ -205,6 +207,8 @@ impl StaticBinding {
             approvals: approvals.map(|text| {
                 serde_json::from_str(text).expect("codegen embeds valid approvals JSON")
             }),
+            audit: audit
+                .map(|text| serde_json::from_str(text).expect("codegen embeds valid audit JSON")),
             schema: None,
             tools: bindings.iter().map(StaticBinding::to_binding).collect(),
         }

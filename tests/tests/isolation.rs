@@ -141,6 +141,7 @@ async fn a_remote_ref_causes_no_request() {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         model_apis: None,
         schema: None,
         tools: vec![tool],

@@ -92,6 +92,7 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         schema: None,
         tools: discovered,
     });

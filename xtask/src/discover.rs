@@ -457,6 +457,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
             tenant_limits: None,
             policies: None,
             approvals: None,
+            audit: None,
             schema: None,
             tools: Vec::new(),
         }
@@ -507,9 +508,12 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
         eprintln!("error: the merged bindings break the config's policies; {file} was not changed");
         return Ok(ExitCode::FAILURE);
     }
-    // The policies' text stays in their files.
+    // The policies' and public keys' text stays in their files.
     if let Some(policies) = &mut config.policies {
         policies.sources.clear();
+    }
+    if let Some(audit) = &mut config.audit {
+        audit.public_key_sources.clear();
     }
     let mut text = serde_json::to_string_pretty(&config)?;
     text.push('\n');

@@ -22,8 +22,8 @@ fn host_triple() -> anyhow::Result<String> {
 }
 
 /// Builds it; returns where it is.
-pub(crate) fn build() -> anyhow::Result<PathBuf> {
-    Ok(release_build(&["brain-harness"])?.join("brain-harness"))
+pub(crate) fn build(profile: &str) -> anyhow::Result<PathBuf> {
+    Ok(static_build(&["brain-harness"], profile)?.join("brain-harness"))
 }
 
 /// The workspace's one release build: `bins`, statically linked, for the host's triple, with
@@ -31,6 +31,11 @@ pub(crate) fn build() -> anyhow::Result<PathBuf> {
 /// way, so that they compile each dependency once between them. Returns the directory the
 /// binaries are in.
 pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
+    static_build(bins, "release")
+}
+
+/// [`release_build`] in another cargo profile (`static-check`: the same link, unoptimised).
+fn static_build(bins: &[&str], profile: &str) -> anyhow::Result<PathBuf> {
     let triple = host_triple()?;
     if !triple.ends_with("-linux-gnu") {
         bail!("the release build links statically for *-linux-gnu hosts; this is {triple}");
@@ -39,7 +44,7 @@ pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
     let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
     rustflags.push_str(" -C target-feature=+crt-static");
     let mut command = crate::workspace::cargo();
-    command.args(["build", "--release", "--locked", "--workspace"]);
+    command.args(["build", "--profile", profile, "--locked", "--workspace"]);
     for bin in bins {
         command.args(["--bin", bin]);
     }
@@ -52,11 +57,11 @@ pub(crate) fn release_build(bins: &[&str]) -> anyhow::Result<PathBuf> {
     if !status.success() {
         bail!("the release build failed");
     }
-    Ok(crate::workspace::target_dir().join(triple).join("release"))
+    Ok(crate::workspace::target_dir().join(triple).join(profile))
 }
 
-pub(crate) fn run() -> anyhow::Result<ExitCode> {
-    let binary = build()?;
+pub(crate) fn run(profile: &str) -> anyhow::Result<ExitCode> {
+    let binary = build(profile)?;
     if let Ok(output) = Command::new("file").arg(&binary).output() {
         print!("{}", String::from_utf8_lossy(&output.stdout));
     }

@@ -114,7 +114,12 @@ enum Command {
     /// examples, doc tests and tests.
     Ci,
     /// Build the statically linked release brain-harness.
-    Dist,
+    Dist {
+        /// The cargo profile (default `release`; the test of `dist` uses `static-check`, the
+        /// same static link without optimisation).
+        #[arg(long, default_value = "release")]
+        profile: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -154,7 +159,7 @@ fn main() -> ExitCode {
         Command::Gate { rebaseline } => gate::run(rebaseline),
         Command::Examples => examples::run(),
         Command::Ci => ci::run(),
-        Command::Dist => dist::run(),
+        Command::Dist { profile } => dist::run(&profile),
     };
     match result {
         Ok(code) => code,

@@ -1112,5 +1112,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
         ),
         ::std::option::Option::None,
         ::std::option::Option::None,
+        ::std::option::Option::None,
     )
 }

@@ -8,6 +8,7 @@
 //! instead of piling a second error on the first.
 
 mod approvals;
+mod audit;
 mod auth;
 mod bounds;
 mod context;
@@ -38,6 +39,7 @@ pub(crate) struct Sections<'a> {
     pub(crate) serve: Option<&'a Serve>,
     pub(crate) tenant_limits: Option<&'a BTreeMap<String, TenantLimits>>,
     pub(crate) approvals: Option<&'a crate::approvals::ApprovalsConfig>,
+    pub(crate) audit: Option<&'a crate::audit::AuditConfig>,
 }
 
 /// Checks a config built in code (for example by discovery) against every rule. Positions are not
@@ -60,6 +62,7 @@ pub fn validate(config: &HostConfig) -> Vec<Diagnostic> {
             serve: config.serve.as_ref(),
             tenant_limits: config.tenant_limits.as_ref(),
             approvals: config.approvals.as_ref(),
+            audit: config.audit.as_ref(),
         },
     )
 }
@@ -71,6 +74,7 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
         serve,
         tenant_limits,
         approvals,
+        audit,
     } = sections;
     let mut out = Vec::new();
     for draft in drafts {
@@ -114,6 +118,9 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
     }
     if let Some(config) = approvals {
         approvals::approvals(config, drafts, &mut out);
+    }
+    if let Some(config) = audit {
+        audit::audit(config, &mut out);
     }
     out
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine;
-use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePublicKey};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
@@ -129,13 +129,22 @@ impl Keyring {
                 message,
             };
             let pem = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-            let key = VerifyingKey::from_public_key_pem(&pem).map_err(|_| {
-                error(
-                    "not an Ed25519 public key in PEM (write one with `openssl pkey -in \
-                     audit.pem -pubout -out audit.pub`)"
-                        .into(),
-                )
-            })?;
+            let key = brain_config::audit::public_key(&pem).map_err(|why| error(why.into()))?;
+            keyring.insert(key);
+        }
+        Ok(keyring)
+    }
+
+    /// The public keys of a host config's `audit.public_keys` (read when it was loaded).
+    pub fn from_config(config: &brain_config::audit::AuditConfig) -> Result<Keyring, KeyError> {
+        let mut keyring = Keyring::default();
+        for key in config
+            .verifying_keys()
+            .map_err(|(path, why)| KeyError {
+                path,
+                message: why.into(),
+            })?
+        {
             keyring.insert(key);
         }
         Ok(keyring)

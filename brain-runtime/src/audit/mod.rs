@@ -31,11 +31,13 @@ use keys::Signed;
 
 /// How many records a runtime's signer lets pass before it signs (also every
 /// [`DEFAULT_CHECKPOINT_EVERY`], idle or not, and at a clean shutdown).
-pub const DEFAULT_CHECKPOINT_RECORDS: u64 = 1000;
+pub const DEFAULT_CHECKPOINT_RECORDS: u64 = brain_config::audit::DEFAULT_CHECKPOINT_RECORDS;
 /// How long a runtime's signer waits at most between checkpoints.
-pub const DEFAULT_CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+pub const DEFAULT_CHECKPOINT_EVERY: Duration =
+    Duration::from_secs(brain_config::audit::DEFAULT_CHECKPOINT_SECONDS);
 /// How long the audit chain keeps records (its own retention, beside the journal's 24 h).
-pub const DEFAULT_AUDIT_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
+pub const DEFAULT_AUDIT_RETENTION: Duration =
+    Duration::from_secs(brain_config::audit::DEFAULT_AUDIT_RETENTION_DAYS * 24 * 3600);
 
 /// A checkpoint's body: every tenant's head, a time and the key that signs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,7 +282,7 @@ pub async fn verify(
         verification.warnings.push(
             "no public key given: checkpoints were read but their signatures not checked, so \
              the chains show corruption but not a writer who recomputed the hashes (give \
-             --public-key)"
+             --public-key, or name it in the config's audit.public_keys)"
                 .into(),
         );
     }
@@ -541,6 +543,27 @@ pub struct AuditSettings {
     pub checkpoint_records: u64,
     /// A checkpoint at least this often, idle or not (default [`DEFAULT_CHECKPOINT_EVERY`]).
     pub checkpoint_every: Duration,
+}
+
+impl AuditSettings {
+    /// The settings a host config's `audit` section gives (the defaults without one), with
+    /// `key` to sign checkpoints (from [`AuditKey::from_env`]; none: nothing is signed). The
+    /// config's public keys are the keys the signer trusts besides its own.
+    pub fn from_config(
+        config: Option<&brain_config::audit::AuditConfig>,
+        key: Option<AuditKey>,
+    ) -> Result<AuditSettings, KeyError> {
+        let defaults = brain_config::audit::AuditConfig::default();
+        let config = config.unwrap_or(&defaults);
+        Ok(AuditSettings {
+            enabled: config.enabled(),
+            retention: Duration::from_secs(config.retention_days().saturating_mul(24 * 3600)),
+            key: key.map(std::sync::Arc::new),
+            keys: Keyring::from_config(config)?,
+            checkpoint_records: config.checkpoint_records(),
+            checkpoint_every: Duration::from_secs(config.checkpoint_seconds()),
+        })
+    }
 }
 
 impl Default for AuditSettings {

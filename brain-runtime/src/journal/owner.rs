@@ -65,6 +65,19 @@ impl Journal {
         self
     }
 
+    /// [`audit`](Journal::audit) with a host config's `audit` section: on or off, retention and
+    /// checkpoint intervals as it says, its public keys trusted besides those already given;
+    /// the signing key given before stays. `RuntimeBuilder::build` applies its config's.
+    pub fn audit_config(
+        self,
+        config: &brain_config::audit::AuditConfig,
+    ) -> Result<Journal, crate::audit::KeyError> {
+        let mut settings = crate::audit::AuditSettings::from_config(Some(config), None)?;
+        settings.key = self.audit.key.clone();
+        settings.keys.extend(&self.audit.keys);
+        Ok(self.audit(settings))
+    }
+
     /// The audit chain's settings.
     pub fn audit_settings(&self) -> &crate::audit::AuditSettings {
         &self.audit

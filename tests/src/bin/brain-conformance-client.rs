@@ -101,6 +101,7 @@ async fn main() -> ExitCode {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         model_apis: None,
         schema: None,
         tools: bindings.clone(),
@@ -122,6 +123,7 @@ async fn main() -> ExitCode {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         model_apis: None,
         schema: None,
         tools: bindings

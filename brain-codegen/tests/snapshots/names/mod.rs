@@ -747,5 +747,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
         ::std::option::Option::None,
         ::std::option::Option::None,
         ::std::option::Option::None,
+        ::std::option::Option::None,
     )
 }

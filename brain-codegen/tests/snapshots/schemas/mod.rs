@@ -819,5 +819,6 @@ pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
         ::std::option::Option::None,
         ::std::option::Option::None,
         ::std::option::Option::None,
+        ::std::option::Option::None,
     )
 }

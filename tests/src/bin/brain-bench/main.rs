@@ -969,6 +969,7 @@ async fn discovery_and_codegen(rounds: usize) -> anyhow::Result<Vec<Target>> {
         tenant_limits: None,
         policies: None,
         approvals: None,
+        audit: None,
         model_apis: None,
         schema: None,
         tools,
