@@ -573,11 +573,19 @@ async fn the_host_config_names_the_keys_and_the_interval() {
     // The config's interval: the newest checkpoint is soon older than twice a second.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     let text = String::from_utf8_lossy(&verify().await.stdout).into_owned();
-    assert!(text.contains("more than twice the interval (1 s)"), "{text}");
+    assert!(
+        text.contains("more than twice the interval (1 s)"),
+        "{text}"
+    );
 
     // Another key signs: `sign` starts from the config's key's checkpoint, and `verify`, which
     // trusts only the config's key, names the stranger's.
-    let signed = harness(&state, Some(&rogue), &["--config", &config, "audit", "sign"]).await;
+    let signed = harness(
+        &state,
+        Some(&rogue),
+        &["--config", &config, "audit", "sign"],
+    )
+    .await;
     assert_eq!(signed.status.code(), Some(0), "{signed:?}");
     let output = verify().await;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();

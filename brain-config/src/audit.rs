@@ -106,9 +106,11 @@ impl AuditConfig {
 pub fn public_key(pem: &str) -> Result<ed25519_dalek::VerifyingKey, &'static str> {
     use ed25519_dalek::pkcs8::DecodePublicKey;
     if pem.contains("PRIVATE KEY") {
-        return Err("this is a private key: name the public key instead (`openssl pkey -in \
+        return Err(
+            "this is a private key: name the public key instead (`openssl pkey -in \
                     audit.pem -pubout -out audit.pub`); a host config, and every binary built \
-                    from it, holds public keys only");
+                    from it, holds public keys only",
+        );
     }
     ed25519_dalek::VerifyingKey::from_public_key_pem(pem).map_err(|_| {
         "not an Ed25519 public key in PEM (write one with `openssl pkey -in audit.pem -pubout \
@@ -133,14 +135,13 @@ pub(crate) fn read_keys(config: &mut AuditConfig, dir: &Path, errors: &mut Vec<D
             continue;
         }
         let full = dir.join(path);
-        let text = std::fs::metadata(&full)
-            .and_then(|meta| {
-                if meta.len() > MAX_KEY_FILE_BYTES {
-                    Err(std::io::Error::other("larger than 16 KiB"))
-                } else {
-                    std::fs::read_to_string(&full)
-                }
-            });
+        let text = std::fs::metadata(&full).and_then(|meta| {
+            if meta.len() > MAX_KEY_FILE_BYTES {
+                Err(std::io::Error::other("larger than 16 KiB"))
+            } else {
+                std::fs::read_to_string(&full)
+            }
+        });
         match text {
             Ok(text) => sources.push(PublicKeySource {
                 path: path.clone(),

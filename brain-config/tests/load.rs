@@ -274,8 +274,12 @@ fn audit_public_keys_are_read_and_a_private_key_is_refused() {
     let errors = parse(written.to_string().as_bytes(), file.to_str().unwrap()).unwrap_err();
     assert_eq!(errors.errors[0].rule, Rule::UnknownField, "{errors}");
 
-    let errors = config(json!(["keys/audit.pem", "keys/garbage.pub", "keys/none.pub"]))
-        .unwrap_err();
+    let errors = config(json!([
+        "keys/audit.pem",
+        "keys/garbage.pub",
+        "keys/none.pub"
+    ]))
+    .unwrap_err();
     let found: Vec<(Rule, &str)> = errors
         .errors
         .iter()

@@ -254,7 +254,10 @@ async fn a_journal_from_before_the_chain_is_migrated(store: Store) {
     }
     // What a brain from before the chain left: no chain.
     let output = match &store {
+        // The runtime above closes its connection off this task: wait for its lock as a
+        // client would.
         Store::Sqlite(dir) => std::process::Command::new("sqlite3")
+            .args(["-cmd", ".timeout 10000"])
             .arg(dir.path().join("state.db"))
             .arg(
                 "DROP TABLE brain_audit; DROP TABLE brain_audit_checkpoints; \
@@ -340,5 +343,50 @@ async fn a_drift_is_recorded_in_each_tenant_s_chain() {
             .unwrap();
         assert!(verified.holds(), "{}", verified.summary());
         assert_eq!((verified.records, verified.tenants), (2, 2));
+    }
+}
+
+/// `Runtime::builder(config).journal(j)` applies the config's `audit`: `"enabled": false`
+/// appends nothing, and the default appends; the host's signing key stays on the journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_builder_applies_the_config_s_audit() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key(dir.path());
+    for (enabled, appended) in [(false, 0), (true, 2)] {
+        let mut config = config(dir.path(), &server.url);
+        config.audit = Some(brain_config::audit::AuditConfig {
+            enabled: Some(enabled),
+            checkpoint_seconds: Some(5),
+            ..Default::default()
+        });
+        let path = dir.path().join(format!("{enabled}.db"));
+        let journal = Journal::sqlite(&path, Durability::Normal)
+            .unwrap()
+            .audit(AuditSettings {
+                key: Some(Arc::new(
+                    AuditKey::from_pem_file(&dir.path().join("audit.pem")).unwrap(),
+                )),
+                ..AuditSettings::default()
+            });
+        let runtime = Runtime::builder(&config)
+            .journal(journal.clone())
+            .build()
+            .unwrap();
+        let result = runtime.call(request("c1", "hello")).result().await;
+        assert!(!result.is_error, "{result:?}");
+        runtime.wait_for_cleanup().await;
+        let reopened = Journal::sqlite(&path, Durability::Normal).unwrap();
+        assert_eq!(kinds(&reopened).await.len(), appended, "enabled: {enabled}");
+        // The key stayed: a checkpoint signed at the clean shutdown, by it.
+        let checkpoints = reopened.store().audit_checkpoints().await.unwrap();
+        assert_eq!(
+            checkpoints.len(),
+            usize::from(enabled),
+            "enabled: {enabled}"
+        );
+        if let Some(checkpoint) = checkpoints.last() {
+            assert!(checkpoint.body.contains(key.id()), "{}", checkpoint.body);
+        }
     }
 }

@@ -138,13 +138,10 @@ impl Keyring {
     /// The public keys of a host config's `audit.public_keys` (read when it was loaded).
     pub fn from_config(config: &brain_config::audit::AuditConfig) -> Result<Keyring, KeyError> {
         let mut keyring = Keyring::default();
-        for key in config
-            .verifying_keys()
-            .map_err(|(path, why)| KeyError {
-                path,
-                message: why.into(),
-            })?
-        {
+        for key in config.verifying_keys().map_err(|(path, why)| KeyError {
+            path,
+            message: why.into(),
+        })? {
             keyring.insert(key);
         }
         Ok(keyring)

@@ -583,7 +583,7 @@ impl Default for AuditSettings {
 /// `audit.refused` naming the records, and the metric `brain.audit.refusals`). Returns whether
 /// it signed.
 pub(crate) async fn checkpoint(store: &dyn JournalStore, settings: &AuditSettings) -> bool {
-    let Some(key) = &settings.key else {
+    let (true, Some(key)) = (settings.enabled, &settings.key) else {
         return false;
     };
     match sign(store, key, &settings.keys).await {

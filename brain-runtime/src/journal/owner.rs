@@ -313,7 +313,7 @@ impl Journaling {
                     .renew(&self.current(), self.lease_ms(), true)
                     .await?;
                 tokio::spawn(heartbeat(Arc::downgrade(self)));
-                if self.journal.audit.key.is_some() {
+                if self.journal.audit.enabled && self.journal.audit.key.is_some() {
                     let store = Arc::downgrade(&self.journal.store);
                     tokio::spawn(crate::audit::signer(store, self.journal.audit.clone()));
                 }

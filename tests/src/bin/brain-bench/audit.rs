@@ -148,7 +148,14 @@ async fn export_memory(audited: &std::path::Path, targets: &mut Vec<Target>) -> 
     };
     let started = Instant::now();
     let mut sink = Counted(0);
-    let lines = export(journal.store(), Some("t0"), 0, ExportFormat::Jsonl, &mut sink).await?;
+    let lines = export(
+        journal.store(),
+        Some("t0"),
+        0,
+        ExportFormat::Jsonl,
+        &mut sink,
+    )
+    .await?;
     let elapsed = started.elapsed().as_secs_f64();
     let peak = tests::process::memory_mb("VmHWM:").unwrap_or(f64::NAN);
     anyhow::ensure!(
