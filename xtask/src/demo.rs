@@ -6,8 +6,9 @@
 //! with live progress, a 2026-07-28 call, a stdio server, an HTTP tool, an SSE tool with progress
 //! and a session inspection token the server verifies, a refused call and a failing one with its
 //! `unknown_outcome`; then one call id sent twice — the retry answered from the call journal
-//! (SQLite, in the demo's directory), the server's count unchanged — and the journal's audit;
-//! then stops the server. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
+//! (SQLite, in the demo's directory), the server's count unchanged — the journal's listing and
+//! the audit chain verified (checkpoints signed when `BRAIN_AUDIT_KEY_FILE` names a key); then
+//! stops the server, and removes its directory unless `--keep`. It ends by naming the other commands: typed codegen, conformance, benchmarks, soak.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -18,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::workspace::workspace_root;
 
-pub(crate) fn run() -> anyhow::Result<ExitCode> {
+pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
     let path = workspace_root().join("bindings/host.json");
     println!("== 1. validate the default config: cargo xtask check --config bindings/host.json");
     let config = match brain_config::load_file(&path) {
@@ -204,15 +205,44 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
             runs()? - before
         );
     }
-    println!("\n-- the audit: brain-harness journal");
+    println!("\n-- the calls journaled: brain-harness journal");
     Command::new(harness())
         .env("BRAIN_STATE_URL", &state)
         .arg("journal")
         .status()
         .context("cannot run brain-harness")?;
+    // With BRAIN_AUDIT_KEY_FILE, each harness above signed a checkpoint as it exited; verify
+    // checks them with the key's public half.
+    let mut verify = vec!["audit".to_owned(), "verify".to_owned()];
+    if let Some(key) = brain_runtime::audit::AuditKey::from_env()? {
+        let public = dir.join("audit.pub");
+        std::fs::write(&public, key.public_pem())?;
+        verify.extend(["--public-key".to_owned(), public.display().to_string()]);
+    }
+    println!(
+        "\n-- the audit chain of what ran: brain-harness {}",
+        verify.join(" ")
+    );
+    Command::new(harness())
+        .env("BRAIN_STATE_URL", &state)
+        .arg("--config")
+        .arg(&demo_config)
+        .args(&verify)
+        .status()
+        .context("cannot run brain-harness")?;
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
     println!("\n   test server stopped");
+    if keep {
+        println!(
+            "   the demo's config and journal are kept in {}: try\n   \
+             BRAIN_STATE_URL={state} target/debug/brain-harness --config {} {}",
+            dir.display(),
+            demo_config.display(),
+            verify.join(" ")
+        );
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     println!("\n== more");
     println!("   typed bindings: bindings/src/generated (cargo xtask codegen); drift against live");

@@ -82,7 +82,12 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run the main job on the embedded default config (bindings/host.json).
-    Demo,
+    Demo {
+        /// Keep the demo's directory (its config and call journal) and say where it is, to try
+        /// `brain-harness journal` and `audit` on it afterwards.
+        #[arg(long)]
+        keep: bool,
+    },
     /// Run the official MCP client conformance suite (both pinned versions, both revisions)
     /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
     Conformance(conformance::ConformanceArgs),
@@ -149,7 +154,7 @@ fn main() -> ExitCode {
                 .zip(out)
                 .map(|(config, out)| codegen::Target { config, out }),
         ),
-        Command::Demo => demo::run(),
+        Command::Demo { keep } => demo::run(keep),
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench {
             quick,
