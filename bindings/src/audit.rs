@@ -97,7 +97,7 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             let verification = verify(store, &options).await.map_err(|e| fail(&e))?;
             if let Some(since) = verification.since_ms {
                 println!(
-                    "the chains start at {} (calls journaled before are not in them)",
+                    "the chains start at {}: a call journaled before then is not in them",
                     brain_runtime::journal::rfc3339(since)
                 );
             }

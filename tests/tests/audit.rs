@@ -205,9 +205,11 @@ async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store)
         2,
         "the newest record and the pruned_through: {left:?}"
     );
+    // The pruning signed its pruned_through records at once.
     let verified = verify(journal.store(), &options).await.unwrap();
     assert!(verified.holds(), "{}", verified.summary());
-    // A new checkpoint over the pruned chain.
+    assert_eq!(verified.unsigned, 0, "{}", verified.summary());
+    // Another checkpoint over the pruned chain.
     match brain_runtime::audit::sign(journal.store(), settings.key.as_ref().unwrap(), &keys)
         .await
         .unwrap()

@@ -206,10 +206,14 @@ impl Journal {
     }
 
     /// Deletes what ended before the retention, and audit records older than the audit's
-    /// own retention; returns how many journal entries went.
+    /// own retention; returns how many journal entries went. When audit records went and the
+    /// journal has a key, a checkpoint is signed at once, so that the `pruned_through` records
+    /// the pruning left are signed too.
     pub async fn prune(&self) -> Result<u64, StoreError> {
         let pruned = self.store.prune(millis(self.retention)).await?;
-        self.store.prune_audit(millis(self.audit.retention)).await?;
+        if self.store.prune_audit(millis(self.audit.retention)).await? > 0 {
+            crate::audit::checkpoint(&*self.store, &self.audit).await;
+        }
         Ok(pruned)
     }
 
