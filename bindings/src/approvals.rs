@@ -1,7 +1,9 @@
 //! `brain-harness approvals [list|show ID|approve ID|deny ID] [--tenant T] [--json]`: an
-//! approver lists and decides the calls held for a person's approval in its tenants. The
-//! approver's token is read from `BRAIN_APPROVER_TOKEN`, else from stdin (one line); it is never
-//! printed. Listing needs it too: what an approver sees is the held calls' arguments.
+//! approver lists and decides the calls held for a person's approval in its tenants. A key
+//! approver's private key is read from the file `BRAIN_APPROVER_KEY_FILE` names (each decision
+//! signed with it); a token approver's token from `BRAIN_APPROVER_TOKEN`, else from stdin (one
+//! line). Neither is ever printed. Listing needs one too: what an approver sees is the held
+//! calls' arguments.
 
 // The harness's output: the table or JSON Lines on stdout.
 #![allow(clippy::print_stdout)]
@@ -9,7 +11,7 @@
 use std::io::BufRead;
 
 use brain_config::HostConfig;
-use brain_runtime::Approver;
+use brain_runtime::{Approver, ApproverKey};
 use brain_runtime::journal::{Approval, Journal};
 use serde_json::{Value, json};
 
@@ -53,8 +55,11 @@ pub(crate) async fn run(
     tenant: Option<&str>,
     json: bool,
 ) -> Result<(), String> {
-    let token = token()?;
-    let approver = Approver::new(config, journal, &token).map_err(|e| e.to_string())?;
+    let approver = match ApproverKey::from_env().map_err(|e| e.to_string())? {
+        Some(key) => Approver::with_key(config, journal, key),
+        None => Approver::new(config, journal, &token()?),
+    }
+    .map_err(|e| e.to_string())?;
     match action {
         Action::List { all } => {
             let approvals = approver

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use brain_runtime::ApproverKeys;
 use brain_runtime::audit::{
     AuditKey, ExportFormat, Keyring, Signing, VerifyOptions, export, sign, verify,
 };
@@ -64,8 +65,14 @@ pub(crate) enum Action {
     },
 }
 
-/// Runs `action` on `journal`'s store; `Ok(false)`: the chains do not hold (exit 1).
-pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String> {
+/// Runs `action` on `journal`'s store (with `config`'s approvers, whose keys each decision in
+/// the chains is checked against); `Ok(false)`: the chains do not hold, or a chain was refused
+/// (exit 1).
+pub(crate) async fn run(
+    config: &brain_config::HostConfig,
+    journal: Journal,
+    action: Action,
+) -> Result<bool, String> {
     let store = journal.store();
     let fail = |e: &dyn std::fmt::Display| e.to_string();
     // The config's public keys, and those named on the command line.
@@ -93,6 +100,7 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
                 keys,
                 anchor,
                 checkpoint_every: Some(checkpoint_every),
+                approvers: Some(ApproverKeys::from_config(config)),
             };
             let verification = verify(store, &options).await.map_err(|e| fail(&e))?;
             if let Some(since) = verification.since_ms {
@@ -129,8 +137,14 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
                 .map_err(|e| fail(&e))?
                 .ok_or("no key: set BRAIN_AUDIT_KEY_FILE to an Ed25519 private key (PKCS#8 PEM)")?;
             let keys = keyring(&public_keys)?;
-            match sign(store, &key, &keys).await.map_err(|e| fail(&e))? {
-                Signing::Signed(heads) => {
+            let Signing { signed, refused } = sign(store, &key, &keys, settings.retention)
+                .await
+                .map_err(|e| fail(&e))?;
+            for broken in &refused {
+                println!("refused: {broken}");
+            }
+            match (signed, refused.is_empty()) {
+                (Some(heads), true) => {
                     println!(
                         "signed checkpoint #{} ({}) of {} chains",
                         heads.id,
@@ -139,12 +153,26 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
                     );
                     Ok(true)
                 }
-                Signing::Refused(broken) => {
-                    for broken in &broken {
-                        println!("refused: {broken}");
-                    }
-                    println!("nothing signed: the records above do not link");
+                (Some(heads), false) => {
+                    println!(
+                        "signed checkpoint #{} ({}): the other chains; the {} refused above were \
+                         not signed past their last checkpoint",
+                        heads.id,
+                        heads.key_id,
+                        refused.len()
+                    );
                     Ok(false)
+                }
+                (None, false) => {
+                    println!(
+                        "nothing signed: the chains above do not link, or lost records no \
+                         retention explains"
+                    );
+                    Ok(false)
+                }
+                (None, true) => {
+                    println!("nothing signed: no chain has records yet");
+                    Ok(true)
                 }
             }
         }

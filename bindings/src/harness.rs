@@ -313,7 +313,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Audit { action } => {
             let done = crate::journal::tokio().block_on(async {
                 let journal = crate::journal::open(&config, state).await?;
-                crate::audit::run(journal, action).await
+                crate::audit::run(&config, journal, action).await
             });
             match done {
                 Ok(holds) => ExitCode::from(u8::from(!holds)),

@@ -124,35 +124,49 @@ pub(crate) fn read_keys(config: &mut AuditConfig, dir: &Path, errors: &mut Vec<D
     let mut sources = Vec::new();
     for (index, path) in config.public_keys.iter().enumerate() {
         let pointer = format!("/audit/public_keys/{index}");
-        let error = |message: String, help: &str| {
-            Diagnostic::new(Rule::AuditPublicKey, &pointer, message, help)
-        };
-        if Path::new(path).is_absolute() || path.split(['/', '\\']).any(|p| p == "..") {
-            errors.push(error(
-                format!("{path:?} is not inside the host config's directory"),
-                "name the key file relative to the host config's directory, without `..`",
-            ));
-            continue;
-        }
-        let full = dir.join(path);
-        let text = std::fs::metadata(&full).and_then(|meta| {
-            if meta.len() > MAX_KEY_FILE_BYTES {
-                Err(std::io::Error::other("larger than 16 KiB"))
-            } else {
-                std::fs::read_to_string(&full)
-            }
-        });
-        match text {
-            Ok(text) => sources.push(PublicKeySource {
-                path: path.clone(),
-                text,
-            }),
-            Err(why) => errors.push(error(
-                format!("cannot read {}: {why}", full.display()),
-                "name a readable SPKI PEM public key file (`openssl pkey -in audit.pem -pubout \
-                 -out audit.pub`), or remove it",
-            )),
-        }
+        sources.extend(read_key_file(path, dir, &pointer, Rule::AuditPublicKey, errors));
     }
     config.public_key_sources = sources;
+}
+
+/// Reads the public key file `path` (relative to `dir`, the config's directory), or says at
+/// `pointer` why not. A path outside the config's directory, or a file that cannot be read,
+/// is an error.
+pub(crate) fn read_key_file(
+    path: &str,
+    dir: &Path,
+    pointer: &str,
+    rule: Rule,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<PublicKeySource> {
+    let error = |message: String, help: &str| Diagnostic::new(rule, pointer, message, help);
+    if Path::new(path).is_absolute() || path.split(['/', '\\']).any(|p| p == "..") {
+        errors.push(error(
+            format!("{path:?} is not inside the host config's directory"),
+            "name the key file relative to the host config's directory, without `..`",
+        ));
+        return None;
+    }
+    let full = dir.join(path);
+    let text = std::fs::metadata(&full).and_then(|meta| {
+        if meta.len() > MAX_KEY_FILE_BYTES {
+            Err(std::io::Error::other("larger than 16 KiB"))
+        } else {
+            std::fs::read_to_string(&full)
+        }
+    });
+    match text {
+        Ok(text) => Some(PublicKeySource {
+            path: path.to_owned(),
+            text,
+        }),
+        Err(why) => {
+            errors.push(error(
+                format!("cannot read {}: {why}", full.display()),
+                "name a readable SPKI PEM public key file (`openssl pkey -in key.pem -pubout \
+                 -out key.pub`), or remove it",
+            ));
+            None
+        }
+    }
 }

@@ -79,7 +79,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
         serve,
         tenant_limits,
         mut policies,
-        approvals,
+        mut approvals,
         mut audit,
         drafts,
     } = read_document(document, &mut errors);
@@ -89,6 +89,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<HostConfig, Diagnostics> {
     }
     if let Some(audit) = &mut audit {
         crate::audit::read_keys(audit, dir, &mut errors);
+    }
+    if let Some(approvals) = &mut approvals {
+        crate::approvals::read_keys(approvals, dir, &mut errors);
     }
     errors.extend(check(
         &drafts,
@@ -282,11 +285,27 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         )
     });
     let approvals = root.remove("approvals").and_then(|value| {
+        let approvers = value["approvers"].as_array().map(Vec::as_slice);
+        if let Some(index) = approvers
+            .unwrap_or_default()
+            .iter()
+            .position(|approver| approver.get("public_key_source").is_some())
+        {
+            errors.push(Diagnostic::new(
+                Rule::UnknownField,
+                format!("/approvals/approvers/{index}/public_key_source"),
+                "`public_key_source` is not written in a host config",
+                "name the approver's public key file in `public_key`; brain reads it when it \
+                 loads the config",
+            ));
+            return None;
+        }
         read_section::<crate::approvals::ApprovalsConfig>(
             &value,
             "approvals",
-            "an approver needs `name`, `tenants` and `token_sha256`: write `{\"approvers\": \
-             [{\"name\": \"ops\", \"tenants\": [\"TENANT\"], \"token_sha256\": \"<hex>\"}]}`",
+            "an approver needs `name`, `tenants` and `public_key` (or `token_sha256`): write \
+             `{\"approvers\": [{\"name\": \"ops\", \"tenants\": [\"TENANT\"], \"public_key\": \
+             \"keys/ops.pub\"}]}`",
             errors,
         )
     });

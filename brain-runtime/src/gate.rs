@@ -178,6 +178,7 @@ impl Runtime {
             arguments: canonical,
             reason,
             expires_ms,
+            approvers: Arc::clone(&self.inner.approvers),
         })
     }
 

@@ -82,7 +82,7 @@ mod transport;
 mod typed;
 mod wire;
 
-pub use approver::{ApprovalError, Approver};
+pub use approver::{APPROVER_KEY_FILE_VAR, ApprovalError, Approver, ApproverKey, ApproverKeys};
 pub use brain_config::ModelApi;
 pub use brain_config::policy::{Principal, Via};
 pub use event::{ContentBlock, Event, OutcomeKind, Progress, ToolResult};

@@ -346,6 +346,7 @@ impl<'a> RuntimeBuilder<'a> {
         Ok(Runtime {
             inner: Arc::new(Inner {
                 approval_ms,
+                approvers: Arc::new(crate::approver::ApproverKeys::from_config(self.config)),
                 policies,
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
                 definitions: Mutex::default(),
@@ -515,6 +516,8 @@ pub(crate) struct Inner {
     /// How long an approval lasts (milliseconds), when calls may be held for one (the
     /// runtime keeps a journal).
     pub(crate) approval_ms: Option<i64>,
+    /// The approvers' keys, by tenant: what a held call's approval must be signed by.
+    pub(crate) approvers: Arc<crate::approver::ApproverKeys>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.

@@ -94,9 +94,30 @@ pub fn held_for_approval(mut config: HostConfig, tool: &str) -> HostConfig {
         approvers: vec![brain_config::approvals::ApproverConfig {
             name: "gate".into(),
             tenants: vec!["local".into()],
-            token_sha256: token,
+            token_sha256: Some(token),
+            public_key: None,
+            public_key_source: None,
         }],
         expires_seconds: None,
     });
+    config
+}
+
+/// [`held_for_approval`], its approver `gate` known by the Ed25519 public key `public_pem`
+/// (SPKI PEM): each decision signed, and checked by the claim.
+pub fn held_for_key_approval(config: HostConfig, tool: &str, public_pem: &str) -> HostConfig {
+    let mut config = held_for_approval(config, tool);
+    if let Some(approver) = config
+        .approvals
+        .as_mut()
+        .and_then(|a| a.approvers.first_mut())
+    {
+        approver.token_sha256 = None;
+        approver.public_key = Some("gate.pub".into());
+        approver.public_key_source = Some(brain_config::audit::PublicKeySource {
+            path: "gate.pub".into(),
+            text: public_pem.to_owned(),
+        });
+    }
     config
 }

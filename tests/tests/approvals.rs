@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use brain_runtime::journal::{
-    ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Claim, Claimed, Durability, Journal,
-    JournalStore, Key,
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Claim, Claimed, Decision,
+    Durability, Granted, Journal, JournalStore, Key,
 };
 use brain_runtime::{Approver, CallRequest, OutcomeKind, Runtime, RuntimeError, Scope};
 use serde_json::json;
@@ -47,6 +47,48 @@ fn claim(call_id: &str, digest: &str, owner: &str) -> Claim {
     }
 }
 
+/// The approval `id` as the store shows it to the tenant "local"'s approvers.
+async fn shown(store: &dyn JournalStore, id: &str) -> Approval {
+    let filter = ApprovalFilter {
+        id: Some(id.to_owned()),
+        ..all()
+    };
+    store.approvals(&filter).await.unwrap().remove(0)
+}
+
+/// `approver` (deciding for `tenants`) decides `id` as the store shows it.
+async fn decide(
+    store: &dyn JournalStore,
+    id: &str,
+    tenants: &[&str],
+    approver: &str,
+    approved: bool,
+) -> Option<Approval> {
+    let approval = shown(store, id).await;
+    let decision = Decision {
+        id: id.to_owned(),
+        tenants: tenants.iter().map(|t| (*t).to_owned()).collect(),
+        approver: approver.to_owned(),
+        approved,
+        digest: approval.digest,
+        policies: approval.policies,
+        expires_ms: approval.expires_ms,
+        signature: None,
+    };
+    store.decide_approval(&decision).await.unwrap()
+}
+
+/// The approval `id` as a claim uses it.
+async fn granted(store: &dyn JournalStore, id: &str) -> Granted {
+    let approval = shown(store, id).await;
+    Granted {
+        id: id.to_owned(),
+        by: approval.decided_by.unwrap_or_default(),
+        expires_ms: approval.expires_ms,
+        signature: approval.signature,
+    }
+}
+
 fn all() -> ApprovalFilter {
     ApprovalFilter {
         tenants: vec!["local".into()],
@@ -81,33 +123,23 @@ async fn store_rules(store: &dyn JournalStore) {
     assert_ne!(other, id);
     // A pending approval claims nothing.
     assert_eq!(
-        store
-            .claim_approved(&claim("c1", "d1", "o1"), None, &id)
+        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     // Another tenant's approver decides nothing of it.
     assert!(
-        store
-            .decide_approval(&id, &["other".into()], "x", true)
-            .await
-            .unwrap()
+        decide(store, &id, &["other"], "x", true).await
             .is_none()
     );
-    let decided = store
-        .decide_approval(&id, &["local".into()], "ops", true)
-        .await
-        .unwrap()
+    let decided = decide(store, &id, &["local"], "ops", true).await
         .expect("decided");
     assert_eq!(decided.state, ApprovalState::Approved);
     assert_eq!(decided.decided_by.as_deref(), Some("ops"));
     assert_eq!(decided.arguments, None, "decided: the arguments are gone");
     assert!(
-        store
-            .decide_approval(&id, &["local".into()], "ops", false)
-            .await
-            .unwrap()
+        decide(store, &id, &["local"], "ops", false).await
             .is_none()
     );
     assert_eq!(
@@ -115,34 +147,30 @@ async fn store_rules(store: &dyn JournalStore) {
             .ask_approval(&request("c1", "d1", 60_000))
             .await
             .unwrap(),
-        Asked::Approved(id.clone())
+        Asked::Approved(granted(store, &id).await)
     );
     // Never for another key, nor another digest.
     assert_eq!(
-        store
-            .claim_approved(&claim("c2", "d1", "o1"), None, &id)
+        store.claim_approved(&claim("c2", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     assert_eq!(
-        store
-            .claim_approved(&claim("c1", "d2", "o1"), None, &id)
+        store.claim_approved(&claim("c1", "d2", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     // Used once, by the claim of this very call.
     assert_eq!(
-        store
-            .claim_approved(&claim("c1", "d1", "o1"), None, &id)
+        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Claimed
     );
     assert_eq!(
-        store
-            .claim_approved(&claim("c1", "d1", "o1"), None, &id)
+        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Taken
@@ -167,10 +195,7 @@ async fn store_rules(store: &dyn JournalStore) {
     else {
         panic!()
     };
-    store
-        .decide_approval(&denied, &["local".into()], "ops", false)
-        .await
-        .unwrap();
+    decide(store, &denied, &["local"], "ops", false).await;
     assert_eq!(
         store
             .ask_approval(&request("c3", "d1", 60_000))
@@ -186,14 +211,10 @@ async fn store_rules(store: &dyn JournalStore) {
     let Asked::Pending(short) = store.ask_approval(&request("c4", "d1", 300)).await.unwrap() else {
         panic!()
     };
-    store
-        .decide_approval(&short, &["local".into()], "ops", true)
-        .await
-        .unwrap();
+    decide(store, &short, &["local"], "ops", true).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
-        store
-            .claim_approved(&claim("c4", "d1", "o1"), None, &short)
+        store.claim_approved(&claim("c4", "d1", "o1"), None, &granted(store, &short).await)
             .await
             .unwrap(),
         Claimed::Unapproved,
@@ -335,4 +356,82 @@ async fn a_held_call_is_not_sent_until_approved_then_runs_once() {
     assert!(again.replayed, "{again:?}");
     assert_eq!(Stats::get(&server.stats.calls), 2);
     runtime.wait_for_cleanup().await;
+}
+
+/// A call id whose call ended `not_sent` under a permissive policy, retried after an
+/// `@approval` policy covers it, is decided again as a new call is: held, never sent.
+async fn a_not_sent_retry_passes_the_whole_gate(journal: Journal) {
+    // Nothing listens on the port at first: the call is claimed, then not sent.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let binding = json!({
+        "name": "refund", "description": "Refunds an order.", "input_schema": {"type": "object"},
+        "url": format!("http://127.0.0.1:{port}/tools/echo"), "tenants": ["local"],
+        "timeout_seconds": 10
+    });
+    let open = "@id(\"all\")\npermit (principal, action, resource);\n";
+    let held = "@id(\"refunds-need-a-person\")\n@approval\npermit (principal, action == \
+                Brain::Action::\"tool:refund\", resource)\nwhen { \
+                context.call.approval.granted == true };\n";
+    let config = |policies: &str| {
+        std::fs::write(dir.path().join("calls.cedar"), policies).unwrap();
+        let host = json!({
+            "policies": {"files": ["calls.cedar"]},
+            "approvals": {"approvers": [{"name": "ops", "tenants": ["local"],
+                "token_sha256": "0".repeat(64)}]},
+            "tools": [binding],
+        });
+        let path = dir.path().join("host.json");
+        std::fs::write(&path, host.to_string()).unwrap();
+        brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let request = || {
+        CallRequest::new(
+            "refund",
+            Scope {
+                tenant_id: "local".into(),
+                session_id: "s".into(),
+            },
+            json!({"amount": 900000}),
+        )
+        .with_call_id("r1")
+    };
+    let permissive = Runtime::builder(&config(open))
+        .journal(journal.clone())
+        .build()
+        .unwrap();
+    let first = permissive.call(request()).result().await;
+    assert!(first.is_error && !first.unknown_outcome, "{first:?}");
+    permissive.wait_for_cleanup().await;
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let server = TestServer::serve(listener, Faults::default()).unwrap();
+    let holding = Runtime::builder(&config(held))
+        .journal(journal)
+        .build()
+        .unwrap();
+    let retry = holding.call(request()).result().await;
+    assert_eq!(retry.kind, Some(OutcomeKind::ApprovalRequired), "{retry:?}");
+    assert!(retry.approval_id.is_some(), "{retry:?}");
+    assert_eq!(Stats::get(&server.tools.requests), 0, "nothing was sent");
+    holding.wait_for_cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_not_sent_retry_passes_the_whole_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::sqlite(&dir.path().join("state.db"), Durability::Normal).unwrap();
+    a_not_sent_retry_passes_the_whole_gate(journal).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_not_sent_retry_passes_the_whole_gate() {
+    let cluster = tests::postgres::Cluster::start();
+    let journal = Journal::postgres(&cluster.url).await.unwrap();
+    a_not_sent_retry_passes_the_whole_gate(journal).await;
 }

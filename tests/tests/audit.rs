@@ -188,11 +188,23 @@ async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store)
     assert!(verified.holds(), "{}", verified.summary());
     assert_eq!(verified.records, 7);
 
-    // The audit's own pruning leaves a pruned_through record, from which it verifies.
+    // The audit's own pruning: nothing goes before a checkpoint that outlived the retention it
+    // states has signed it (the shutdown's states 400 days).
     let audit_pruned = store.journal().await.audit(AuditSettings {
         retention: Duration::ZERO,
         ..settings.clone()
     });
+    audit_pruned.prune().await.unwrap();
+    assert_eq!(kinds(&journal).await.len(), 7);
+    // A checkpoint stating a retention of a millisecond, outlived at once: the pruning then
+    // leaves a pruned_through record, from which the chain verifies.
+    let key = settings.key.as_ref().unwrap();
+    let short = Duration::from_millis(1);
+    let signed = brain_runtime::audit::sign(journal.store(), key, &keys, short)
+        .await
+        .unwrap();
+    assert!(signed.signed.is_some() && signed.refused.is_empty(), "{signed:?}");
+    tokio::time::sleep(Duration::from_millis(20)).await;
     audit_pruned.prune().await.unwrap();
     let left = kinds(&journal).await;
     assert_eq!(
@@ -210,13 +222,10 @@ async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store)
     assert!(verified.holds(), "{}", verified.summary());
     assert_eq!(verified.unsigned, 0, "{}", verified.summary());
     // Another checkpoint over the pruned chain.
-    match brain_runtime::audit::sign(journal.store(), settings.key.as_ref().unwrap(), &keys)
+    let signed = brain_runtime::audit::sign(journal.store(), key, &keys, settings.retention)
         .await
-        .unwrap()
-    {
-        brain_runtime::audit::Signing::Signed(_) => {}
-        refused => panic!("{refused:?}"),
-    }
+        .unwrap();
+    assert!(signed.signed.is_some() && signed.refused.is_empty(), "{signed:?}");
     assert!(verify(journal.store(), &options).await.unwrap().holds());
 }
 

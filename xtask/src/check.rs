@@ -13,6 +13,13 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             for (api, note) in brain_config::model_api::strictness_notes(&config) {
                 println!("note: {api}: {note}");
             }
+            for warning in config
+                .approvals
+                .iter()
+                .flat_map(brain_config::approvals::warnings)
+            {
+                println!("warning: {warning}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(ConfigError::Invalid(diagnostics)) => {

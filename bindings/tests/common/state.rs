@@ -26,6 +26,23 @@ impl State {
         command
     }
 
+    /// An attacker with the store's own client (`sqlite3`, `psql`) runs `sql` on it; what it
+    /// printed (rows as `a|b`).
+    pub(crate) fn sql(&self, sql: &str) -> String {
+        let output = match self {
+            State::Default(dir) => Command::new("sqlite3")
+                .arg(dir.path().join("brain/state.db"))
+                .arg(sql)
+                .output(),
+            State::Postgres(cluster) => Command::new("psql")
+                .args([cluster.url.as_str(), "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+                .output(),
+        }
+        .expect("the store's client runs");
+        assert!(output.status.success(), "{sql}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// `brain-harness call` of `tool` with `call_id`, started.
     pub(crate) fn start(&self, config: &str, call_id: &str, tool: &str, args: &str) -> Child {
         self.start_as("local", config, call_id, tool, args)

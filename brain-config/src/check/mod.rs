@@ -117,7 +117,7 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
         limits::tenants(limits, drafts, &mut out);
     }
     if let Some(config) = approvals {
-        approvals::approvals(config, drafts, &mut out);
+        approvals::approvals(config, audit, drafts, &mut out);
     }
     if let Some(config) = audit {
         audit::audit(config, &mut out);

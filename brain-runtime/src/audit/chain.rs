@@ -3,7 +3,7 @@
 //! linked through the `pruned_through` record that names its start. The first fault ends the
 //! walk, named by its record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -73,6 +73,36 @@ pub enum Fault {
     CheckpointMissing,
     /// The anchored checkpoint is not in the store.
     AnchorMissing,
+    /// Records a valid checkpoint signed (from this seq through `through`) are gone, and no
+    /// checkpoint older than the retention it states signed them: deleted, not pruned.
+    Erased {
+        /// The checkpoint that signed them.
+        checkpoint: i64,
+        /// The last of them.
+        through: i64,
+    },
+    /// The chain starts after a `pruned_through` record naming this seq, and no valid
+    /// checkpoint older than the retention it states signed that record: the records before
+    /// were deleted, not pruned.
+    PruneUnexplained,
+    /// Records are kept and no checkpoint verifies: nothing proves them against a rewrite.
+    NothingSigned {
+        /// How many records.
+        records: u64,
+    },
+    /// A claim used an approval whose decision the chain does not show.
+    Undecided {
+        /// The approval.
+        approval: String,
+    },
+    /// An approval's decision is not signed by a key of its tenant's approvers (or unsigned
+    /// where every approver of the tenant signs).
+    DecisionUnsigned {
+        /// The approval.
+        approval: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl std::fmt::Display for Fault {
@@ -126,6 +156,34 @@ impl std::fmt::Display for Fault {
                 "it names a previous checkpoint the store does not have: a checkpoint was \
                  deleted or replaced"
             ),
+            Fault::Erased {
+                checkpoint,
+                through,
+            } => write!(
+                f,
+                "missing through seq {through}, which checkpoint #{checkpoint} signed, and no \
+                 checkpoint older than its retention signed them: records were deleted, not \
+                 pruned"
+            ),
+            Fault::PruneUnexplained => write!(
+                f,
+                "the chain starts after a pruned_through record naming this seq, and no \
+                 checkpoint older than its retention signed it: the records before were \
+                 deleted, not pruned"
+            ),
+            Fault::NothingSigned { records } => write!(
+                f,
+                "{records} records are kept and no checkpoint verifies: nothing proves them \
+                 against a rewrite (`brain-harness audit sign` with the key)"
+            ),
+            Fault::Undecided { approval } => write!(
+                f,
+                "a claim used approval {approval}, whose decision the chain does not show: it \
+                 was approved in the store, not by an approver"
+            ),
+            Fault::DecisionUnsigned { approval, why } => {
+                write!(f, "the decision of approval {approval} does not stand: {why}")
+            }
             Fault::AnchorMissing => write!(
                 f,
                 "the anchored checkpoint is not in the store: checkpoints were deleted"
@@ -148,7 +206,9 @@ pub struct Break {
 
 impl std::fmt::Display for Break {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.tenant.is_empty() {
+        if self.tenant.is_empty() && self.seq == 0 {
+            write!(f, "{}", self.fault)
+        } else if self.tenant.is_empty() {
             write!(f, "checkpoint #{}: {}", self.seq, self.fault)
         } else if self.seq == 0 {
             write!(f, "tenant {:?}: {}", self.tenant, self.fault)
@@ -169,6 +229,11 @@ pub(crate) struct Walked {
     pub(crate) records: u64,
     /// The first record's seq and time.
     pub(crate) first: Option<(i64, i64)>,
+    /// The record that proves where the chain starts (a walk from seq 1): record 1, or the
+    /// `pruned_through` record that names the record before the first: its seq and hash.
+    pub(crate) start: Option<(i64, String)>,
+    /// Approvals whose use or decision does not stand (with `approvers`).
+    pub(crate) unapproved: Vec<Break>,
     /// The last record checked: seq, hash, time.
     pub(crate) last: Option<(i64, String, i64)>,
     /// The first fault.
@@ -178,12 +243,15 @@ pub(crate) struct Walked {
 }
 
 /// Walks `tenant`'s chain from `from` (its predecessor's stored hash trusted when `from` > 1),
-/// checking each hash `signed` holds at its seq (hash, checkpoint id).
+/// checking each hash `signed` holds at its seq (hash, checkpoint id); with `approvers`, that
+/// each claim's approval was decided in the chain, and each decision signed as its tenant's
+/// approvers sign.
 pub(crate) async fn walk(
     store: &dyn JournalStore,
     tenant: &str,
     from: i64,
     signed: &BTreeMap<i64, (String, i64)>,
+    approvers: Option<&crate::approver::ApproverKeys>,
 ) -> Result<Walked, StoreError> {
     let mut walked = Walked::default();
     let fault = |seq: i64, fault: Fault| {
@@ -199,6 +267,8 @@ pub(crate) async fn walk(
     let mut unproven: Option<AuditRecord> = None;
     let mut started = false;
     let mut matched = 0;
+    // Approvals asked in the chain, and those decided approved.
+    let (mut asked, mut approved) = (BTreeSet::new(), BTreeSet::new());
     let mut next = if from > 1 { from - 1 } else { 1 };
     loop {
         let page = store.audit_records(tenant, next, PAGE).await?;
@@ -213,6 +283,7 @@ pub(crate) async fn walk(
                 }
                 if record.seq == 1 {
                     previous = Some((0, genesis(tenant)));
+                    walked.start = Some((1, record.hash.clone()));
                 } else if from <= 1 {
                     unproven = Some(record.clone());
                 }
@@ -248,6 +319,16 @@ pub(crate) async fn walk(
                 }
                 _ => {}
             }
+            let pruned = from > 1 || walked.start.as_ref().is_none_or(|(seq, _)| *seq != 1);
+            let unapproved = approval(
+                tenant,
+                record.seq,
+                &value,
+                approvers,
+                pruned,
+                (&mut asked, &mut approved),
+            );
+            walked.unapproved.extend(unapproved);
             if let Some(first) = &unproven
                 && value["kind"] == "pruned_through"
                 && let (Some(seq), Some(hash)) = (
@@ -260,6 +341,7 @@ pub(crate) async fn walk(
                     walked.broken = fault(first.seq, Fault::Edited);
                     return Ok(walked);
                 }
+                walked.start = Some((record.seq, record.hash.clone()));
                 unproven = None;
             }
             if let Some((hash, checkpoint)) = signed.get(&record.seq) {
@@ -288,6 +370,72 @@ pub(crate) async fn walk(
         walked.broken = fault(first.seq, Fault::StartUnproven);
     }
     Ok(walked)
+}
+
+/// What an approval's record says, checked: a claim's approval decided approved before it in
+/// the chain (unless the chain was pruned and its asking is not in it either); a decision
+/// signed as the tenant's approvers sign. Returns the fault, if any.
+fn approval(
+    tenant: &str,
+    seq: i64,
+    value: &Value,
+    approvers: Option<&crate::approver::ApproverKeys>,
+    pruned: bool,
+    (asked, approved): (&mut BTreeSet<String>, &mut BTreeSet<String>),
+) -> Option<Break> {
+    let text = |field: &str| value[field].as_str().unwrap_or_default();
+    let id = text("approval");
+    let fault = |fault| {
+        Some(Break {
+            tenant: tenant.to_owned(),
+            seq,
+            fault,
+        })
+    };
+    match text("kind") {
+        "approval_asked" => {
+            asked.insert(id.to_owned());
+        }
+        kind @ ("approval_approved" | "approval_denied") => {
+            let signature = match (value["key_id"].as_str(), value["signature"].as_str()) {
+                (Some(key_id), Some(signature)) => Some(crate::journal::DecisionSignature {
+                    key_id: key_id.to_owned(),
+                    signature: signature.to_owned(),
+                }),
+                _ => None,
+            };
+            let statement = crate::approver::Statement {
+                approval: id,
+                tenant,
+                digest: text("digest"),
+                policies: text("policies"),
+                approved: kind == "approval_approved",
+                expires_ms: value["expires"].as_i64().unwrap_or_default(),
+            };
+            // A decision recorded before decisions carried their statement: nothing to check.
+            let old = value.get("digest").is_none();
+            if let (Some(approvers), false) = (approvers, old)
+                && let Err(why) = approvers.check(&statement, signature.as_ref())
+            {
+                return fault(Fault::DecisionUnsigned {
+                    approval: id.to_owned(),
+                    why: why.to_string(),
+                });
+            }
+            if kind == "approval_approved" {
+                approved.insert(id.to_owned());
+            }
+        }
+        "claimed" if !id.is_empty() && !approved.contains(id) => {
+            if asked.contains(id) || !pruned {
+                return fault(Fault::Undecided {
+                    approval: id.to_owned(),
+                });
+            }
+        }
+        _ => {}
+    }
+    None
 }
 
 /// `record` parsed, or its first fault in its place after a record whose hash is `previous`

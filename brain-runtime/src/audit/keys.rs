@@ -28,9 +28,25 @@ pub struct KeyError {
 
 /// The key id of a public key: `ed25519:` and the first 16 hex digits of the SHA-256 of its
 /// 32 bytes.
-fn key_id(key: &VerifyingKey) -> String {
+pub(crate) fn key_id(key: &VerifyingKey) -> String {
     let digest = Sha256::digest(key.as_bytes());
     format!("ed25519:{}", &crate::state::hex(&digest)[..16])
+}
+
+/// The Ed25519 PKCS#8 PEM private key in `path` (`example`: the file name the error's
+/// `openssl` command line makes). Its text is never repeated in an error.
+pub(crate) fn signing_key(path: &Path, example: &str) -> Result<SigningKey, KeyError> {
+    let error = |message: String| KeyError {
+        path: path.display().to_string(),
+        message,
+    };
+    let pem = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    SigningKey::from_pkcs8_pem(&pem).map_err(|_| {
+        error(format!(
+            "not an Ed25519 private key in PKCS#8 PEM (make one with `openssl genpkey \
+             -algorithm ed25519 -out {example}`)"
+        ))
+    })
 }
 
 /// The key that signs checkpoints. Its secret never appears in Debug output.
@@ -48,18 +64,7 @@ impl std::fmt::Debug for AuditKey {
 impl AuditKey {
     /// The PKCS#8 PEM private key in `path`.
     pub fn from_pem_file(path: &Path) -> Result<AuditKey, KeyError> {
-        let error = |message: String| KeyError {
-            path: path.display().to_string(),
-            message,
-        };
-        let pem = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        let key = SigningKey::from_pkcs8_pem(&pem).map_err(|_| {
-            error(
-                "not an Ed25519 private key in PKCS#8 PEM (make one with `openssl genpkey \
-                 -algorithm ed25519 -out audit.pem`)"
-                    .into(),
-            )
-        })?;
+        let key = signing_key(path, "audit.pem")?;
         let id = key_id(&key.verifying_key());
         Ok(AuditKey { key, id })
     }

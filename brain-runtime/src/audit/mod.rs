@@ -28,6 +28,7 @@ pub use keys::{AuditKey, KEY_FILE_VAR, KeyError, Keyring};
 
 use chain::walk;
 use keys::Signed;
+pub(crate) use keys::{key_id, signing_key};
 
 /// How many records a runtime's signer lets pass before it signs (also every
 /// [`DEFAULT_CHECKPOINT_EVERY`], idle or not, and at a clean shutdown).
@@ -39,7 +40,8 @@ pub const DEFAULT_CHECKPOINT_EVERY: Duration =
 pub const DEFAULT_AUDIT_RETENTION: Duration =
     Duration::from_secs(brain_config::audit::DEFAULT_AUDIT_RETENTION_DAYS * 24 * 3600);
 
-/// A checkpoint's body: every tenant's head, a time and the key that signs it.
+/// A checkpoint's body: every tenant's head and start, a time, the retention the chains are
+/// kept for, and the key that signs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedHeads {
     /// The checkpoint's id in the store.
@@ -48,18 +50,56 @@ pub struct SignedHeads {
     pub at_ms: i64,
     /// The key that signed it.
     pub key_id: String,
-    /// Each tenant's (seq, hash).
-    pub heads: BTreeMap<String, (i64, String)>,
+    /// Each tenant's chain as signed.
+    pub heads: BTreeMap<String, SignedHead>,
     /// The digest of the checkpoint it follows ("" for the first).
     pub previous: String,
+    /// How long the signer's chains keep records (milliseconds): once the checkpoint is older
+    /// than this, the records it signed may have been pruned. `None`: a checkpoint of format 1,
+    /// which explains no missing record.
+    pub retention_ms: Option<i64>,
+}
+
+/// One chain in a checkpoint: its head, and (format 2) where it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedHead {
+    /// The last record's seq.
+    pub seq: i64,
+    /// Its hash.
+    pub hash: String,
+    /// Where the chain started (`None`: format 1, which signed the head alone).
+    pub start: Option<ChainStart>,
+}
+
+/// Where a chain started when a checkpoint signed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainStart {
+    /// The record that proves the start: record 1, or the `pruned_through` record that names
+    /// the record before `from`.
+    pub seq: i64,
+    /// Its hash.
+    pub hash: String,
+    /// The first record the checkpoint signed.
+    pub from: i64,
+}
+
+impl SignedHead {
+    /// The first record it signed (format 1: the head alone).
+    fn from(&self) -> i64 {
+        self.start.as_ref().map_or(self.seq, |start| start.from)
+    }
 }
 
 impl SignedHeads {
-    /// The body of a checkpoint, parsed (canonical, this format), or why not.
+    /// The body of a checkpoint, parsed (canonical, format 1 or 2), or why not.
     fn parse(checkpoint: &Checkpoint) -> Result<SignedHeads, String> {
         let value: Value = serde_json::from_str(&checkpoint.body).map_err(|e| e.to_string())?;
         if canonical(&value) != checkpoint.body {
             return Err("its body is not canonical (RFC 8785)".into());
+        }
+        let version = value["v"].as_u64();
+        if !matches!(version, Some(1 | 2)) || value["kind"] != "checkpoint" {
+            return Err(format!("format {} is not 1 or 2", value["v"]));
         }
         let heads = value["heads"]
             .as_object()
@@ -68,9 +108,32 @@ impl SignedHeads {
             .map(|(tenant, head)| {
                 let seq = head["seq"].as_i64().ok_or("a head without a seq")?;
                 let hash = head["hash"].as_str().ok_or("a head without a hash")?;
-                Ok((tenant.clone(), (seq, hash.to_owned())))
+                let start = match version {
+                    Some(2) => {
+                        let start = &head["start"];
+                        Some(ChainStart {
+                            seq: start["seq"].as_i64().ok_or("a head without a start")?,
+                            hash: start["hash"]
+                                .as_str()
+                                .ok_or("a start without a hash")?
+                                .to_owned(),
+                            from: start["from"].as_i64().ok_or("a start without a from")?,
+                        })
+                    }
+                    _ => None,
+                };
+                let head = SignedHead {
+                    seq,
+                    hash: hash.to_owned(),
+                    start,
+                };
+                Ok((tenant.clone(), head))
             })
             .collect::<Result<_, &str>>()?;
+        let retention_ms = match version {
+            Some(2) => Some(value["retention_ms"].as_i64().ok_or("it has no retention")?),
+            _ => None,
+        };
         Ok(SignedHeads {
             id: checkpoint.id,
             at_ms: value["at"].as_i64().ok_or("it has no time")?,
@@ -80,6 +143,7 @@ impl SignedHeads {
                 .to_owned(),
             heads,
             previous: value["previous"].as_str().unwrap_or_default().to_owned(),
+            retention_ms,
         })
     }
 
@@ -87,11 +151,107 @@ impl SignedHeads {
         let heads: serde_json::Map<String, Value> = self
             .heads
             .iter()
-            .map(|(tenant, (seq, hash))| (tenant.clone(), json!({"seq": seq, "hash": hash})))
+            .map(|(tenant, head)| {
+                let mut value = json!({"seq": head.seq, "hash": head.hash});
+                if let Some(start) = &head.start {
+                    value["start"] =
+                        json!({"seq": start.seq, "hash": start.hash, "from": start.from});
+                }
+                (tenant.clone(), value)
+            })
             .collect();
-        canonical(&json!({"v": 1, "kind": "checkpoint", "at": self.at_ms,
-            "key_id": self.key_id, "heads": heads, "previous": self.previous}))
+        match self.retention_ms {
+            Some(retention_ms) => canonical(&json!({"v": 2, "kind": "checkpoint",
+                "at": self.at_ms, "key_id": self.key_id, "heads": heads,
+                "previous": self.previous, "retention_ms": retention_ms})),
+            None => canonical(&json!({"v": 1, "kind": "checkpoint", "at": self.at_ms,
+                "key_id": self.key_id, "heads": heads, "previous": self.previous})),
+        }
     }
+
+    /// Whether it is older than the retention it states on the verifier's clock `now_ms`:
+    /// the records it signed may have been pruned since.
+    fn outlived(&self, now_ms: i64) -> bool {
+        self.retention_ms
+            .is_some_and(|retention| now_ms.saturating_sub(self.at_ms) > retention)
+    }
+}
+
+/// The first seq of `from..=through` in `tenant`'s chain that no checkpoint of `valid`
+/// older than its retention signed (`None`: the retention explains every one of them gone).
+fn unexplained(
+    tenant: &str,
+    (from, through): (i64, i64),
+    valid: &[SignedHeads],
+    now_ms: i64,
+) -> Option<i64> {
+    let mut signed: Vec<(i64, i64)> = valid
+        .iter()
+        .filter(|checkpoint| checkpoint.outlived(now_ms))
+        .filter_map(|checkpoint| checkpoint.heads.get(tenant))
+        .filter(|head| head.start.is_some())
+        .map(|head| (head.from(), head.seq))
+        .collect();
+    signed.sort_unstable();
+    let mut next = from;
+    for (first, last) in signed {
+        if next > through || first > next {
+            break;
+        }
+        next = next.max(last + 1);
+    }
+    (next <= through).then_some(next)
+}
+
+/// The verifier's own clock (milliseconds): whether a checkpoint outlived its retention is
+/// never decided from the store's rows.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The faults of `tenant`'s start, whose first kept record is `first`, against `valid`: the
+/// first record a checkpoint signed that is gone and that no retention explains, else (with
+/// `proven`: signatures were checked) a pruned start no retention explains.
+fn start_faults(
+    tenant: &str,
+    first: i64,
+    valid: &[SignedHeads],
+    now_ms: i64,
+    proven: bool,
+) -> Option<Break> {
+    let fault = |seq: i64, fault: Fault| {
+        Some(Break {
+            tenant: tenant.to_owned(),
+            seq,
+            fault,
+        })
+    };
+    for checkpoint in valid {
+        let Some(head) = checkpoint.heads.get(tenant) else {
+            continue;
+        };
+        if head.start.is_none() || first <= head.from() {
+            continue;
+        }
+        let through = head.seq.min(first - 1);
+        if let Some(seq) = unexplained(tenant, (head.from(), through), valid, now_ms) {
+            let checkpoint = checkpoint.id;
+            return fault(
+                seq,
+                Fault::Erased {
+                    checkpoint,
+                    through,
+                },
+            );
+        }
+    }
+    if proven && first > 1 && unexplained(tenant, (first - 1, first - 1), valid, now_ms).is_some()
+    {
+        return fault(first - 1, Fault::PruneUnexplained);
+    }
+    None
 }
 
 /// The digest a checkpoint's successor names (`previous`): SHA-256 of its body, hex.
@@ -114,6 +274,10 @@ pub struct VerifyOptions {
     pub anchor: Option<Checkpoint>,
     /// How often checkpoints are due: the newest older than twice this is warned about.
     pub checkpoint_every: Option<Duration>,
+    /// The host config's approvers: each decision in the chains is checked against their keys
+    /// (none: decisions are not checked, but a claim whose approval no decision shows is
+    /// still named).
+    pub approvers: Option<crate::approver::ApproverKeys>,
 }
 
 /// What [`verify`] found.
@@ -310,18 +474,24 @@ pub async fn verify(
     let mut signed: BTreeMap<String, BTreeMap<i64, (String, i64)>> = BTreeMap::new();
     let mut reach: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for (_, heads) in &valid {
-        for (tenant, (seq, hash)) in &heads.heads {
+        for (tenant, head) in &heads.heads {
+            let signed = signed.entry(tenant.clone()).or_default();
             signed
-                .entry(tenant.clone())
-                .or_default()
-                .entry(*seq)
-                .or_insert((hash.clone(), heads.id));
-            let reached = reach.entry(tenant.clone()).or_insert((*seq, heads.id));
-            if *seq > reached.0 {
-                *reached = (*seq, heads.id);
+                .entry(head.seq)
+                .or_insert((head.hash.clone(), heads.id));
+            if let Some(start) = &head.start {
+                signed
+                    .entry(start.seq)
+                    .or_insert((start.hash.clone(), heads.id));
+            }
+            let reached = reach.entry(tenant.clone()).or_insert((head.seq, heads.id));
+            if head.seq > reached.0 {
+                *reached = (head.seq, heads.id);
             }
         }
     }
+    let valid_heads: Vec<SignedHeads> = valid.iter().map(|(_, heads)| heads.clone()).collect();
+    let now = now_ms();
     let heads = store.audit_heads().await?;
     let stored_heads: BTreeMap<&str, i64> = heads
         .heads
@@ -337,8 +507,11 @@ pub async fn verify(
     let empty = BTreeMap::new();
     for tenant in &tenants {
         verification.tenants += 1;
-        let walked = walk(store, tenant, from, signed.get(tenant).unwrap_or(&empty)).await?;
+        let signed_here = signed.get(tenant).unwrap_or(&empty);
+        let approvers = options.approvers.as_ref();
+        let walked = walk(store, tenant, from, signed_here, approvers).await?;
         verification.records += walked.records;
+        verification.broken.extend(walked.unapproved.iter().cloned());
         // Only a chain that holds says which calls are open.
         let open = if walked.broken.is_none() {
             walked.open.iter()
@@ -368,6 +541,25 @@ pub async fn verify(
         if let Some(broken) = walked.broken {
             verification.broken.push(broken);
             continue;
+        }
+        // A chain shorter at its start than a checkpoint signed it: pruned by its retention
+        // (as signed checkpoints and this clock say), or records were deleted.
+        if let (Some((first, _)), true) = (walked.first, from <= 1) {
+            let proven = !options.keys.is_empty();
+            if let Some(broken) = start_faults(tenant, first, &valid_heads, now, proven) {
+                verification.broken.push(broken);
+                continue;
+            }
+        }
+        if !options.keys.is_empty()
+            && newest.is_some()
+            && walked.records > 0
+            && !reach.contains_key(tenant)
+        {
+            verification.warnings.push(format!(
+                "tenant {tenant:?} is in no signed checkpoint: its {} records are unsigned",
+                walked.records
+            ));
         }
         let last = walked.last.as_ref().map_or(0, |(seq, _, _)| *seq);
         if let Some((seq, _, at)) = &walked.last
@@ -413,7 +605,7 @@ pub async fn verify(
         let covered = newest
             .as_ref()
             .and_then(|n| n.heads.get(tenant))
-            .map_or(0, |(seq, _)| *seq);
+            .map_or(0, |head| head.seq);
         verification.unsigned += u64::try_from(last - covered.max(from - 1)).unwrap_or(0);
     }
     if let (Some(newest), Some(every)) = (&newest, options.checkpoint_every) {
@@ -428,44 +620,67 @@ pub async fn verify(
         }
     }
     if !options.keys.is_empty() && newest.is_none() && verification.records > 0 {
-        verification.warnings.push(
-            "no valid signed checkpoint: nothing proves the records against a rewrite".into(),
-        );
+        verification.broken.push(Break {
+            tenant: String::new(),
+            seq: 0,
+            fault: Fault::NothingSigned {
+                records: verification.records,
+            },
+        });
     }
     verification.checkpoint = newest;
     Ok(verification)
 }
 
-/// What [`sign`] did.
-#[derive(Debug, Clone)]
-pub enum Signing {
-    /// It wrote this checkpoint.
-    Signed(SignedHeads),
-    /// It refused: these records do not link (or disagree with the last checkpoint it can
-    /// verify). Nothing was signed.
-    Refused(Vec<Break>),
+/// What [`sign`] did: the checkpoint it wrote, if any, and the chains it refused to sign.
+#[derive(Debug, Clone, Default)]
+pub struct Signing {
+    /// The checkpoint written: every chain the signer could verify at its head, and each
+    /// refused chain at the head the last checkpoint signed. `None`: nothing was signed.
+    pub signed: Option<SignedHeads>,
+    /// The chains refused, each by its first fault: records since the last checkpoint that do
+    /// not link, or disagree with it, or a start that moved without the retention explaining
+    /// it. A refused chain's records are never signed.
+    pub refused: Vec<Break>,
 }
 
-/// Writes a checkpoint of every chain's head, signed by `key`, after it has checked every
-/// record since the last checkpoint `key` (or `keys`) can verify — a tail that does not link,
-/// or disagrees with that checkpoint, is refused, never signed.
+/// Writes a checkpoint of every chain's head and start, signed by `key`, stating `retention`
+/// (how long the chains keep records), after it has checked every record since the last
+/// checkpoint `key` (or `keys`) can verify. A chain whose tail does not link, or disagrees
+/// with that checkpoint, or whose start moved (or is a `pruned_through`) without a checkpoint
+/// older than its retention having signed what is gone, is refused, never signed: the others
+/// are signed, the refused one kept at the head last signed.
 pub async fn sign(
     store: &dyn JournalStore,
     key: &AuditKey,
     keys: &Keyring,
+    retention: Duration,
 ) -> Result<Signing, StoreError> {
     let mut trusted = key.keyring();
     trusted.extend(keys);
+    let valid = |checkpoint: &Checkpoint| {
+        let heads = SignedHeads::parse(checkpoint).ok()?;
+        (trusted.check(&heads.key_id, &checkpoint.body, &checkpoint.signature) == Signed::Valid)
+            .then_some(heads)
+    };
     // The newest checkpoint it can verify: newest first, one signature checked each until one
     // holds (not every signature of the table at every checkpoint).
     let stored = store.audit_checkpoints().await?;
-    let last = stored.iter().rev().find_map(|checkpoint| {
-        let heads = SignedHeads::parse(checkpoint).ok()?;
-        (trusted.check(&heads.key_id, &checkpoint.body, &checkpoint.signature) == Signed::Valid)
-            .then(|| (checkpoint.clone(), heads))
-    });
+    let last = stored
+        .iter()
+        .rev()
+        .find_map(|checkpoint| valid(checkpoint).map(|heads| (checkpoint.clone(), heads)));
+    // Those older than their retention: what explains records gone from a chain's start.
+    let now = now_ms();
+    let outlived: Vec<SignedHeads> = stored
+        .iter()
+        .filter(|checkpoint| {
+            SignedHeads::parse(checkpoint).is_ok_and(|heads| heads.outlived(now))
+        })
+        .filter_map(valid)
+        .collect();
     let heads = store.audit_heads().await?;
-    let mut broken = Vec::new();
+    let mut refused = Vec::new();
     let mut signed_heads = BTreeMap::new();
     let tenants: BTreeSet<String> = heads
         .heads
@@ -479,37 +694,27 @@ pub async fn sign(
             .and_then(|(_, h)| h.heads.get(&tenant))
             .cloned();
         let head = heads.heads.iter().find(|h| h.tenant == tenant);
-        let mut expect = BTreeMap::new();
-        let from = match &since {
-            Some((seq, hash)) => {
-                expect.insert(*seq, (hash.clone(), last.as_ref().map_or(0, |(_, h)| h.id)));
-                *seq
+        let signed_by = last.as_ref().map_or(0, |(_, l)| l.id);
+        let since = since.as_ref().map(|since| (since, signed_by));
+        match chain_head(store, &tenant, since, head, &outlived, now).await? {
+            Ok(signed) => {
+                signed_heads.insert(tenant, signed);
             }
-            None => 1,
-        };
-        let walked = walk(store, &tenant, from, &expect).await?;
-        if let Some(fault) = walked.broken {
-            broken.push(fault);
-            continue;
-        }
-        let end = walked.last.map(|(seq, hash, _)| (seq, hash));
-        let end = end.or_else(|| since.clone());
-        match (end, head) {
-            (Some((seq, hash)), Some(head)) if seq == head.seq && hash == head.hash => {
-                signed_heads.insert(tenant, (seq, hash));
+            Err(fault) => {
+                // Kept at the head last signed: the next signer still compares with it.
+                if let Some((since, _)) = since {
+                    signed_heads.insert(tenant, since.clone());
+                }
+                refused.push(fault);
             }
-            (Some((seq, _)), head) => broken.push(Break {
-                tenant,
-                seq,
-                fault: Fault::HeadMismatch {
-                    head: head.map_or(0, |h| h.seq),
-                },
-            }),
-            (None, _) => {}
         }
     }
-    if !broken.is_empty() {
-        return Ok(Signing::Refused(broken));
+    let changed = last.as_ref().is_none_or(|(_, l)| l.heads != signed_heads);
+    if signed_heads.is_empty() || (!refused.is_empty() && !changed) {
+        return Ok(Signing {
+            signed: None,
+            refused,
+        });
     }
     let mut body = SignedHeads {
         id: 0,
@@ -519,10 +724,118 @@ pub async fn sign(
         previous: last
             .as_ref()
             .map_or_else(String::new, |(c, _)| digest(&c.body)),
+        retention_ms: Some(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX)),
     };
     let text = body.body();
     body.id = store.add_audit_checkpoint(&text, &key.sign(&text)).await?;
-    Ok(Signing::Signed(body))
+    Ok(Signing {
+        signed: Some(body),
+        refused,
+    })
+}
+
+/// What the signer signs of `tenant`'s chain: its head (the store's `head`) and start, once
+/// every record since `since` (as the last checkpoint, with its id, signed it) links and
+/// agrees with it, and whatever left its start is explained by a checkpoint of `outlived`;
+/// else the first fault.
+async fn chain_head(
+    store: &dyn JournalStore,
+    tenant: &str,
+    since: Option<(&SignedHead, i64)>,
+    head: Option<&crate::journal::store::AuditHead>,
+    outlived: &[SignedHeads],
+    now: i64,
+) -> Result<Result<SignedHead, Break>, StoreError> {
+    let fault = |seq: i64, fault: Fault| {
+        Ok(Err(Break {
+            tenant: tenant.to_owned(),
+            seq,
+            fault,
+        }))
+    };
+    let (since, checkpoint) = match since {
+        Some((since, id)) => (Some(since), id),
+        None => (None, 0),
+    };
+    let first = store.audit_records(tenant, 1, 1).await?.into_iter().next();
+    let Some(first) = first else {
+        return match since {
+            Some(since) => fault(
+                0,
+                Fault::TenantMissing {
+                    checkpoint,
+                    signed: since.seq,
+                },
+            ),
+            None => fault(0, Fault::HeadMismatch { head: 0 }),
+        };
+    };
+    // From the last checkpoint's head when the start is where it signed it; else the whole
+    // chain, which proves its start.
+    let kept = since.and_then(|since| {
+        let start = since.start.as_ref()?;
+        (start.from == first.seq && first.seq < since.seq).then(|| (since.seq, start.clone()))
+    });
+    let mut expect = BTreeMap::new();
+    if let (Some(since), Some(_)) = (since, &kept) {
+        expect.insert(since.seq, (since.hash.clone(), checkpoint));
+    }
+    let from = kept.as_ref().map_or(1, |(seq, _)| *seq);
+    let walked = walk(store, tenant, from, &expect, None).await?;
+    if let Some(broken) = walked.broken {
+        return Ok(Err(broken));
+    }
+    let start = match kept {
+        Some((_, start)) => start,
+        None => match walked.start {
+            Some((seq, hash)) => ChainStart {
+                seq,
+                hash,
+                from: first.seq,
+            },
+            None => return fault(first.seq, Fault::StartUnproven),
+        },
+    };
+    // Records the last checkpoint signed and that are gone: only its retention removes them;
+    // a pruned start only where a checkpoint older than its retention signed what went.
+    if let Some(since) = since
+        && first.seq > since.from()
+        && since.start.is_some()
+    {
+        let through = since.seq.min(first.seq - 1);
+        if let Some(seq) = unexplained(tenant, (since.from(), through), outlived, now) {
+            return fault(
+                seq,
+                Fault::Erased {
+                    checkpoint,
+                    through,
+                },
+            );
+        }
+    }
+    if first.seq > 1 && unexplained(tenant, (first.seq - 1, first.seq - 1), outlived, now).is_some()
+    {
+        return fault(first.seq - 1, Fault::PruneUnexplained);
+    }
+    let end = walked
+        .last
+        .map(|(seq, hash, _)| (seq, hash))
+        .or_else(|| since.map(|s| (s.seq, s.hash.clone())));
+    match (end, head) {
+        (Some((seq, hash)), Some(head)) if seq == head.seq && hash == head.hash => {
+            Ok(Ok(SignedHead {
+                seq,
+                hash,
+                start: Some(start),
+            }))
+        }
+        (end, head) => fault(
+            end.map_or(0, |(seq, _)| seq),
+            Fault::HeadMismatch {
+                head: head.map_or(0, |h| h.seq),
+            },
+        ),
+    }
 }
 
 /// How a journal keeps its audit chain: on or off, its retention, and (with a key) how often
@@ -586,22 +899,23 @@ pub(crate) async fn checkpoint(store: &dyn JournalStore, settings: &AuditSetting
     let (true, Some(key)) = (settings.enabled, &settings.key) else {
         return false;
     };
-    match sign(store, key, &settings.keys).await {
-        Ok(Signing::Signed(_)) => true,
-        Ok(Signing::Refused(broken)) => {
-            let named: Vec<String> = broken.iter().map(ToString::to_string).collect();
+    match sign(store, key, &settings.keys, settings.retention).await {
+        Ok(Signing { signed, refused }) if refused.is_empty() => signed.is_some(),
+        Ok(Signing { signed, refused }) => {
+            let named: Vec<String> = refused.iter().map(ToString::to_string).collect();
             tracing::error!(
                 name: "audit.refused",
                 records = %named.join("; "),
-                "brain refused to sign the audit chain: records since the last checkpoint do \
-                 not link (run `brain-harness audit verify`)"
+                "brain refused to sign these audit chains: records since the last checkpoint do \
+                 not link, or the chain's start moved without its retention (run \
+                 `brain-harness audit verify`)"
             );
             opentelemetry::global::meter(crate::telemetry::METER)
                 .u64_counter("brain.audit.refusals")
-                .with_description("Checkpoints the signer refused: a chain did not link")
+                .with_description("Chains the signer refused: they did not link, or lost records")
                 .build()
                 .add(1, &[]);
-            false
+            signed.is_some()
         }
         Err(error) => {
             tracing::warn!(%error, "cannot sign an audit checkpoint");

@@ -43,12 +43,17 @@ pub(crate) enum Event {
         digest: String,
         policies: String,
     },
-    /// An approval decided by an approver.
+    /// An approval decided by an approver: what its statement says, and a key approver's
+    /// signature over it.
     ApprovalDecided {
         id: String,
         key: Key,
         approver: String,
         approved: bool,
+        digest: String,
+        policies: String,
+        expires_ms: i64,
+        signature: Option<super::store::DecisionSignature>,
     },
     /// A server listing a bound tool otherwise than its pin (in each tenant's chain the
     /// binding lists).
@@ -87,6 +92,21 @@ impl Event {
             listed: drift.listed.clone(),
             refused: drift.refused,
             process: drift.process.clone(),
+        }
+    }
+
+    /// The record of an approval's decision, as the store holds it once decided.
+    pub(crate) fn decided(approval: &super::store::Approval) -> Event {
+        Event::ApprovalDecided {
+            id: approval.id.clone(),
+            key: approval.key.clone(),
+            approver: approval.decided_by.clone().unwrap_or_default(),
+            approved: approval.state == super::store::ApprovalState::Approved
+                || approval.state == super::store::ApprovalState::Used,
+            digest: approval.digest.clone(),
+            policies: approval.policies.clone(),
+            expires_ms: approval.expires_ms,
+            signature: approval.signature.clone(),
         }
     }
 
@@ -172,19 +192,31 @@ impl Event {
                 key,
                 approver,
                 approved,
-            } => (
-                if *approved {
-                    "approval_approved"
-                } else {
-                    "approval_denied"
-                },
-                vec![
+                digest,
+                policies,
+                expires_ms,
+                signature,
+            } => {
+                let mut fields = vec![
                     ("session", Text(&key.session)),
                     ("call_id", Text(&key.call_id)),
                     ("approval", Text(id)),
                     ("approver", Text(approver)),
-                ],
-            ),
+                    ("digest", Text(digest)),
+                    ("policies", Text(policies)),
+                    ("expires", Int(*expires_ms)),
+                ];
+                if let Some(signed) = signature {
+                    fields.push(("key_id", Text(&signed.key_id)));
+                    fields.push(("signature", Text(&signed.signature)));
+                }
+                let kind = if *approved {
+                    "approval_approved"
+                } else {
+                    "approval_denied"
+                };
+                (kind, fields)
+            }
             Event::Drift {
                 binding,
                 pinned,
@@ -357,6 +389,55 @@ pub(crate) fn decode(hex: &str) -> Option<[u8; 32]> {
         *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
     }
     Some(bytes)
+}
+
+/// How far pruning may go, from the newest checkpoint (format 2) older than the retention it
+/// states (`outlived`: its id and body), and whether the store holds any checkpoint of format
+/// 2 (`signed`): every record pruned must have been signed by a checkpoint that outlived its
+/// retention, which verification then finds (and so pruning keeps that checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PruneBound {
+    /// No checkpoint signs the chains: records go by their age alone.
+    Unsigned,
+    /// Checkpoints sign the chains, and none outlived its retention yet: nothing goes.
+    Nothing,
+    /// Through each tenant's head in the outlived checkpoint `id` (a tenant it lacks keeps
+    /// every record); checkpoints older than it go.
+    Through {
+        /// The outlived checkpoint.
+        id: i64,
+        /// Each tenant's head seq in it.
+        heads: std::collections::BTreeMap<String, i64>,
+    },
+}
+
+impl PruneBound {
+    pub(crate) fn of(signed: bool, outlived: Option<(i64, &str)>) -> PruneBound {
+        let Some((id, body)) = outlived else {
+            return if signed {
+                PruneBound::Nothing
+            } else {
+                PruneBound::Unsigned
+            };
+        };
+        let value: Value = serde_json::from_str(body).unwrap_or_default();
+        let heads = value["heads"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(tenant, head)| Some((tenant.clone(), head["seq"].as_i64()?)))
+            .collect();
+        PruneBound::Through { id, heads }
+    }
+
+    /// The last seq of `tenant` to prune, when its records through `aged` are old enough.
+    pub(crate) fn through(&self, tenant: &str, aged: i64) -> Option<i64> {
+        match self {
+            PruneBound::Unsigned => Some(aged),
+            PruneBound::Nothing => None,
+            PruneBound::Through { heads, .. } => heads.get(tenant).map(|seq| aged.min(*seq)),
+        }
+    }
 }
 
 /// The digest of a result's JSON, as a record holds it (`sha256:` and hex).

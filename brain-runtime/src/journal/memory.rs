@@ -8,6 +8,7 @@ use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id};
+use super::store::{Decision, Granted};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
@@ -79,7 +80,7 @@ impl Memory {
         &self,
         claim: &Claim,
         charge: Option<&Charge>,
-        approval: Option<&str>,
+        approval: Option<&Granted>,
     ) -> Result<Claimed, StoreError> {
         let now = self.now();
         let mut state = self.state();
@@ -102,11 +103,20 @@ impl Memory {
             }
             None => {}
         }
-        let used = match approval.filter(|_| !state.entries.contains_key(&claim.key)) {
+        // A call id whose earlier call was never sent is decided again, as a new call is.
+        let sent = |key: &Key| {
+            state
+                .entries
+                .get(key)
+                .is_some_and(|e| e.state != EntryState::NotSent)
+        };
+        let used = match approval.filter(|_| !sent(&claim.key)) {
             None => None,
-            Some(id) => {
+            Some(granted) => {
                 let usable = state.approvals.iter().position(|a| {
-                    a.id == id
+                    a.id == granted.id
+                        && a.expires_ms == granted.expires_ms
+                        && a.signature == granted.signature
                         && a.key == claim.key
                         && a.digest == claim.digest
                         && a.state == ApprovalState::Approved
@@ -154,7 +164,11 @@ impl Memory {
     fn ask_now(&self, request: &ApprovalRequest) -> Result<Asked, StoreError> {
         let now = self.now();
         let mut state = self.state();
-        if state.entries.contains_key(&request.key) {
+        if state
+            .entries
+            .get(&request.key)
+            .is_some_and(|e| e.state != EntryState::NotSent)
+        {
             return Ok(Asked::Journaled);
         }
         let found = state.approvals.iter().rev().find(|a| {
@@ -167,7 +181,12 @@ impl Memory {
         });
         if let Some(approval) = found {
             return Ok(match approval.state {
-                ApprovalState::Approved => Asked::Approved(approval.id.clone()),
+                ApprovalState::Approved => Asked::Approved(Granted {
+                    id: approval.id.clone(),
+                    by: approval.decided_by.clone().unwrap_or_default(),
+                    expires_ms: approval.expires_ms,
+                    signature: approval.signature.clone(),
+                }),
                 ApprovalState::Denied => Asked::Denied {
                     id: approval.id.clone(),
                     by: approval.decided_by.clone().unwrap_or_default(),
@@ -203,6 +222,7 @@ impl Memory {
             decided_by: None,
             decided_ms: None,
             used_ms: None,
+            signature: None,
             now_ms: now,
         });
         Ok(Asked::Pending(id))
@@ -314,7 +334,7 @@ impl JournalStore for Memory {
         &'a self,
         claim: &'a Claim,
         charge: Option<&'a Charge>,
-        approval: &'a str,
+        approval: &'a Granted,
     ) -> StoreFuture<'a, Claimed> {
         ready(self.claim_now(claim, charge, Some(approval)))
     }
@@ -339,31 +359,29 @@ impl JournalStore for Memory {
         ready(Ok(found))
     }
 
-    fn decide_approval<'a>(
-        &'a self,
-        id: &'a str,
-        tenants: &'a [String],
-        approver: &'a str,
-        approve: bool,
-    ) -> StoreFuture<'a, Option<Approval>> {
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
         let now = self.now();
         let mut state = self.state();
         let decided = state
             .approvals
             .iter_mut()
             .find(|a| {
-                a.id == id
-                    && tenants.contains(&a.key.tenant)
+                a.id == decision.id
+                    && decision.tenants.contains(&a.key.tenant)
                     && a.state == ApprovalState::Pending
                     && a.expires_ms > now
+                    && a.expires_ms == decision.expires_ms
+                    && a.digest == decision.digest
+                    && a.policies == decision.policies
             })
             .map(|a| {
-                a.state = if approve {
+                a.state = if decision.approved {
                     ApprovalState::Approved
                 } else {
                     ApprovalState::Denied
                 };
-                a.decided_by = Some(approver.to_owned());
+                a.signature = decision.signature.clone();
+                a.decided_by = Some(decision.approver.clone());
                 a.decided_ms = Some(now);
                 a.arguments = None;
                 shown(a, now)

@@ -28,7 +28,8 @@ pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};
 pub use store::{
-    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, MAX_APPROVAL_ARGUMENTS,
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Decision, DecisionSignature,
+    Granted, MAX_APPROVAL_ARGUMENTS,
 };
 pub use store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
 pub use store::{

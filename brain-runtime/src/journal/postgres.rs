@@ -19,7 +19,7 @@ use tokio_postgres::Row;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::audit::Event;
-use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
+use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked, Decision, Granted};
 use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
@@ -320,14 +320,14 @@ impl JournalStore for Postgres {
         &'a self,
         claim: &'a Claim,
         charge: Option<&'a Charge>,
-        approval: &'a str,
+        approval: &'a Granted,
     ) -> StoreFuture<'a, Claimed> {
         match charge {
             None => Box::pin(self.approvals.claim(claim, approval)),
             Some(charge) => Box::pin(self.limits.charge(
                 Some(claim.clone()),
                 charge.clone(),
-                Some(approval.to_owned()),
+                Some(approval.clone()),
             )),
         }
     }
@@ -336,14 +336,8 @@ impl JournalStore for Postgres {
         Box::pin(self.approvals.list(filter))
     }
 
-    fn decide_approval<'a>(
-        &'a self,
-        id: &'a str,
-        tenants: &'a [String],
-        approver: &'a str,
-        approve: bool,
-    ) -> StoreFuture<'a, Option<Approval>> {
-        Box::pin(self.approvals.decide(id, tenants, approver, approve))
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
+        Box::pin(self.approvals.decide(decision))
     }
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {

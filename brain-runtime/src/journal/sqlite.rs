@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked};
+use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked, Decision, Granted};
 use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
@@ -631,11 +631,12 @@ impl JournalStore for Sqlite {
         &'a self,
         claim: &'a Claim,
         charge: Option<&'a Charge>,
-        approval: &'a str,
+        approval: &'a Granted,
     ) -> StoreFuture<'a, Claimed> {
-        let (claim, charge, id) = (claim.clone(), charge.cloned(), approval.to_owned());
+        let (claim, charge, granted) = (claim.clone(), charge.cloned(), approval.clone());
         let audit = self.audits();
-        let job = move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &id, audit);
+        let job =
+            move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &granted, audit);
         self.queue(job, false, self.inline)
     }
 
@@ -644,16 +645,10 @@ impl JournalStore for Sqlite {
         Box::pin(std::future::ready(listed))
     }
 
-    fn decide_approval<'a>(
-        &'a self,
-        id: &'a str,
-        tenants: &'a [String],
-        approver: &'a str,
-        approve: bool,
-    ) -> StoreFuture<'a, Option<Approval>> {
-        let (id, tenants, approver) = (id.to_owned(), tenants.to_vec(), approver.to_owned());
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
+        let decision = decision.clone();
         let audit = self.audits();
-        self.run(move |c| approvals::decide(c, &id, &tenants, &approver, approve, audit))
+        self.run(move |c| approvals::decide(c, &decision, audit))
     }
 
     fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {

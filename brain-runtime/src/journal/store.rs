@@ -317,16 +317,17 @@ pub trait JournalStore: Send + Sync + 'static {
     }
 
     /// [`claim`](Self::claim) (with `charge`, [`claim_charged`](Self::claim_charged)) of a call
-    /// held for approval, in one transaction: for a key the journal does not have, the
+    /// held for approval, in one transaction: for a key the journal does not have as sent, the
     /// approval `approval` — approved, unused and unexpired, of this very call (key and
-    /// digest) — is marked used first, else nothing is claimed ([`Claimed::Unapproved`]); a
-    /// key the journal has is claimed as [`claim`](Self::claim) does, the approval untouched.
-    /// A claim that does not commit leaves the approval unused. The default keeps no approvals.
+    /// digest), its expiry and signature still those checked — is marked used first, else
+    /// nothing is claimed ([`Claimed::Unapproved`]); a key the journal has as sent is claimed
+    /// as [`claim`](Self::claim) does, the approval untouched. A claim that does not commit
+    /// leaves the approval unused. The default keeps no approvals.
     fn claim_approved<'a>(
         &'a self,
         _claim: &'a Claim,
         _charge: Option<&'a Charge>,
-        _approval: &'a str,
+        _approval: &'a Granted,
     ) -> StoreFuture<'a, Claimed> {
         Box::pin(std::future::ready(Err(StoreError::unavailable(
             self.describe(),
@@ -339,16 +340,11 @@ pub trait JournalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
-    /// Decides the pending, unexpired approval `id` of one of `tenants` (approved, or denied)
-    /// by `approver`, and deletes its arguments. Returns the approval as decided, or `None`
-    /// when no such approval is pending. The default keeps no approvals.
-    fn decide_approval<'a>(
-        &'a self,
-        _id: &'a str,
-        _tenants: &'a [String],
-        _approver: &'a str,
-        _approve: bool,
-    ) -> StoreFuture<'a, Option<Approval>> {
+    /// Records `decision` on its pending, unexpired approval of one of its tenants (still of
+    /// its digest, policies and expiry), with its signature, and deletes the arguments.
+    /// Returns the approval as decided, or `None` when no such approval is pending. The
+    /// default keeps no approvals.
+    fn decide_approval<'a>(&'a self, _decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
         Box::pin(std::future::ready(Err(StoreError::unavailable(
             self.describe(),
             "this store keeps no approvals",
@@ -574,8 +570,69 @@ pub struct Approval {
     pub decided_ms: Option<i64>,
     /// When the call's claim used it.
     pub used_ms: Option<i64>,
+    /// A key approver's signature over its decision (none: a token approver's, or pending).
+    pub signature: Option<DecisionSignature>,
     /// The store's clock when it was read.
     pub now_ms: i64,
+}
+
+/// A key approver's Ed25519 signature over its decision's statement (see
+/// [`crate::approver`]): the key's id and the signature, base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionSignature {
+    /// The signing key's id (`ed25519:` and 16 hex digits).
+    pub key_id: String,
+    /// The signature, base64.
+    pub signature: String,
+}
+
+impl DecisionSignature {
+    /// A decision's signature from its two stored columns (both, or none).
+    pub(crate) fn from_columns(
+        key_id: Option<String>,
+        signature: Option<String>,
+    ) -> Option<DecisionSignature> {
+        Some(DecisionSignature {
+            key_id: key_id?,
+            signature: signature?,
+        })
+    }
+}
+
+/// A decision an approver records: the row is decided only while it still says what the
+/// approver saw (digest, policies, expiry) and is pending.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The approval.
+    pub id: String,
+    /// The approver's tenants: an approval of another is never decided.
+    pub tenants: Vec<String>,
+    /// The approver's name.
+    pub approver: String,
+    /// Approved, or denied.
+    pub approved: bool,
+    /// The call's digest the approver saw.
+    pub digest: String,
+    /// The policy set's digest the approver saw.
+    pub policies: String,
+    /// The expiry the approver saw.
+    pub expires_ms: i64,
+    /// A key approver's signature over the statement of all of the above.
+    pub signature: Option<DecisionSignature>,
+}
+
+/// An approved, unused approval of the very call, as the claim uses it: it must still be the
+/// one whose decision was checked (same expiry and signature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    /// The approval.
+    pub id: String,
+    /// Who approved it.
+    pub by: String,
+    /// When it expires.
+    pub expires_ms: i64,
+    /// The decision's signature (none: a token approver's).
+    pub signature: Option<DecisionSignature>,
 }
 
 impl Approval {
@@ -591,8 +648,9 @@ pub enum Asked {
     /// The journal has seen the call's key: it is answered as any journaled call (an approval
     /// is never consulted again, nor asked for).
     Journaled,
-    /// An approval of this very call is approved and unused: the claim may use it.
-    Approved(String),
+    /// An approval of this very call is approved and unused: the claim may use it, once its
+    /// decision is checked.
+    Approved(Granted),
     /// An approver denied this very call (by name).
     Denied {
         /// The approval.
@@ -605,11 +663,22 @@ pub enum Asked {
 }
 
 impl Asked {
-    /// What an unexpired, unused approval of the very call (`id`, its stored `state` and who
-    /// decided it) means for the call.
-    pub(crate) fn of(id: String, state: &str, by: Option<String>) -> Asked {
+    /// What an unexpired, unused approval of the very call (`id`, its stored `state`, who
+    /// decided it, its expiry and signature) means for the call.
+    pub(crate) fn of(
+        id: String,
+        state: &str,
+        by: Option<String>,
+        expires_ms: i64,
+        signature: Option<DecisionSignature>,
+    ) -> Asked {
         match ApprovalState::parse(state) {
-            Some(ApprovalState::Approved) => Asked::Approved(id),
+            Some(ApprovalState::Approved) => Asked::Approved(Granted {
+                id,
+                by: by.unwrap_or_default(),
+                expires_ms,
+                signature,
+            }),
             Some(ApprovalState::Denied) => Asked::Denied {
                 id,
                 by: by.unwrap_or_default(),

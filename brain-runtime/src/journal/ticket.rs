@@ -121,6 +121,9 @@ pub(crate) struct Hold {
     pub(crate) reason: String,
     /// How long a new approval lasts.
     pub(crate) expires_ms: i64,
+    /// The approvers' keys: an approval is used only when its decision is signed by one of
+    /// its tenant's (or unsigned where a token approver decides).
+    pub(crate) approvers: Arc<crate::approver::ApproverKeys>,
 }
 
 /// A call's entry in the journal.
@@ -138,8 +141,9 @@ pub(crate) struct Ticket {
     waiting: AtomicBool,
     /// Held for a person's approval.
     hold: Option<Hold>,
-    /// The approval of this very call the claim uses (a held call's, once found approved).
-    approval: Mutex<String>,
+    /// The approval of this very call the claim uses (a held call's, once found approved and
+    /// its decision checked).
+    approval: Mutex<Option<super::store::Granted>>,
 }
 
 impl Ticket {
@@ -163,7 +167,7 @@ impl Ticket {
             state: Mutex::new(None),
             waiting: AtomicBool::new(false),
             hold: None,
-            approval: Mutex::new(String::new()),
+            approval: Mutex::new(None),
         }
     }
 
@@ -203,8 +207,37 @@ impl Ticket {
             .map_err(|e| self.failed(e))?
         {
             Asked::Journaled => Ok(()),
-            Asked::Approved(id) => {
-                *self.approval.lock().unwrap_or_else(|p| p.into_inner()) = id;
+            Asked::Approved(granted) => {
+                // The statement rebuilt from this very call, never from the store's bytes.
+                let statement = crate::approver::Statement {
+                    approval: &granted.id,
+                    tenant: &self.key.tenant,
+                    digest: &self.digest,
+                    policies: &hold.policies,
+                    approved: true,
+                    expires_ms: granted.expires_ms,
+                };
+                if let Err(why) = hold
+                    .approvers
+                    .check(&statement, granted.signature.as_ref())
+                {
+                    tracing::error!(
+                        name: "approval.refused",
+                        approval = %granted.id,
+                        reason = %why,
+                        "an approval's decision was not used: {why}"
+                    );
+                    return Err(Failure::new(
+                        Fact::ApprovalRequired,
+                        format!(
+                            "{}; approval {} is marked approved, and {why}: it was not used, \
+                             and nothing was sent (was the store written to?)",
+                            hold.reason, granted.id
+                        ),
+                    )
+                    .approval(granted.id));
+                }
+                *self.approval.lock().unwrap_or_else(|p| p.into_inner()) = Some(granted);
                 Ok(())
             }
             Asked::Denied { id, by } => Err(Failure::new(
@@ -385,8 +418,17 @@ impl Ticket {
                     let claimed = match (&charge, held) {
                         (Some(charge), false) => store.claim_charged(&claim, charge).await,
                         (charge, _) => {
+                            // A held call with no checked approval (the journal had its key as
+                            // sent): only the journal's answer can come of it.
+                            let none = super::store::Granted {
+                                id: String::new(),
+                                by: String::new(),
+                                expires_ms: 0,
+                                signature: None,
+                            };
+                            let approval = approval.as_ref().unwrap_or(&none);
                             store
-                                .claim_approved(&claim, charge.as_ref(), &approval)
+                                .claim_approved(&claim, charge.as_ref(), approval)
                                 .await
                         }
                     };

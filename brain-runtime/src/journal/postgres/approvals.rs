@@ -12,7 +12,8 @@ use tokio_postgres::{Client, Row};
 use super::sql::describe_error;
 use crate::journal::audit::Event;
 use crate::journal::store::{
-    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id,
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Decision, DecisionSignature,
+    Granted, new_id,
 };
 use crate::journal::store::{Claim, Claimed, Key, StoreError};
 
@@ -34,19 +35,27 @@ CREATE TABLE brain_approvals (
     expires INT8 NOT NULL,
     decided_by TEXT,
     decided INT8,
-    used INT8
+    used INT8,
+    decision_key TEXT,
+    signature TEXT
 );
 CREATE INDEX brain_approvals_call ON brain_approvals (tenant, session, call_id);
 "#;
 
-/// Uses approval `$1` of the call `$2, $3, $4` with digest `$5` unless the journal has the
-/// call: (whether the journal has it, how many approvals it used).
+/// From schema version 7: a key approver's signature over its decision (version 9).
+pub(super) const SIGNATURE_COLUMNS: &str = "ALTER TABLE brain_approvals ADD COLUMN decision_key \
+     TEXT; ALTER TABLE brain_approvals ADD COLUMN signature TEXT;";
+
+/// Uses approval `$1` of the call `$2, $3, $4` with digest `$5`, expiry `$6` and signature
+/// `$7, $8` unless the journal has the call as sent: (whether it has, how many approvals it
+/// used).
 pub(super) const USE: &str = concat!(
     "WITH j AS (SELECT EXISTS (SELECT 1 FROM brain_calls WHERE tenant = $2 AND session = $3 ",
-    "AND call_id = $4) AS journaled), u AS (UPDATE brain_approvals SET state = 'used', used = ",
+    "AND call_id = $4 AND state <> 'not_sent') AS journaled), u AS (UPDATE brain_approvals SET state = 'used', used = ",
     now!(),
     " WHERE id = $1 AND tenant = $2 AND session = $3 AND call_id = $4 AND digest = $5 ",
-    "AND state = 'approved' AND expires > ",
+    "AND state = 'approved' AND expires = $6 AND decision_key IS NOT DISTINCT FROM $7 ",
+    "AND signature IS NOT DISTINCT FROM $8 AND expires > ",
     now!(),
     " AND NOT (SELECT journaled FROM j) RETURNING 1) ",
     "SELECT (SELECT journaled FROM j), (SELECT count(*) FROM u)::int8"
@@ -73,7 +82,7 @@ macro_rules! approval_columns {
             now!(),
             " THEN arguments END, reason, state, created, expires, decided_by, decided, used, ",
             now!(),
-            " FROM brain_approvals "
+            ", decision_key, signature FROM brain_approvals "
         )
     };
 }
@@ -100,6 +109,7 @@ fn approval(row: &Row) -> Approval {
         decided_ms: row.get(14),
         used_ms: row.get(15),
         now_ms: row.get(16),
+        signature: DecisionSignature::from_columns(row.get(17), row.get(18)),
     }
 }
 
@@ -210,8 +220,12 @@ impl Approvals {
     }
 
     /// [`crate::journal::JournalStore::claim_approved`] without limits.
-    pub(super) async fn claim(&self, claim: &Claim, approval: &str) -> Result<Claimed, StoreError> {
-        let (claim, approval) = (claim.clone(), approval.to_owned());
+    pub(super) async fn claim(
+        &self,
+        claim: &Claim,
+        approval: &Granted,
+    ) -> Result<Claimed, StoreError> {
+        let (claim, approval) = (claim.clone(), approval.clone());
         let audit = self.audits();
         self.transaction(move |client| {
             Box::pin(async move {
@@ -225,7 +239,7 @@ impl Approvals {
                 if audit {
                     let event = Event::Claimed {
                         claim: claim.clone(),
-                        approval: Some(approval.clone()),
+                        approval: Some(approval.id.clone()),
                     };
                     super::audit::append(client, &[(claim.key.tenant.clone(), event)]).await?;
                 }
@@ -258,15 +272,9 @@ impl Approvals {
     }
 
     /// [`crate::journal::JournalStore::decide_approval`].
-    pub(super) async fn decide(
-        &self,
-        id: &str,
-        tenants: &[String],
-        approver: &str,
-        approve: bool,
-    ) -> Result<Option<Approval>, StoreError> {
-        let (id, tenants, approver) = (id.to_owned(), tenants.to_vec(), approver.to_owned());
-        let state = if approve {
+    pub(super) async fn decide(&self, decision: &Decision) -> Result<Option<Approval>, StoreError> {
+        let decision = decision.clone();
+        let state = if decision.approved {
             ApprovalState::Approved
         } else {
             ApprovalState::Denied
@@ -277,27 +285,41 @@ impl Approvals {
                 let sql = concat!(
                     "UPDATE brain_approvals SET state = $4, decided_by = $3, decided = ",
                     now!(),
-                    ", arguments = NULL WHERE id = $1 AND tenant = ANY($2) ",
-                    "AND state = 'pending' AND expires > ",
+                    ", arguments = NULL, decision_key = $8, signature = $9 WHERE id = $1 ",
+                    "AND tenant = ANY($2) AND state = 'pending' AND digest = $5 ",
+                    "AND policies = $6 AND expires = $7 AND expires > ",
                     now!()
                 );
+                let signed = decision.signature.as_ref();
+                let (key_id, signature) = (
+                    signed.map(|s| s.key_id.as_str()),
+                    signed.map(|s| s.signature.as_str()),
+                );
                 let changed = client
-                    .execute(sql, &[&id, &tenants, &approver, &state.as_str()])
+                    .execute(
+                        sql,
+                        &[
+                            &decision.id,
+                            &decision.tenants,
+                            &decision.approver,
+                            &state.as_str(),
+                            &decision.digest,
+                            &decision.policies,
+                            &decision.expires_ms,
+                            &key_id,
+                            &signature,
+                        ],
+                    )
                     .await?;
                 if changed == 0 {
                     return Ok((false, None));
                 }
                 let row = client
-                    .query_opt(concat!(approval_columns!(), "WHERE id = $1"), &[&id])
+                    .query_opt(concat!(approval_columns!(), "WHERE id = $1"), &[&decision.id])
                     .await?;
                 let decided = row.as_ref().map(approval);
                 if let (Some(decided), true) = (&decided, audit) {
-                    let event = Event::ApprovalDecided {
-                        id: id.clone(),
-                        key: decided.key.clone(),
-                        approver: approver.clone(),
-                        approved: approve,
-                    };
+                    let event = Event::decided(decided);
                     super::audit::append(client, &[(decided.key.tenant.clone(), event)]).await?;
                 }
                 Ok((true, decided))
@@ -311,18 +333,26 @@ impl Approvals {
 pub(super) async fn used(
     client: &Client,
     claim: &Claim,
-    approval: &str,
+    approval: &Granted,
 ) -> Result<bool, tokio_postgres::Error> {
     let key = &claim.key;
+    let signed = approval.signature.as_ref();
+    let (key_id, signature) = (
+        signed.map(|s| s.key_id.as_str()),
+        signed.map(|s| s.signature.as_str()),
+    );
     let row = client
         .query_one(
             USE,
             &[
-                &approval,
+                &approval.id,
                 &key.tenant,
                 &key.session,
                 &key.call_id,
                 &claim.digest,
+                &approval.expires_ms,
+                &key_id,
+                &signature,
             ],
         )
         .await?;
@@ -336,7 +366,7 @@ pub(super) async fn used(
     let again = client
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM brain_calls WHERE tenant = $1 AND session = $2 \
-             AND call_id = $3)",
+             AND call_id = $3 AND state <> 'not_sent')",
             &[&key.tenant, &key.session, &key.call_id],
         )
         .await?;
@@ -363,7 +393,8 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
         .await?;
     let journaled = client
         .query_opt(
-            "SELECT 1 FROM brain_calls WHERE tenant = $1 AND session = $2 AND call_id = $3",
+            "SELECT 1 FROM brain_calls WHERE tenant = $1 AND session = $2 AND call_id = $3 \
+             AND state <> 'not_sent'",
             &[&key.tenant, &key.session, &key.call_id],
         )
         .await?;
@@ -371,7 +402,8 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
         return Ok(Asked::Journaled);
     }
     let sql = concat!(
-        "SELECT id, state, decided_by FROM brain_approvals WHERE tenant = $1 AND session = $2 ",
+        "SELECT id, state, decided_by, expires, decision_key, signature FROM brain_approvals ",
+        "WHERE tenant = $1 AND session = $2 ",
         "AND call_id = $3 AND digest = $4 AND principal = $5 AND policies = $6 ",
         "AND state <> 'used' AND expires > ",
         now!(),
@@ -391,8 +423,14 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
         )
         .await?;
     if let Some(row) = found {
-        let (id, state, by): (String, &str, Option<String>) = (row.get(0), row.get(1), row.get(2));
-        return Ok(Asked::of(id, state, by));
+        let signature = DecisionSignature::from_columns(row.get(4), row.get(5));
+        return Ok(Asked::of(
+            row.get(0),
+            row.get(1),
+            row.get(2),
+            row.get(3),
+            signature,
+        ));
     }
     let id = new_id();
     let sql = concat!(

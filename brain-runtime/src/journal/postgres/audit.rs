@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
-use crate::journal::audit::{Event, genesis, link};
+use crate::journal::audit::{Event, PruneBound, genesis, link};
 use crate::journal::store::{AuditHead, AuditRecord, Checkpoint};
 
 /// The chain's tables.
@@ -233,10 +233,33 @@ pub(super) async fn prune(
             &[&retention_ms],
         )
         .await?;
+    let signed: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM brain_audit_checkpoints WHERE body::jsonb ->> 'v' = '2')",
+            &[],
+        )
+        .await?
+        .get(0);
+    let outlived = client
+        .query_opt(
+            concat!(
+                "SELECT id, body FROM brain_audit_checkpoints WHERE body::jsonb ->> 'v' = '2' ",
+                "AND (body::jsonb ->> 'at')::int8 + (body::jsonb ->> 'retention_ms')::int8 < ",
+                now!(),
+                " ORDER BY id DESC LIMIT 1"
+            ),
+            &[],
+        )
+        .await?
+        .map(|row| (row.get::<_, i64>(0), row.get::<_, String>(1)));
+    let bound = PruneBound::of(signed, outlived.as_ref().map(|(id, b)| (*id, b.as_str())));
     let mut deleted = 0;
     // In tenant order, each head locked by its `pruned_through` record (as every writer does).
     for row in through {
         let (tenant, seq): (String, i64) = (row.get(0), row.get(1));
+        let Some(seq) = bound.through(&tenant, seq) else {
+            continue;
+        };
         let hash: Option<String> = client
             .query_opt(
                 "SELECT hash FROM brain_audit WHERE tenant = $1 AND seq = $2",
@@ -259,15 +282,10 @@ pub(super) async fn prune(
             )
             .await?;
     }
-    client
-        .execute(
-            concat!(
-                "DELETE FROM brain_audit_checkpoints WHERE (body::jsonb ->> 'at')::int8 < ",
-                now!(),
-                " - $1 AND id < (SELECT max(id) FROM brain_audit_checkpoints)"
-            ),
-            &[&retention_ms],
-        )
-        .await?;
+    if let PruneBound::Through { id, .. } = bound {
+        client
+            .execute("DELETE FROM brain_audit_checkpoints WHERE id < $1", &[&id])
+            .await?;
+    }
     Ok(deleted)
 }

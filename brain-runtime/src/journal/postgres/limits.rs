@@ -16,7 +16,7 @@ use tokio_postgres::{Client, Statement};
 
 use super::sql::{CLAIM, describe_error};
 use crate::journal::audit::Event;
-use crate::journal::store::{Claim, Claimed, StoreError};
+use crate::journal::store::{Claim, Claimed, Granted, StoreError};
 use crate::limits::{BucketState, Charge, Limit, Usage, Verdict, decide};
 
 /// The limits' tables (schema version 5).
@@ -115,7 +115,7 @@ impl Limits {
         &self,
         claim: Option<Claim>,
         charge: Charge,
-        approval: Option<String>,
+        approval: Option<Granted>,
     ) -> Result<Claimed, StoreError> {
         let connection = Arc::clone(&self.connection);
         let url = self.url.clone();
@@ -130,7 +130,7 @@ impl Limits {
                 );
             }
             let c = slot.as_ref().expect("connected above");
-            let outcome = transaction(c, claim.as_ref(), &charge, approval.as_deref(), audit).await;
+            let outcome = transaction(c, claim.as_ref(), &charge, approval.as_ref(), audit).await;
             if outcome.is_err() {
                 // Whatever state it is in, it is not used again.
                 let _ = c.client.batch_execute("ROLLBACK").await;
@@ -187,7 +187,7 @@ async fn transaction(
     c: &Charging,
     claim: Option<&Claim>,
     charge: &Charge,
-    approval: Option<&str>,
+    approval: Option<&Granted>,
     audit: bool,
 ) -> Result<Claimed, String> {
     let pg = |error: tokio_postgres::Error| describe_error(&error);
@@ -281,7 +281,7 @@ async fn transaction(
     if let (Some(claim), true) = (claim, audit) {
         let event = Event::Claimed {
             claim: claim.clone(),
-            approval: approval.map(str::to_owned),
+            approval: approval.map(|granted| granted.id.clone()),
         };
         super::audit::append(&c.client, &[(claim.key.tenant.clone(), event)])
             .await

@@ -116,7 +116,7 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 Ok(())
             }
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(older @ 1..=7) => {
+            Some(older @ 1..=8) => {
                 if older == 1 {
                     client.batch_execute(MIGRATE_FROM_1).await?;
                 }
@@ -134,8 +134,14 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 }
                 if older < 7 {
                     client.batch_execute(super::approvals::SCHEMA).await?;
+                } else {
+                    client
+                        .batch_execute(super::approvals::SIGNATURE_COLUMNS)
+                        .await?;
                 }
-                client.batch_execute(super::audit::SCHEMA).await?;
+                if older < 8 {
+                    client.batch_execute(super::audit::SCHEMA).await?;
+                }
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])
                     .await?;

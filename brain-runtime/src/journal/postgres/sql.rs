@@ -34,8 +34,9 @@ macro_rules! columns {
 }
 
 /// 2: bytewise keys, no index on `created`; 3: `brain_grants`; 4: `brain_calls.task`; 5: the
-/// limits' tables; 6: `brain_drift`; 7: `brain_approvals`; 8: the audit chain's tables.
-pub(super) const SCHEMA_VERSION: i32 = 8;
+/// limits' tables; 6: `brain_drift`; 7: `brain_approvals`; 8: the audit chain's tables; 9: an
+/// approval's signature.
+pub(super) const SCHEMA_VERSION: i32 = 9;
 
 /// The schema, as a new database gets it. Keys compare bytewise (`COLLATE "C"`: no locale's
 /// rules on every index lookup). The table leaves a fifth of each page free, so that recording

@@ -5,7 +5,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::journal::audit::Event;
 use crate::journal::store::{
-    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id,
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Decision, DecisionSignature,
+    Granted, new_id,
 };
 use crate::journal::store::{Claim, Claimed, Key};
 use crate::limits::{Charge, Verdict};
@@ -30,10 +31,16 @@ CREATE TABLE brain_approvals (
     expires INTEGER NOT NULL,
     decided_by TEXT,
     decided INTEGER,
-    used INTEGER
+    used INTEGER,
+    decision_key TEXT,
+    signature TEXT
 ) WITHOUT ROWID;
 CREATE INDEX brain_approvals_call ON brain_approvals (tenant, session, call_id);
 ";
+
+/// From schema version 6: a key approver's signature over its decision (version 8).
+pub(super) const SIGNATURE_COLUMNS: &str = "ALTER TABLE brain_approvals ADD COLUMN decision_key \
+     TEXT; ALTER TABLE brain_approvals ADD COLUMN signature TEXT;";
 
 /// An approval's columns, in [`approval`]'s order (the arguments only while it is open).
 macro_rules! approval_columns {
@@ -44,6 +51,7 @@ macro_rules! approval_columns {
             now!(),
             " THEN arguments END, reason, state, created, expires, decided_by, decided, used, ",
             now!(),
+            ", decision_key, signature",
             " FROM brain_approvals "
         )
     };
@@ -71,11 +79,18 @@ fn approval(row: &Row<'_>) -> rusqlite::Result<Approval> {
         decided_ms: row.get(14)?,
         used_ms: row.get(15)?,
         now_ms: row.get(16)?,
+        signature: DecisionSignature::from_columns(row.get(17)?, row.get(18)?),
     })
 }
 
+
+/// Whether the journal has the call as sent (or ended after it was): a call id whose earlier
+/// call was never sent is decided again, approval included, as a new call is.
 fn journaled(c: &Connection, key: &Key) -> rusqlite::Result<bool> {
-    let sql = "SELECT 1 FROM brain_calls WHERE tenant = ?1 AND session = ?2 AND call_id = ?3";
+    let sql = concat!(
+        "SELECT 1 FROM brain_calls WHERE tenant = ?1 AND session = ?2 AND call_id = ?3 ",
+        "AND state <> 'not_sent'"
+    );
     Ok(c.prepare_cached(sql)?
         .query_row(params![key.tenant, key.session, key.call_id], |_| Ok(()))
         .optional()?
@@ -92,7 +107,8 @@ pub(super) fn ask(
         return Ok(Asked::Journaled);
     }
     let sql = concat!(
-        "SELECT id, state, decided_by FROM brain_approvals WHERE tenant = ?1 AND session = ?2 ",
+        "SELECT id, state, decided_by, expires, decision_key, signature FROM brain_approvals ",
+        "WHERE tenant = ?1 AND session = ?2 ",
         "AND call_id = ?3 AND digest = ?4 AND principal = ?5 AND policies = ?6 ",
         "AND state <> 'used' AND expires > ",
         now!(),
@@ -111,16 +127,18 @@ pub(super) fn ask(
                 request.policies
             ],
             |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, Option<String>>(2)?,
+                Ok(Asked::of(
+                    row.get(0)?,
+                    &row.get::<_, String>(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    DecisionSignature::from_columns(row.get(4)?, row.get(5)?),
                 ))
             },
         )
         .optional()?;
-    if let Some((id, state, by)) = found {
-        return Ok(Asked::of(id, &state, by));
+    if let Some(asked) = found {
+        return Ok(asked);
     }
     let id = new_id();
     let sql = concat!(
@@ -165,7 +183,7 @@ pub(super) fn claim(
     c: &Connection,
     claim: &Claim,
     charge: Option<&Charge>,
-    approval: &str,
+    granted: &Granted,
     audit: bool,
 ) -> rusqlite::Result<Claimed> {
     super::limits::savepoint(c, |c| {
@@ -174,15 +192,20 @@ pub(super) fn claim(
                 "UPDATE brain_approvals SET state = 'used', used = ",
                 now!(),
                 " WHERE id = ?1 AND tenant = ?2 AND session = ?3 AND call_id = ?4 ",
-                "AND digest = ?5 AND state = 'approved' AND expires > ",
+                "AND digest = ?5 AND state = 'approved' AND expires = ?6 ",
+                "AND decision_key IS ?7 AND signature IS ?8 AND expires > ",
                 now!()
             );
+            let signed = granted.signature.as_ref();
             let used = c.prepare_cached(sql)?.execute(params![
-                approval,
+                granted.id,
                 claim.key.tenant,
                 claim.key.session,
                 claim.key.call_id,
-                claim.digest
+                claim.digest,
+                granted.expires_ms,
+                signed.map(|s| &s.key_id),
+                signed.map(|s| &s.signature),
             ])?;
             if used == 0 {
                 return Ok((false, Claimed::Unapproved));
@@ -190,7 +213,7 @@ pub(super) fn claim(
         }
         let audit = Audit {
             on: audit,
-            approval: Some(approval),
+            approval: Some(&granted.id),
         };
         if !insert_claim(c, claim, audit)? {
             return Ok((false, Claimed::Taken));
@@ -225,46 +248,48 @@ pub(super) fn list(c: &Connection, filter: &ApprovalFilter) -> rusqlite::Result<
     rows.collect()
 }
 
-/// [`crate::journal::JournalStore::decide_approval`]; the decision audited.
+/// [`crate::journal::JournalStore::decide_approval`]; the decision audited, with its
+/// signature.
 pub(super) fn decide(
     c: &Connection,
-    id: &str,
-    tenants: &[String],
-    approver: &str,
-    approve: bool,
+    decision: &Decision,
     audit: bool,
 ) -> rusqlite::Result<Option<Approval>> {
     let sql = concat!(
         "UPDATE brain_approvals SET state = ?4, decided_by = ?3, decided = ",
         now!(),
-        ", arguments = NULL WHERE id = ?1 AND tenant IN (SELECT value FROM json_each(?2)) ",
-        "AND state = 'pending' AND expires > ",
+        ", arguments = NULL, decision_key = ?8, signature = ?9 WHERE id = ?1 ",
+        "AND tenant IN (SELECT value FROM json_each(?2)) AND state = 'pending' ",
+        "AND digest = ?5 AND policies = ?6 AND expires = ?7 AND expires > ",
         now!()
     );
-    let tenants = serde_json::to_string(tenants).unwrap_or_default();
-    let state = if approve {
+    let tenants = serde_json::to_string(&decision.tenants).unwrap_or_default();
+    let state = if decision.approved {
         ApprovalState::Approved
     } else {
         ApprovalState::Denied
     };
-    let changed = c
-        .prepare_cached(sql)?
-        .execute(params![id, tenants, approver, state.as_str()])?;
+    let signed = decision.signature.as_ref();
+    let changed = c.prepare_cached(sql)?.execute(params![
+        decision.id,
+        tenants,
+        decision.approver,
+        state.as_str(),
+        decision.digest,
+        decision.policies,
+        decision.expires_ms,
+        signed.map(|s| &s.key_id),
+        signed.map(|s| &s.signature),
+    ])?;
     if changed == 0 {
         return Ok(None);
     }
     let decided = c
         .prepare_cached(concat!(approval_columns!(), "WHERE id = ?1"))?
-        .query_row(params![id], approval)
+        .query_row(params![decision.id], approval)
         .optional()?;
     if let Some(decided) = decided.as_ref().filter(|_| audit) {
-        let event = Event::ApprovalDecided {
-            id: id.to_owned(),
-            key: decided.key.clone(),
-            approver: approver.to_owned(),
-            approved: approve,
-        };
-        super::audit::append(c, &decided.key.tenant, &event)?;
+        super::audit::append(c, &decided.key.tenant, &Event::decided(decided))?;
     }
     Ok(decided)
 }

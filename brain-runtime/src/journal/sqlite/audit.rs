@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::journal::audit::{Event, genesis, link};
+use crate::journal::audit::{Event, PruneBound, genesis, link};
 use crate::journal::store::{AuditHead, AuditRecord, Checkpoint, Denial};
 
 /// The chain's tables: records by (tenant, seq), each tenant's head, the checkpoints.
@@ -123,7 +123,9 @@ pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result
 }
 
 /// Prunes every chain's records appended more than `retention_ms` ago (each tenant's newest
-/// record is kept), leaving a `pruned_through` record; returns how many it deleted.
+/// record is kept) and, where checkpoints sign the chains, signed by the newest checkpoint
+/// older than the retention it states (which is kept: verification finds the pruned records
+/// there), leaving a `pruned_through` record; returns how many it deleted.
 pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> {
     let through = concat!(
         "SELECT a.tenant, max(a.seq) FROM brain_audit a WHERE a.at < ",
@@ -136,17 +138,32 @@ pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> 
         let rows = statement.query_map(params![retention_ms], |r| Ok((r.get(0)?, r.get(1)?)))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
+    let signed: bool = c
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM brain_audit_checkpoints WHERE json_extract(body, '$.v') = 2)",
+        )?
+        .query_row([], |r| r.get(0))?;
+    let outlived = concat!(
+        "SELECT id, body FROM brain_audit_checkpoints WHERE json_extract(body, '$.v') = 2 AND ",
+        "json_extract(body, '$.at') + json_extract(body, '$.retention_ms') < ",
+        now!(),
+        " ORDER BY id DESC LIMIT 1"
+    );
+    let outlived: Option<(i64, String)> = c
+        .prepare_cached(outlived)?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let bound = PruneBound::of(signed, outlived.as_ref().map(|(id, b)| (*id, b.as_str())));
     let mut deleted = 0;
     for (tenant, seq) in found {
-        deleted += prune_through(c, &tenant, seq)?;
+        if let Some(seq) = bound.through(&tenant, seq) {
+            deleted += prune_through(c, &tenant, seq)?;
+        }
     }
-    let checkpoints = concat!(
-        "DELETE FROM brain_audit_checkpoints WHERE json_extract(body, '$.at') < ",
-        now!(),
-        " - ?1 AND id < (SELECT max(id) FROM brain_audit_checkpoints)"
-    );
-    c.prepare_cached(checkpoints)?
-        .execute(params![retention_ms])?;
+    if let PruneBound::Through { id, .. } = bound {
+        c.prepare_cached("DELETE FROM brain_audit_checkpoints WHERE id < ?1")?
+            .execute(params![id])?;
+    }
     Ok(deleted)
 }
 

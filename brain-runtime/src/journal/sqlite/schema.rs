@@ -8,8 +8,9 @@ use crate::journal::store::{Drift, Key};
 use crate::state::Migration;
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
-/// limits' tables, 5 `brain_drift`, 6 `brain_approvals`, 7 the audit chain's tables).
-pub(super) const SCHEMA_VERSION: i64 = 7;
+/// limits' tables, 5 `brain_drift`, 6 `brain_approvals`, 7 the audit chain's tables, 8 an
+/// approval's signature).
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 /// Calls are rows in claim order (a rowid table: a claim appends to the last page, an outcome
 /// updates a recent, cached one), found by their key through a unique index.
@@ -84,7 +85,7 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
         connection.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = connection.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let checked = match version {
-            0..=6 => {
+            0..=7 => {
                 if version == 0 {
                     connection.execute_batch(SCHEMA)?;
                 } else if version < 3 {
@@ -101,8 +102,12 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                 }
                 if version < 6 {
                     connection.execute_batch(super::approvals::SCHEMA)?;
+                } else {
+                    connection.execute_batch(super::approvals::SIGNATURE_COLUMNS)?;
                 }
-                connection.execute_batch(super::audit::SCHEMA)?;
+                if version < 7 {
+                    connection.execute_batch(super::audit::SCHEMA)?;
+                }
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
             }

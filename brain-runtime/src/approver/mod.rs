@@ -1,13 +1,20 @@
-//! The approver's side of approvals: a person, known by a token whose SHA-256 the host config's
-//! `approvals` names, lists the calls held for its tenants and approves or denies them. A
-//! decision is recorded with the approver's name and the time, in the journal's store, where
-//! the held call's retry finds it. The token is never stored, logged or shown.
+//! The approver's side of approvals: a person, known by an Ed25519 key whose public half the
+//! host config's `approvals` names (or by a token whose SHA-256 it names), lists the calls held
+//! for its tenants and approves or denies them. A decision is recorded with the approver's
+//! name and the time, in the journal's store, where the held call's retry finds it; a key
+//! approver's decision is a statement it signs (`signed.rs`), which the claim checks before
+//! it uses it. Neither the token nor the private key is ever stored, logged or shown.
+
+mod signed;
 
 use brain_config::HostConfig;
 use brain_config::approvals::ApproverConfig;
 use sha2::{Digest, Sha256};
 
-use crate::journal::{Approval, ApprovalFilter, Journal, StoreError};
+use crate::journal::{Approval, ApprovalFilter, Decision, Journal, StoreError};
+
+pub use signed::{APPROVER_KEY_FILE_VAR, ApproverKey, ApproverKeys};
+pub(crate) use signed::Statement;
 
 /// Why an approver could not be made, or could not decide.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +32,12 @@ pub enum ApprovalError {
          to a token whose SHA-256 is an approver's `token_sha256`)"
     )]
     UnknownToken,
+    /// The private key is no approver's (its public key is none of `approvals.approvers`).
+    #[error(
+        "the approver key {0} matches no approver's `public_key` in the host config (set \
+         BRAIN_APPROVER_KEY_FILE to the private key whose public key an approver names)"
+    )]
+    UnknownKey(String),
     /// A tenant the approver does not decide for.
     #[error("approver {approver:?} does not decide for tenant {tenant:?}")]
     NotTheirTenant {
@@ -72,15 +85,15 @@ pub enum ApprovalError {
     Store(#[from] StoreError),
 }
 
-/// One approver, known by its token: lists and decides the calls held for approval in its
-/// tenants, on the journal's store the runtimes use.
+/// One approver, known by its key (each decision signed) or its token: lists and decides the
+/// calls held for approval in its tenants, on the journal's store the runtimes use.
 ///
 /// ```no_run
 /// # async fn run(config: &brain_config::HostConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// use brain_runtime::{Approver, journal::Journal};
 /// let journal = Journal::open("sqlite:/var/lib/brain/state.db").await?;
-/// let token = std::env::var("BRAIN_APPROVER_TOKEN")?;
-/// let approver = Approver::new(config, journal, &token)?;
+/// let key = brain_runtime::ApproverKey::from_env()?.ok_or("set BRAIN_APPROVER_KEY_FILE")?;
+/// let approver = Approver::with_key(config, journal, key)?;
 /// for held in approver.pending(None).await? {
 ///     println!("{} {} {:?}", held.id, held.binding, held.arguments);
 /// }
@@ -93,6 +106,8 @@ pub struct Approver {
     journal: Journal,
     /// Each binding's identity (what a call's digest hashes besides its arguments).
     identities: std::collections::HashMap<String, [u8; 32]>,
+    /// A key approver's key: each decision is signed with it.
+    key: Option<ApproverKey>,
 }
 
 impl std::fmt::Debug for Approver {
@@ -101,6 +116,7 @@ impl std::fmt::Debug for Approver {
             .field("name", &self.name)
             .field("tenants", &self.tenants)
             .field("journal", &self.journal)
+            .field("key", &self.key)
             .finish()
     }
 }
@@ -123,12 +139,43 @@ impl Approver {
         // Every approver compared in full: how long it takes says nothing of which matched.
         let mut found: Option<&ApproverConfig> = None;
         for approver in approvers {
-            if same(approver.token_sha256.as_bytes(), presented.as_bytes()) {
+            let hash = approver.token_sha256.as_deref().unwrap_or_default();
+            if same(hash.as_bytes(), presented.as_bytes()) {
                 found = Some(approver);
             }
         }
         let approver = found.ok_or(ApprovalError::UnknownToken)?;
-        Ok(Approver {
+        Ok(Approver::of(config, approver, journal, None))
+    }
+
+    /// The approver of `config` whose `public_key` is `key`'s, deciding on `journal`'s store:
+    /// each decision is a statement signed with `key`.
+    pub fn with_key(
+        config: &HostConfig,
+        journal: Journal,
+        key: ApproverKey,
+    ) -> Result<Approver, ApprovalError> {
+        let approvers = config
+            .approvals
+            .as_ref()
+            .map(|a| a.approvers.as_slice())
+            .filter(|a| !a.is_empty())
+            .ok_or(ApprovalError::NoApprovers)?;
+        let public = key.verifying_key();
+        let approver = approvers
+            .iter()
+            .find(|approver| matches!(approver.verifying_key(), Some(Ok(k)) if k == public))
+            .ok_or_else(|| ApprovalError::UnknownKey(key.id().to_owned()))?;
+        Ok(Approver::of(config, approver, journal, Some(key)))
+    }
+
+    fn of(
+        config: &HostConfig,
+        approver: &ApproverConfig,
+        journal: Journal,
+        key: Option<ApproverKey>,
+    ) -> Approver {
+        Approver {
             name: approver.name.clone(),
             tenants: approver.tenants.clone(),
             journal,
@@ -137,7 +184,8 @@ impl Approver {
                 .iter()
                 .map(|binding| (binding.name.clone(), crate::journal::identity(binding)))
                 .collect(),
-        })
+            key,
+        }
     }
 
     /// The approver's name, as decisions record it.
@@ -238,11 +286,27 @@ impl Approver {
                 binding: approval.binding,
             });
         }
-        let decided = self
-            .journal
-            .store()
-            .decide_approval(id, &self.tenants, &self.name, approve)
-            .await?;
+        // What the approver saw is what it decides, and with a key signs: the store records the
+        // decision only while the approval still says so.
+        let statement = Statement {
+            approval: &approval.id,
+            tenant: &approval.key.tenant,
+            digest: &approval.digest,
+            policies: &approval.policies,
+            approved: approve,
+            expires_ms: approval.expires_ms,
+        };
+        let decision = Decision {
+            id: approval.id.clone(),
+            tenants: self.tenants.clone(),
+            approver: self.name.clone(),
+            approved: approve,
+            digest: approval.digest.clone(),
+            policies: approval.policies.clone(),
+            expires_ms: approval.expires_ms,
+            signature: self.key.as_ref().map(|key| key.sign(&statement)),
+        };
+        let decided = self.journal.store().decide_approval(&decision).await?;
         decided.ok_or_else(|| ApprovalError::NotPending(id.to_owned()))
     }
 }
