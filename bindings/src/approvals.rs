@@ -11,8 +11,8 @@
 use std::io::BufRead;
 
 use brain_config::HostConfig;
-use brain_runtime::{Approver, ApproverKey};
 use brain_runtime::journal::{Approval, Journal};
+use brain_runtime::{Approver, ApproverKey};
 use serde_json::{Value, json};
 
 use crate::journal::timestamp;

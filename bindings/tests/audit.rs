@@ -434,19 +434,60 @@ fn guide_script() -> String {
     script[..script.find("```").unwrap()].to_owned()
 }
 
+/// `brain-harness audit export --format jsonl`, written to `dir/name`.
+async fn export(state: &State, config: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let args = ["--config", config, "audit", "export", "--format", "jsonl"];
+    let exported = harness(state, None, &args).await;
+    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
+    let file = dir.join(name);
+    std::fs::write(&file, &exported.stdout).unwrap();
+    file
+}
+
+/// The script exited 1, saying `why`.
+fn refused(output: &Output, why: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(stderr.contains(why), "expected {why:?} in {stderr}");
+}
+
+/// Prunes the state's chains as their retention would, in this process on the same store: a
+/// checkpoint signed with `private` stating a retention of 1 ms, outlived at once, lets the
+/// pruning take every record but each chain's newest.
+async fn prune(state: &State, private: &str, public: &str) {
+    use brain_runtime::audit::{AuditKey, AuditSettings, Keyring};
+    use brain_runtime::journal::{Durability, Journal};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let journal = match state {
+        State::Default(home) => {
+            Journal::sqlite(&home.path().join("brain/state.db"), Durability::Normal).unwrap()
+        }
+        State::Postgres(cluster) => Journal::postgres(&cluster.url).await.unwrap(),
+    };
+    let key = AuditKey::from_pem_file(Path::new(private)).unwrap();
+    let keys = Keyring::from_pem_files(&[public]).unwrap();
+    let signed = brain_runtime::audit::sign(journal.store(), &key, &keys, Duration::from_millis(1))
+        .await
+        .unwrap();
+    assert!(
+        signed.signed.is_some() && signed.refused.is_empty(),
+        "{signed:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let journal = journal.audit(AuditSettings {
+        retention: Duration::ZERO,
+        key: Some(Arc::new(key)),
+        ..AuditSettings::default()
+    });
+    journal.prune().await.unwrap();
+}
+
 async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
     let dir = tempfile::tempdir().unwrap();
     let (private, public) = keys(dir.path(), "audit");
     let (_server, config) = setup(dir.path(), &state, &private).await;
-    let exported = harness(
-        &state,
-        None,
-        &["--config", &config, "audit", "export", "--format", "jsonl"],
-    )
-    .await;
-    assert_eq!(exported.status.code(), Some(0), "{exported:?}");
-    let export = dir.path().join("audit.jsonl");
-    std::fs::write(&export, &exported.stdout).unwrap();
+    let exported = export(&state, &config, dir.path(), "audit.jsonl").await;
     let script = dir.path().join("verify_audit.py");
     std::fs::write(&script, guide_script()).unwrap();
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/interop/.venv/bin/python");
@@ -456,20 +497,56 @@ async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
             .output()
             .unwrap()
     };
-    let ok = offline(&export);
+    let ok = offline(&exported);
     assert!(ok.status.success(), "{ok:?}");
     assert!(
         String::from_utf8_lossy(&ok.stdout).contains("verified 16 records"),
         "{ok:?}"
     );
     // One byte flipped inside a record's bytes.
-    let text = String::from_utf8(exported.stdout).unwrap();
+    let text = std::fs::read_to_string(&exported).unwrap();
     let flipped = text.replacen("\\\"is_error\\\":false", "\\\"is_error\\\":fals3", 1);
     assert_ne!(flipped, text);
     let bad = dir.path().join("flipped.jsonl");
     std::fs::write(&bad, flipped).unwrap();
-    let failed = offline(&bad);
-    assert!(!failed.status.success(), "{failed:?}");
+    refused(&offline(&bad), "edited");
+
+    // An empty export proves nothing: refused, saying so.
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    refused(&offline(&empty), "the export is empty");
+
+    // The checkpoints deleted: records nothing signed are refused with the key.
+    client(&state, SAVE);
+    client(&state, "DELETE FROM brain_audit_checkpoints");
+    let unsigned = export(&state, &config, dir.path(), "unsigned.jsonl").await;
+    refused(&offline(&unsigned), "16 records and no checkpoint");
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("no checkpoint verifies"), "{text}");
+    client(&state, RESTORE);
+
+    // Pruned as the retention allows: a checkpoint stating a retention of a millisecond,
+    // outlived at once, then the pruning (which signs a checkpoint over its pruned_through
+    // records). Each chain keeps its newest record and a pruned_through naming the one before.
+    prune(&state, &private, &public).await;
+    let pruned = export(&state, &config, dir.path(), "pruned.jsonl").await;
+    let ok = offline(&pruned);
+    let said = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(said.contains("verified 4 records in 2 chains"), "{said}");
+    let (code, text) = verify(&state, &config, &public).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("verified 4 records in 2 chains"), "{text}");
+    // Without the outlived checkpoint, nothing explains the records gone: deleted, not pruned.
+    let lines = std::fs::read_to_string(&pruned).unwrap();
+    let outlived = lines
+        .lines()
+        .find(|line| line.contains("\\\"retention_ms\\\":1,"))
+        .expect("the checkpoint stating a millisecond");
+    let hidden = dir.path().join("hidden.jsonl");
+    std::fs::write(&hidden, lines.replace(&format!("{outlived}\n"), "")).unwrap();
+    refused(&offline(&hidden), "deleted, not pruned");
 
     // OCSF: API Activity events with the record embedded.
     let ocsf = harness(

@@ -133,7 +133,9 @@ impl Setup {
     /// `audit verify --public-key audit.pub ARGS…`: its exit code and what it printed.
     async fn verify(&self, state: &State, args: &[&str]) -> (i32, String) {
         let verify = ["audit", "verify", "--public-key", &self.audit.1];
-        let output = self.harness(state, &[], &[&verify[..], args].concat()).await;
+        let output = self
+            .harness(state, &[], &[&verify[..], args].concat())
+            .await;
         (output.status.code().unwrap_or(-1), text(&output))
     }
 }
@@ -165,10 +167,7 @@ async fn a_store_writer_cannot_approve_for_a_key_approver(state: State) {
     ));
     let refused = setup.call(&state, "local", "r1", "refund 900000").await;
     assert_eq!(refused["kind"], json!("approval_required"), "{refused}");
-    assert!(
-        refused.to_string().contains("is not signed"),
-        "{refused}"
-    );
+    assert!(refused.to_string().contains("is not signed"), "{refused}");
     assert_eq!(setup.calls(), 0, "a forged approval runs nothing");
 
     // The approver signs a small refund; its signature copied onto the large one is not the
@@ -198,9 +197,8 @@ async fn a_store_writer_cannot_approve_for_a_key_approver(state: State) {
     let replayed = setup.call(&state, "local", "r2", "refund 5").await;
     assert_eq!(replayed["is_error"], json!(false), "{replayed}");
     assert_eq!(setup.calls(), 1, "replayed, not run again");
-    let decided = state.sql(
-        "SELECT record FROM brain_audit WHERE record LIKE '%\"kind\":\"approval_approved\"%'",
-    );
+    let decided = state
+        .sql("SELECT record FROM brain_audit WHERE record LIKE '%\"kind\":\"approval_approved\"%'");
     assert!(
         decided.contains("\"signature\":") && decided.contains(&small),
         "the chain records the signed decision: {decided}"
@@ -278,7 +276,9 @@ async fn history_erased_behind_a_forged_prune_is_named(state: State) {
 
     erase_history(&state, "local");
     assert_eq!(
-        state.sql("SELECT count(*) FROM brain_audit WHERE tenant = 'local'").trim(),
+        state
+            .sql("SELECT count(*) FROM brain_audit WHERE tenant = 'local'")
+            .trim(),
         "2",
         "the newest record and the forged pruned_through"
     );
@@ -295,7 +295,11 @@ async fn history_erased_behind_a_forged_prune_is_named(state: State) {
     // signs it and refuses "local".
     let call = ["call", "--tenant", "other", "--call-id", "o1", "echo"];
     let ran = setup
-        .harness(&state, &[], &[&call[..], &[r#"{"message": "hi"}"#]].concat())
+        .harness(
+            &state,
+            &[],
+            &[&call[..], &[r#"{"message": "hi"}"#]].concat(),
+        )
         .await;
     assert_eq!(result(&ran)["is_error"], json!(false));
     let checkpoints = || {
@@ -310,7 +314,10 @@ async fn history_erased_behind_a_forged_prune_is_named(state: State) {
     let signed = setup.harness(&state, &audit_key, &["audit", "sign"]).await;
     let said = text(&signed);
     assert_eq!(signed.status.code(), Some(1), "{said}");
-    assert!(said.contains("refused: tenant \"local\", record 1"), "{said}");
+    assert!(
+        said.contains("refused: tenant \"local\", record 1"),
+        "{said}"
+    );
     assert_eq!(checkpoints(), before + 1, "the other chain signed: {said}");
     let newest = state.sql("SELECT body FROM brain_audit_checkpoints ORDER BY id DESC LIMIT 1");
     let newest: Value = serde_json::from_str(newest.trim()).unwrap();

@@ -77,7 +77,13 @@ pub(crate) fn read_keys(
     for (index, approver) in config.approvers.iter_mut().enumerate() {
         approver.public_key_source = approver.public_key.as_ref().and_then(|path| {
             let pointer = format!("/approvals/approvers/{index}/public_key");
-            crate::audit::read_key_file(path, dir, &pointer, crate::diagnostic::Rule::ApproverInvalid, errors)
+            crate::audit::read_key_file(
+                path,
+                dir,
+                &pointer,
+                crate::diagnostic::Rule::ApproverInvalid,
+                errors,
+            )
         });
     }
 }

@@ -124,7 +124,13 @@ pub(crate) fn read_keys(config: &mut AuditConfig, dir: &Path, errors: &mut Vec<D
     let mut sources = Vec::new();
     for (index, path) in config.public_keys.iter().enumerate() {
         let pointer = format!("/audit/public_keys/{index}");
-        sources.extend(read_key_file(path, dir, &pointer, Rule::AuditPublicKey, errors));
+        sources.extend(read_key_file(
+            path,
+            dir,
+            &pointer,
+            Rule::AuditPublicKey,
+            errors,
+        ));
     }
     config.public_key_sources = sources;
 }

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
+use crate::approver::{approval_ms, signed::ApproverKeys};
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
@@ -81,12 +82,10 @@ pub enum RuntimeError {
     /// never has such policies; one built in code, or whose policy texts were changed, may).
     #[error("{0}")]
     Policies(brain_config::Diagnostics),
-    /// The host config's `@approval` policies cannot be kept: no call journal, or approvals
-    /// that outlive the journal's retention.
+    /// The `@approval` policies cannot be kept: no journal, or approvals outlive its retention.
     #[error("{0}")]
     Approvals(String),
-    /// The host config's `audit.public_keys` hold a key that is not an Ed25519 public key (a
-    /// config loaded by brain-config never does).
+    /// The config's `audit.public_keys` hold a key that is not Ed25519's (never once loaded).
     #[error("the config's audit.public_keys: {0}")]
     Audit(crate::audit::KeyError),
     /// The HTTP client could not be built.
@@ -340,13 +339,12 @@ impl<'a> RuntimeBuilder<'a> {
                 })
             })?
             .map(Arc::new);
-        let approval_ms =
-            crate::approver::approval_ms(self.config, policies.as_deref(), journal.as_deref())
-                .map_err(RuntimeError::Approvals)?;
+        let approval_ms = approval_ms(self.config, policies.as_deref(), journal.as_deref())
+            .map_err(RuntimeError::Approvals)?;
         Ok(Runtime {
             inner: Arc::new(Inner {
                 approval_ms,
-                approvers: Arc::new(crate::approver::ApproverKeys::from_config(self.config)),
+                approvers: Arc::new(ApproverKeys::from_config(self.config)),
                 policies,
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
                 definitions: Mutex::default(),
@@ -517,7 +515,7 @@ pub(crate) struct Inner {
     /// runtime keeps a journal).
     pub(crate) approval_ms: Option<i64>,
     /// The approvers' keys, by tenant: what a held call's approval must be signed by.
-    pub(crate) approvers: Arc<crate::approver::ApproverKeys>,
+    pub(crate) approvers: Arc<ApproverKeys>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.

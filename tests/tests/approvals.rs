@@ -123,25 +123,21 @@ async fn store_rules(store: &dyn JournalStore) {
     assert_ne!(other, id);
     // A pending approval claims nothing.
     assert_eq!(
-        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
+        store
+            .claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     // Another tenant's approver decides nothing of it.
-    assert!(
-        decide(store, &id, &["other"], "x", true).await
-            .is_none()
-    );
-    let decided = decide(store, &id, &["local"], "ops", true).await
+    assert!(decide(store, &id, &["other"], "x", true).await.is_none());
+    let decided = decide(store, &id, &["local"], "ops", true)
+        .await
         .expect("decided");
     assert_eq!(decided.state, ApprovalState::Approved);
     assert_eq!(decided.decided_by.as_deref(), Some("ops"));
     assert_eq!(decided.arguments, None, "decided: the arguments are gone");
-    assert!(
-        decide(store, &id, &["local"], "ops", false).await
-            .is_none()
-    );
+    assert!(decide(store, &id, &["local"], "ops", false).await.is_none());
     assert_eq!(
         store
             .ask_approval(&request("c1", "d1", 60_000))
@@ -151,26 +147,30 @@ async fn store_rules(store: &dyn JournalStore) {
     );
     // Never for another key, nor another digest.
     assert_eq!(
-        store.claim_approved(&claim("c2", "d1", "o1"), None, &granted(store, &id).await)
+        store
+            .claim_approved(&claim("c2", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     assert_eq!(
-        store.claim_approved(&claim("c1", "d2", "o1"), None, &granted(store, &id).await)
+        store
+            .claim_approved(&claim("c1", "d2", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Unapproved
     );
     // Used once, by the claim of this very call.
     assert_eq!(
-        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
+        store
+            .claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Claimed
     );
     assert_eq!(
-        store.claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
+        store
+            .claim_approved(&claim("c1", "d1", "o1"), None, &granted(store, &id).await)
             .await
             .unwrap(),
         Claimed::Taken
@@ -214,7 +214,12 @@ async fn store_rules(store: &dyn JournalStore) {
     decide(store, &short, &["local"], "ops", true).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
-        store.claim_approved(&claim("c4", "d1", "o1"), None, &granted(store, &short).await)
+        store
+            .claim_approved(
+                &claim("c4", "d1", "o1"),
+                None,
+                &granted(store, &short).await
+            )
             .await
             .unwrap(),
         Claimed::Unapproved,

@@ -203,7 +203,10 @@ async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store)
     let signed = brain_runtime::audit::sign(journal.store(), key, &keys, short)
         .await
         .unwrap();
-    assert!(signed.signed.is_some() && signed.refused.is_empty(), "{signed:?}");
+    assert!(
+        signed.signed.is_some() && signed.refused.is_empty(),
+        "{signed:?}"
+    );
     tokio::time::sleep(Duration::from_millis(20)).await;
     audit_pruned.prune().await.unwrap();
     let left = kinds(&journal).await;
@@ -225,7 +228,10 @@ async fn a_runtime_audits_what_it_does_and_pruning_keeps_the_chain(store: Store)
     let signed = brain_runtime::audit::sign(journal.store(), key, &keys, settings.retention)
         .await
         .unwrap();
-    assert!(signed.signed.is_some() && signed.refused.is_empty(), "{signed:?}");
+    assert!(
+        signed.signed.is_some() && signed.refused.is_empty(),
+        "{signed:?}"
+    );
     assert!(verify(journal.store(), &options).await.unwrap().holds());
 }
 

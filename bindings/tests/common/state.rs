@@ -35,7 +35,14 @@ impl State {
                 .arg(sql)
                 .output(),
             State::Postgres(cluster) => Command::new("psql")
-                .args([cluster.url.as_str(), "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+                .args([
+                    cluster.url.as_str(),
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-At",
+                    "-c",
+                    sql,
+                ])
                 .output(),
         }
         .expect("the store's client runs");

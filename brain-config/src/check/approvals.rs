@@ -60,7 +60,14 @@ pub(super) fn approvals(
                 "give each approver a name of its own: decisions are recorded by name",
             ));
         }
-        credential(approver, &at, audit_keys.as_slice(), &mut tokens, &mut keys, out);
+        credential(
+            approver,
+            &at,
+            audit_keys.as_slice(),
+            &mut tokens,
+            &mut keys,
+            out,
+        );
         if approver.tenants.is_empty() {
             out.push(Diagnostic::new(
                 Rule::ApproverInvalid,
@@ -97,7 +104,12 @@ fn credential(
     out: &mut Vec<Diagnostic>,
 ) {
     let invalid = |field: &str, message: String, help: &str| {
-        Diagnostic::new(Rule::ApproverInvalid, format!("{at}/{field}"), message, help)
+        Diagnostic::new(
+            Rule::ApproverInvalid,
+            format!("{at}/{field}"),
+            message,
+            help,
+        )
     };
     match (&approver.token_sha256, &approver.public_key) {
         (Some(_), Some(_)) => out.push(invalid(

@@ -5,16 +5,16 @@
 //! approver's decision is a statement it signs (`signed.rs`), which the claim checks before
 //! it uses it. Neither the token nor the private key is ever stored, logged or shown.
 
-mod signed;
+pub(crate) mod signed;
 
 use brain_config::HostConfig;
 use brain_config::approvals::ApproverConfig;
 use sha2::{Digest, Sha256};
 
 use crate::journal::{Approval, ApprovalFilter, Decision, Journal, StoreError};
+use signed::Statement;
 
 pub use signed::{APPROVER_KEY_FILE_VAR, ApproverKey, ApproverKeys};
-pub(crate) use signed::Statement;
 
 /// Why an approver could not be made, or could not decide.
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,8 @@ use brain_config::HostConfig;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde_json::json;
 
-use crate::audit::KeyError;
-use crate::journal::DecisionSignature;
+use crate::audit::keys::{KeyError, key_id, signing_key};
+use crate::journal::store::DecisionSignature;
 
 /// The variable naming an approver's private key file (PKCS#8 PEM, as `openssl genpkey
 /// -algorithm ed25519` writes it).
@@ -39,15 +39,17 @@ impl std::fmt::Debug for ApproverKey {
 impl ApproverKey {
     /// The PKCS#8 PEM private key in `path`.
     pub fn from_pem_file(path: &Path) -> Result<ApproverKey, KeyError> {
-        let key = crate::audit::signing_key(path, "approver.pem")?;
-        let id = crate::audit::key_id(&key.verifying_key());
+        let key = signing_key(path, "approver.pem")?;
+        let id = key_id(&key.verifying_key());
         Ok(ApproverKey { key, id })
     }
 
     /// The key `BRAIN_APPROVER_KEY_FILE` names, when it is set.
     pub fn from_env() -> Result<Option<ApproverKey>, KeyError> {
         match std::env::var_os(APPROVER_KEY_FILE_VAR) {
-            Some(path) if !path.is_empty() => ApproverKey::from_pem_file(Path::new(&path)).map(Some),
+            Some(path) if !path.is_empty() => {
+                ApproverKey::from_pem_file(Path::new(&path)).map(Some)
+            }
             _ => Ok(None),
         }
     }
@@ -160,7 +162,7 @@ impl ApproverKeys {
                     keys.tokens.insert(tenant.clone());
                 }
                 if let Some(Ok(key)) = approver.verifying_key() {
-                    let id = crate::audit::key_id(&key);
+                    let id = key_id(&key);
                     keys.keys.entry(tenant.clone()).or_default().push((id, key));
                 }
             }
@@ -225,14 +227,17 @@ mod tests {
             id: String::new(),
         };
         let key = ApproverKey {
-            id: crate::audit::key_id(&key.verifying_key()),
+            id: key_id(&key.verifying_key()),
             ..key
         };
         let mut keys = ApproverKeys::default();
         keys.keys
             .insert("acme".into(), vec![(key.id.clone(), key.verifying_key())]);
         let signed = key.sign(&statement("apr_1", "sha256:a"));
-        assert_eq!(keys.check(&statement("apr_1", "sha256:a"), Some(&signed)), Ok(()));
+        assert_eq!(
+            keys.check(&statement("apr_1", "sha256:a"), Some(&signed)),
+            Ok(())
+        );
         // Another approval's, another call's, another tenant's, another decision's: never.
         assert_eq!(
             keys.check(&statement("apr_2", "sha256:a"), Some(&signed)),

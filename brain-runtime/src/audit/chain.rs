@@ -182,7 +182,10 @@ impl std::fmt::Display for Fault {
                  was approved in the store, not by an approver"
             ),
             Fault::DecisionUnsigned { approval, why } => {
-                write!(f, "the decision of approval {approval} does not stand: {why}")
+                write!(
+                    f,
+                    "the decision of approval {approval} does not stand: {why}"
+                )
             }
             Fault::AnchorMissing => write!(
                 f,
@@ -251,7 +254,7 @@ pub(crate) async fn walk(
     tenant: &str,
     from: i64,
     signed: &BTreeMap<i64, (String, i64)>,
-    approvers: Option<&crate::approver::ApproverKeys>,
+    approvers: Option<&crate::approver::signed::ApproverKeys>,
 ) -> Result<Walked, StoreError> {
     let mut walked = Walked::default();
     let fault = |seq: i64, fault: Fault| {
@@ -379,7 +382,7 @@ fn approval(
     tenant: &str,
     seq: i64,
     value: &Value,
-    approvers: Option<&crate::approver::ApproverKeys>,
+    approvers: Option<&crate::approver::signed::ApproverKeys>,
     pruned: bool,
     (asked, approved): (&mut BTreeSet<String>, &mut BTreeSet<String>),
 ) -> Option<Break> {
@@ -398,13 +401,13 @@ fn approval(
         }
         kind @ ("approval_approved" | "approval_denied") => {
             let signature = match (value["key_id"].as_str(), value["signature"].as_str()) {
-                (Some(key_id), Some(signature)) => Some(crate::journal::DecisionSignature {
+                (Some(key_id), Some(signature)) => Some(crate::journal::store::DecisionSignature {
                     key_id: key_id.to_owned(),
                     signature: signature.to_owned(),
                 }),
                 _ => None,
             };
-            let statement = crate::approver::Statement {
+            let statement = crate::approver::signed::Statement {
                 approval: id,
                 tenant,
                 digest: text("digest"),

@@ -8,11 +8,11 @@ use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::store::{Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id};
-use super::store::{Decision, Granted};
 use super::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
     StoreFuture,
 };
+use super::store::{Decision, Granted};
 
 /// How many entries a memory journal holds at most; finished ones are dropped, oldest first,
 /// to make room.

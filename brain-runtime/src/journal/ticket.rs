@@ -123,7 +123,7 @@ pub(crate) struct Hold {
     pub(crate) expires_ms: i64,
     /// The approvers' keys: an approval is used only when its decision is signed by one of
     /// its tenant's (or unsigned where a token approver decides).
-    pub(crate) approvers: Arc<crate::approver::ApproverKeys>,
+    pub(crate) approvers: Arc<crate::approver::signed::ApproverKeys>,
 }
 
 /// A call's entry in the journal.
@@ -209,7 +209,7 @@ impl Ticket {
             Asked::Journaled => Ok(()),
             Asked::Approved(granted) => {
                 // The statement rebuilt from this very call, never from the store's bytes.
-                let statement = crate::approver::Statement {
+                let statement = crate::approver::signed::Statement {
                     approval: &granted.id,
                     tenant: &self.key.tenant,
                     digest: &self.digest,
@@ -217,10 +217,7 @@ impl Ticket {
                     approved: true,
                     expires_ms: granted.expires_ms,
                 };
-                if let Err(why) = hold
-                    .approvers
-                    .check(&statement, granted.signature.as_ref())
-                {
+                if let Err(why) = hold.approvers.check(&statement, granted.signature.as_ref()) {
                     tracing::error!(
                         name: "approval.refused",
                         approval = %granted.id,

@@ -58,6 +58,10 @@ struct Args {
     /// Internal: an `@approval` policy holds every call, each approved before it is measured.
     #[arg(long, hide = true)]
     approved: bool,
+    /// Internal: with `--approved`, the approver is known by its key, and each decision is a
+    /// signed statement the claim checks.
+    #[arg(long, hide = true)]
+    approved_by_key: bool,
     /// Internal: the server's counts are at this URL (default: the `/stats` beside `--measure`).
     #[arg(long, hide = true)]
     stats: Option<String>,
@@ -99,12 +103,14 @@ enum Through {
     /// Journaled, each call held by an `@approval` policy and approved beforehand: the held
     /// call's approval looked up, and used in the claim's transaction.
     Approved,
+    /// The same, by a key approver: the decision's signature checked before the claim.
+    ApprovedByKey,
     /// Through `brain-harness serve` (itself journaling to SQLite), which runs under callgrind
     /// too: the facade's instructions (its `call_tool`) per call are a figure of their own.
     Serve,
 }
 
-const ROWS: [Row; 10] = [
+const ROWS: [Row; 11] = [
     Row {
         name: "2026-07-28, HTTP/1.1",
         tls: false,
@@ -158,6 +164,12 @@ const ROWS: [Row; 10] = [
         tls: false,
         revision: "2026-07-28",
         path: Through::Approved,
+    },
+    Row {
+        name: "2026-07-28, journaled (SQLite), approved by a key",
+        tls: false,
+        revision: "2026-07-28",
+        path: Through::ApprovedByKey,
     },
     Row {
         name: "2026-07-28, through serve",
@@ -364,7 +376,11 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     }
     if matches!(
         row.path,
-        Through::Journaled | Through::Audited | Through::Limited | Through::Approved
+        Through::Journaled
+            | Through::Audited
+            | Through::Limited
+            | Through::Approved
+            | Through::ApprovedByKey
     ) {
         command.arg("--journal").arg(dir.path());
     }
@@ -382,6 +398,9 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     }
     if row.path == Through::Approved {
         command.arg("--approved");
+    }
+    if row.path == Through::ApprovedByKey {
+        command.args(["--approved", "--approved-by-key"]);
     }
     let output = command.output().context("cannot run valgrind")?;
     if !output.status.success() {
@@ -515,7 +534,15 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     if args.policies {
         config = tests::policies::with_twenty(config, "echo");
     }
-    if args.approved {
+    // A key approver's key pair, in the journal's directory.
+    let approver_key = match (args.approved_by_key, &args.journal) {
+        (true, Some(dir)) => Some(tests::audit::openssl_key_pair(dir, "gate")),
+        _ => None,
+    };
+    if let Some((_, public)) = &approver_key {
+        let pem = std::fs::read_to_string(public)?;
+        config = tests::policies::held_for_key_approval(config, "echo", &pem);
+    } else if args.approved {
         config = tests::policies::held_for_approval(config, "echo");
     }
     let mut builder = Runtime::builder(&config);
@@ -556,8 +583,16 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     };
     if args.approved {
         let journal = journal.clone().context("--approved needs --journal")?;
-        let approver =
-            brain_runtime::Approver::new(&config, journal, tests::policies::APPROVER_TOKEN)?;
+        let approver = match &approver_key {
+            Some((private, _)) => brain_runtime::Approver::with_key(
+                &config,
+                journal,
+                brain_runtime::ApproverKey::from_pem_file(private)?,
+            )?,
+            None => {
+                brain_runtime::Approver::new(&config, journal, tests::policies::APPROVER_TOKEN)?
+            }
+        };
         tokio.block_on(approve_each(&runtime, &approver))?;
     }
     run_calls(&tokio, &runtime, WARM_UP, "warm")?;

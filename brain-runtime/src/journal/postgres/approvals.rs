@@ -43,8 +43,8 @@ CREATE INDEX brain_approvals_call ON brain_approvals (tenant, session, call_id);
 "#;
 
 /// From schema version 7: a key approver's signature over its decision (version 9).
-pub(super) const SIGNATURE_COLUMNS: &str = "ALTER TABLE brain_approvals ADD COLUMN decision_key \
-     TEXT; ALTER TABLE brain_approvals ADD COLUMN signature TEXT;";
+pub(super) const SIGNATURE_COLUMNS: &str = "ALTER TABLE brain_approvals ADD COLUMN IF NOT EXISTS \
+     decision_key TEXT; ALTER TABLE brain_approvals ADD COLUMN IF NOT EXISTS signature TEXT;";
 
 /// Uses approval `$1` of the call `$2, $3, $4` with digest `$5`, expiry `$6` and signature
 /// `$7, $8` unless the journal has the call as sent: (whether it has, how many approvals it
@@ -315,7 +315,10 @@ impl Approvals {
                     return Ok((false, None));
                 }
                 let row = client
-                    .query_opt(concat!(approval_columns!(), "WHERE id = $1"), &[&decision.id])
+                    .query_opt(
+                        concat!(approval_columns!(), "WHERE id = $1"),
+                        &[&decision.id],
+                    )
                     .await?;
                 let decided = row.as_ref().map(approval);
                 if let (Some(decided), true) = (&decided, audit) {

@@ -83,7 +83,6 @@ fn approval(row: &Row<'_>) -> rusqlite::Result<Approval> {
     })
 }
 
-
 /// Whether the journal has the call as sent (or ended after it was): a call id whose earlier
 /// call was never sent is decided again, approval included, as a new call is.
 fn journaled(c: &Connection, key: &Key) -> rusqlite::Result<bool> {

@@ -78,6 +78,18 @@ CREATE TABLE brain_drift (
 /// From version 2: the task a call's server created, while it runs.
 const TASKS_COLUMN: &str = "ALTER TABLE brain_calls ADD COLUMN task TEXT;";
 
+/// Whether `table` has the column `column`.
+fn has_column(connection: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut statement = connection.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = statement.query_map([], |row| row.get::<_, String>(1))?;
+    for name in names {
+        if name? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Creates the schema, or checks its version, inside one write transaction: several processes
 /// starting at once create it once.
 pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
@@ -102,7 +114,7 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                 }
                 if version < 6 {
                     connection.execute_batch(super::approvals::SCHEMA)?;
-                } else {
+                } else if !has_column(connection, "brain_approvals", "signature")? {
                     connection.execute_batch(super::approvals::SIGNATURE_COLUMNS)?;
                 }
                 if version < 7 {
