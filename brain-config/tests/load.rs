@@ -300,3 +300,87 @@ fn audit_public_keys_are_read_and_a_private_key_is_refused() {
     let secret = private.lines().nth(1).unwrap();
     assert!(!rendered.contains(secret), "{rendered}");
 }
+
+/// An approver's `public_key`: read when the config loads, compiled in with the config (its text
+/// never a field one may write); exactly one of `public_key` and `token_sha256`, no key shared
+/// with another approver or with the audit, never a private key (its text not repeated). A token
+/// approver is warned about: a store writer can forge its decisions.
+#[test]
+fn approver_keys_are_read_and_checked() {
+    use ed25519_dalek::pkcs8::{EncodePrivateKey, EncodePublicKey};
+    let dir = tempfile::tempdir().unwrap();
+    let pem = |seed: u8| {
+        ed25519_dalek::SigningKey::from_bytes(&[seed; 32])
+            .verifying_key()
+            .to_public_key_pem(Default::default())
+            .unwrap()
+    };
+    let private = ed25519_dalek::SigningKey::from_bytes(&[9; 32])
+        .to_pkcs8_pem(Default::default())
+        .unwrap();
+    std::fs::write(dir.path().join("ops.pub"), pem(1)).unwrap();
+    std::fs::write(dir.path().join("audit.pub"), pem(2)).unwrap();
+    std::fs::write(dir.path().join("ops.pem"), private.as_bytes()).unwrap();
+    let file = dir.path().join("host.json");
+    let token = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    let config = |approvers: Value| {
+        let text = serde_json::to_string(&json!({
+            "tools": [binding("docs_search")],
+            "approvals": {"approvers": approvers},
+            "audit": {"public_keys": ["audit.pub"]},
+        }))
+        .unwrap();
+        parse(text.as_bytes(), file.to_str().unwrap())
+    };
+
+    let loaded = config(json!([
+        {"name": "ops", "tenants": ["local"], "public_key": "ops.pub"},
+        {"name": "clerk", "tenants": ["local"], "token_sha256": token},
+    ]))
+    .unwrap();
+    let approvals = loaded.approvals.as_ref().unwrap();
+    let ops = &approvals.approvers[0];
+    assert_eq!(ops.public_key_source.as_ref().unwrap().text, pem(1));
+    assert!(matches!(ops.verifying_key(), Some(Ok(_))));
+    let warned = brain_config::approvals::warnings(approvals);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("\"clerk\"") && warned[0].contains("forge"));
+    let mut written = serde_json::to_value(&loaded).unwrap();
+    assert!(written["approvals"]["approvers"][0]["public_key_source"].is_object());
+    written["approvals"]["approvers"][0]["public_key_source"] = json!({"path": "x", "text": "y"});
+    let errors = parse(written.to_string().as_bytes(), file.to_str().unwrap()).unwrap_err();
+    assert_eq!(errors.errors[0].rule, Rule::UnknownField, "{errors}");
+
+    let errors = config(json!([
+        {"name": "ops", "tenants": ["local"], "public_key": "ops.pub"},
+        {"name": "both", "tenants": ["local"], "public_key": "ops.pub", "token_sha256": token},
+        {"name": "neither", "tenants": ["local"]},
+        {"name": "auditor", "tenants": ["local"], "public_key": "audit.pub"},
+        {"name": "twin", "tenants": ["local"], "public_key": "ops.pub"},
+        {"name": "secret", "tenants": ["local"], "public_key": "ops.pem"},
+        {"name": "outside", "tenants": ["local"], "public_key": "../ops.pub"},
+    ]))
+    .unwrap_err();
+    let found: Vec<(Rule, &str)> = errors
+        .errors
+        .iter()
+        .map(|d| (d.rule, d.pointer.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (Rule::ApproverInvalid, "/approvals/approvers/1/token_sha256"),
+            (Rule::ApproverInvalid, "/approvals/approvers/2/name"),
+            (Rule::ApproverInvalid, "/approvals/approvers/3/public_key"),
+            (Rule::ApproverInvalid, "/approvals/approvers/4/public_key"),
+            (Rule::ApproverInvalid, "/approvals/approvers/5/public_key"),
+            (Rule::ApproverInvalid, "/approvals/approvers/6/public_key"),
+        ],
+        "{errors}"
+    );
+    let rendered = errors.to_string();
+    assert!(rendered.contains("also one of `audit.public_keys`"), "{rendered}");
+    assert!(rendered.contains("shares its public key"), "{rendered}");
+    assert!(rendered.contains("this is a private key"), "{rendered}");
+    assert!(!rendered.contains(private.lines().nth(1).unwrap()), "{rendered}");
+}
