@@ -429,12 +429,12 @@ fn approval(
                 approved.insert(id.to_owned());
             }
         }
-        "claimed" if !id.is_empty() && !approved.contains(id) => {
-            if asked.contains(id) || !pruned {
-                return fault(Fault::Undecided {
-                    approval: id.to_owned(),
-                });
-            }
+        "claimed"
+            if !id.is_empty() && !approved.contains(id) && (asked.contains(id) || !pruned) =>
+        {
+            return fault(Fault::Undecided {
+                approval: id.to_owned(),
+            });
         }
         _ => {}
     }
