@@ -379,8 +379,14 @@ fn approver_keys_are_read_and_checked() {
         "{errors}"
     );
     let rendered = errors.to_string();
-    assert!(rendered.contains("also one of `audit.public_keys`"), "{rendered}");
+    assert!(
+        rendered.contains("also one of `audit.public_keys`"),
+        "{rendered}"
+    );
     assert!(rendered.contains("shares its public key"), "{rendered}");
     assert!(rendered.contains("this is a private key"), "{rendered}");
-    assert!(!rendered.contains(private.lines().nth(1).unwrap()), "{rendered}");
+    assert!(
+        !rendered.contains(private.lines().nth(1).unwrap()),
+        "{rendered}"
+    );
 }
