@@ -382,12 +382,12 @@ async fn a_journal_of_the_first_schema_is_migrated(backend: Backend) {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     client
         .batch_execute(
             "SELECT task FROM brain_calls; SELECT tat_us FROM brain_limit_buckets; \
              SELECT until_ms FROM brain_limit_slots; SELECT first_seen FROM brain_drift; \
-             SELECT used FROM brain_approvals; SELECT record FROM brain_audit",
+             SELECT used, signature FROM brain_approvals; SELECT record FROM brain_audit",
         )
         .await
         .unwrap();
