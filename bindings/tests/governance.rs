@@ -16,6 +16,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use tests::audit::{genesis, hex, link};
 use tests::server::{Faults, Stats, TestServer};
 
 mod common;
@@ -37,22 +38,6 @@ when { context.input.message like "refund*" && context.call.approval.granted == 
 
 /// The token of `clerk`, the token approver of the tenant "other".
 const CLERK_TOKEN: &str = "clerk-approver-token";
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The chain's link, as an attacker who read the guide computes it.
-fn link(previous: &str, record: &str) -> String {
-    let previous: Vec<u8> = (0..previous.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&previous[i..i + 2], 16).unwrap())
-        .collect();
-    let mut hash = Sha256::new();
-    hash.update(&previous);
-    hash.update(record.as_bytes());
-    hex(&hash.finalize())
-}
 
 fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
@@ -340,12 +325,7 @@ async fn a_rewrite_without_checkpoints_fails_verify_with_a_key(state: State) {
     }
     // The first outcome rewritten as an error, every hash after it recomputed.
     let rows = state.sql("SELECT seq, record FROM brain_audit WHERE tenant = 'local' ORDER BY seq");
-    let mut previous = {
-        let mut hash = Sha256::new();
-        hash.update(b"brain-audit-v1");
-        hash.update(b"local");
-        hex(&hash.finalize())
-    };
+    let mut previous = genesis("local");
     let mut sql = vec!["DELETE FROM brain_audit_checkpoints".to_owned()];
     for line in rows.lines() {
         let (seq, record) = line.split_once('|').unwrap();

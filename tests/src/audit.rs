@@ -23,3 +23,31 @@ pub fn openssl_key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     }
     (private, public)
 }
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A chain's link, as an attacker who read the guide computes it: the SHA-256 of the previous
+/// hash's 32 bytes and the record's bytes, hex.
+pub fn link(previous: &str, record: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let previous: Vec<u8> = (0..previous.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&previous[i..i + 2], 16).unwrap())
+        .collect();
+    let mut hash = Sha256::new();
+    hash.update(&previous);
+    hash.update(record.as_bytes());
+    hex(&hash.finalize())
+}
+
+/// `hash_0` of `tenant`'s chain: SHA-256("brain-audit-v1" ‖ tenant), hex.
+pub fn genesis(tenant: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(b"brain-audit-v1");
+    hash.update(tenant.as_bytes());
+    hex(&hash.finalize())
+}

@@ -129,12 +129,7 @@ impl Approver {
         journal: Journal,
         token: &str,
     ) -> Result<Approver, ApprovalError> {
-        let approvers = config
-            .approvals
-            .as_ref()
-            .map(|a| a.approvers.as_slice())
-            .filter(|a| !a.is_empty())
-            .ok_or(ApprovalError::NoApprovers)?;
+        let approvers = approvers(config)?;
         let presented = crate::state::hex(&Sha256::digest(token.trim().as_bytes()));
         // Every approver compared in full: how long it takes says nothing of which matched.
         let mut found: Option<&ApproverConfig> = None;
@@ -155,12 +150,7 @@ impl Approver {
         journal: Journal,
         key: ApproverKey,
     ) -> Result<Approver, ApprovalError> {
-        let approvers = config
-            .approvals
-            .as_ref()
-            .map(|a| a.approvers.as_slice())
-            .filter(|a| !a.is_empty())
-            .ok_or(ApprovalError::NoApprovers)?;
+        let approvers = approvers(config)?;
         let public = key.verifying_key();
         let approver = approvers
             .iter()
@@ -343,6 +333,16 @@ pub(crate) fn approval_ms(
         ));
     }
     Ok(Some(expires_ms))
+}
+
+/// The approvers `config` names, or [`ApprovalError::NoApprovers`].
+fn approvers(config: &HostConfig) -> Result<&[ApproverConfig], ApprovalError> {
+    config
+        .approvals
+        .as_ref()
+        .map(|a| a.approvers.as_slice())
+        .filter(|a| !a.is_empty())
+        .ok_or(ApprovalError::NoApprovers)
 }
 
 /// Whether `principal` (as Cedar writes it: `Brain::Tenant::"acme"`, `Brain::User::"iss|sub"
