@@ -6,7 +6,8 @@ use crate::source::Location;
 
 macro_rules! rules {
     ($($(#[$doc:meta])* $variant:ident = $id:literal,)*) => {
-        /// Every rule a host config can break. Each has a stable id, shown as `error[id]`.
+        /// Every rule a host config can break. Each has a stable id, shown as `error[id]` (or
+        /// `warning[id]`, [`Rule::is_warning`]).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
         pub enum Rule {
@@ -196,6 +197,18 @@ rules! {
     PolicyAnnotation = "policy-annotation",
     /// A policy test is malformed, or its decision is not the one it expects.
     PolicyTest = "policy-test",
+    /// A warning: a `forbid` names one binding's action, and another binding calls the same
+    /// upstream tool (the same server and tool there): the forbid does not stop that tool
+    /// called through the other binding.
+    PolicyLookAlike = "policy-look-alike",
+}
+
+impl Rule {
+    /// Whether the rule warns rather than refuses the config (`warning[id]`): the config loads,
+    /// and `cargo xtask check` shows it.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Rule::PolicyLookAlike)
+    }
 }
 
 impl fmt::Display for Rule {
@@ -204,7 +217,7 @@ impl fmt::Display for Rule {
     }
 }
 
-/// One error in a host config.
+/// One error in a host config (or a warning, when its rule is one: [`Rule::is_warning`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// The rule that was broken.
@@ -249,7 +262,12 @@ impl Diagnostic {
     /// ```
     pub fn render(&self, file: &str) -> String {
         let file = self.file.as_deref().unwrap_or(file);
-        let mut out = format!("error[{}]: {file}", self.rule);
+        let level = if self.rule.is_warning() {
+            "warning"
+        } else {
+            "error"
+        };
+        let mut out = format!("{level}[{}]: {file}", self.rule);
         if let Some(location) = self.location {
             out += &format!(":{location}");
         }

@@ -377,26 +377,16 @@ pub fn drift(pinned: &ToolBinding, live: Option<&Value>) -> Vec<String> {
     }
     // Every other field, by its pinned digest.
     if let Some(pin) = &pinned.pin {
-        let now = ToolPin::of(live);
-        if now.digest != pin.digest {
-            let names: std::collections::BTreeSet<&String> =
-                pin.fields.keys().chain(now.fields.keys()).collect();
-            for name in names
-                .into_iter()
-                .filter(|n| !READABLE.contains(&n.as_str()))
-            {
-                match (pin.fields.get(name), now.fields.get(name)) {
-                    (Some(was), Some(is)) if was != is => lines.push(format!(
-                        "{name}: changed (now {})",
-                        live_value(live.get(name.as_str()))
-                    )),
-                    (Some(_), None) => lines.push(format!("{name}: removed")),
-                    (None, Some(_)) => lines.push(format!(
-                        "{name}: added {}",
-                        live_value(live.get(name.as_str()))
-                    )),
-                    _ => {}
+        let changed = crate::pin::pinned_changes(pin, live);
+        let live_fields = live.as_object();
+        for name in changed.iter().filter(|n| !READABLE.contains(&n.as_str())) {
+            let is = live_fields.and_then(|fields| fields.get(name.as_str()));
+            match (pin.fields.contains_key(name), is) {
+                (true, Some(is)) => {
+                    lines.push(format!("{name}: changed (now {})", live_value(Some(is))))
                 }
+                (true, None) => lines.push(format!("{name}: removed")),
+                (false, is) => lines.push(format!("{name}: added {}", live_value(is))),
             }
         }
     }
@@ -434,12 +424,11 @@ pub fn likely_rename<'a>(
 ) -> Option<&'a str> {
     let pin = pinned.pin.as_ref()?;
     pin.fields.get("inputSchema")?;
-    let same = |tool: &ToolPin, field: &str| tool.fields.get(field) == pin.fields.get(field);
-    let candidates: Vec<(&Value, ToolPin)> = live
+    let candidates: Vec<(&Value, std::collections::BTreeSet<String>)> = live
         .iter()
         .filter(|tool| !bound.contains(&tool["name"].as_str().unwrap_or_default()))
-        .map(|tool| (tool, ToolPin::of(tool)))
-        .filter(|(_, now)| same(now, "inputSchema"))
+        .map(|tool| (tool, crate::pin::pinned_changes(pin, tool)))
+        .filter(|(_, changed)| !changed.contains("inputSchema"))
         .collect();
     let only = |found: Vec<&'a Value>| match found.as_slice() {
         [one] => one["name"].as_str(),
@@ -452,7 +441,7 @@ pub fn likely_rename<'a>(
     only(
         candidates
             .iter()
-            .filter(|(_, now)| same(now, "description"))
+            .filter(|(_, changed)| !changed.contains("description"))
             .map(|(tool, _)| *tool)
             .collect(),
     )
@@ -478,7 +467,7 @@ fn diff(pinned: &Value, live: &Value, pointer: &mut String, out: &mut Vec<String
                 }
             }
         }
-        (a, b) if a == b => {}
+        (a, b) if crate::pin::same(a, b) => {}
         (Value::Null, b) => out.push(format!("{}: added {b}", shown(pointer))),
         (a, Value::Null) => out.push(format!("{}: removed (was {a})", shown(pointer))),
         (a, b) => out.push(format!("{}: {a} → {b}", shown(pointer))),

@@ -475,7 +475,7 @@ pub enum Transport {
 }
 
 /// Digests of a tool object as a server listed it (SHA-256 of canonical JSON: keys sorted, no
-/// whitespace).
+/// whitespace, numbers by value — see [`ToolPin::of`], in `pin/digest.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPin {
@@ -485,94 +485,14 @@ pub struct ToolPin {
     pub fields: BTreeMap<String, String>,
 }
 
-impl ToolPin {
-    /// The pin of `tool`, a `tools/list` entry. Each field's canonical text is written once:
-    /// hashed for its own digest, and fed in its place into the whole tool's.
-    pub fn of(tool: &Value) -> ToolPin {
-        use sha2::{Digest, Sha256};
-        let Some(fields) = tool.as_object() else {
-            return ToolPin {
-                digest: digest(tool),
-                fields: BTreeMap::new(),
-            };
-        };
-        let mut names: Vec<&String> = fields.keys().collect();
-        names.sort();
-        let mut whole = Sha256::new();
-        let mut pinned = BTreeMap::new();
-        let mut text = Vec::new();
-        whole.update(b"{");
-        for (n, name) in names.into_iter().enumerate() {
-            text.clear();
-            canonical(&fields[name], &mut text);
-            if n > 0 {
-                whole.update(b",");
-            }
-            whole.update(json_string(name));
-            whole.update(b":");
-            whole.update(&text);
-            pinned.insert(name.clone(), hex(Sha256::digest(&text).as_slice()));
-        }
-        whole.update(b"}");
-        ToolPin {
-            digest: hex(whole.finalize().as_slice()),
-            fields: pinned,
-        }
-    }
-}
-
-/// `sha256:` and the hex SHA-256 of `value`'s canonical JSON (keys sorted at every level).
-fn digest(value: &Value) -> String {
-    use sha2::{Digest, Sha256};
-    let mut text = Vec::new();
-    canonical(value, &mut text);
-    hex(Sha256::digest(&text).as_slice())
-}
-
-/// Writes `value` as compact JSON with the keys of every object sorted (by their bytes), as
-/// `serde_json` writes it, without copying the tree.
-fn canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (n, key) in keys.into_iter().enumerate() {
-                if n > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&json_string(key));
-                out.push(b':');
-                canonical(&map[key], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (n, item) in items.iter().enumerate() {
-                if n > 0 {
-                    out.push(b',');
-                }
-                canonical(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => serde_json::to_writer(out, scalar).expect("JSON serializes"),
-    }
-}
-
-fn json_string(text: &str) -> Vec<u8> {
-    serde_json::to_vec(text).expect("a string serializes")
-}
-
 /// `sha256:` and the hex SHA-256 of `text`.
-fn sha256(text: &str) -> String {
+pub(crate) fn sha256(text: &str) -> String {
     use sha2::{Digest, Sha256};
     hex(Sha256::digest(text.as_bytes()).as_slice())
 }
 
 /// `sha256:` and the hex of `hash`.
-fn hex(hash: &[u8]) -> String {
+pub(crate) fn hex(hash: &[u8]) -> String {
     use std::fmt::Write;
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
@@ -667,57 +587,4 @@ fn default_timeout_seconds() -> u64 {
 
 fn default_max_output_bytes() -> u64 {
     DEFAULT_MAX_OUTPUT_BYTES
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::{Value, json};
-
-    use super::ToolPin;
-
-    /// The pins as they were first written: the tree copied with its keys sorted, serialized,
-    /// hashed. Pins committed by earlier discoveries must keep verifying.
-    fn reference(value: &Value) -> String {
-        fn sorted(value: &Value) -> Value {
-            match value {
-                Value::Object(map) => {
-                    let mut keys: Vec<&String> = map.keys().collect();
-                    keys.sort();
-                    Value::Object(
-                        (keys.into_iter())
-                            .map(|k| (k.clone(), sorted(&map[k])))
-                            .collect(),
-                    )
-                }
-                Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-                other => other.clone(),
-            }
-        }
-        super::sha256(&serde_json::to_string(&sorted(value)).unwrap())
-    }
-
-    #[test]
-    fn pins_are_the_digests_first_written() {
-        let tools = [
-            json!({"name": "echo", "description": "Echo \"quoted\"\n\u{1F600} é",
-                   "inputSchema": {"type": "object", "required": ["z", "a"],
-                                   "properties": {"z": {"type": "integer", "maximum": 1e300},
-                                                  "a": {"type": ["string", "null"], "default": -0.5},
-                                                  "É": {"enum": [true, false, null, 12345678901234567890u64]}}},
-                   "annotations": {"readOnlyHint": true}, "_meta": {}, "icons": []}),
-            json!({"zeta": 1, "Alpha": [{"b": 2, "a": [{"d": 4, "c": 3}]}], "\u{7f}": "\u{0}\t"}),
-            json!({}),
-        ];
-        for tool in &tools {
-            let pin = ToolPin::of(tool);
-            assert_eq!(pin.digest, reference(tool), "{tool}");
-            for (name, value) in tool.as_object().unwrap() {
-                assert_eq!(pin.fields[name], reference(value), "{name}");
-            }
-        }
-        assert_eq!(
-            ToolPin::of(&json!([1, {"b": 1, "a": 2}])).digest,
-            reference(&json!([1, {"b": 1, "a": 2}]))
-        );
-    }
 }

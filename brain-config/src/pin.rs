@@ -5,6 +5,12 @@
 //! A change to any pinned field refuses, but for the fields the model sees only as the pinned
 //! text (`description`, `title`, `icons`, `_meta`), which warn unless the binding says
 //! `"on_drift": "refuse"`. Nothing can let a schema change through.
+//!
+//! Numbers compare by value, as in JSON Schema: a schema that says `"minimum": 0` where the
+//! server lists `0.0` (or `1e2` for `100`) is the same schema; `0` against `1`, or against
+//! `"0"`, is a change.
+
+mod digest;
 
 use std::collections::BTreeSet;
 
@@ -63,18 +69,51 @@ fn refused(why: &str) -> PinCheck {
     }
 }
 
-/// The top-level fields whose digest differs from the pin's, added or removed included.
-fn pinned_changes(pin: &ToolPin, live: &Value) -> BTreeSet<String> {
+/// The top-level fields whose digest differs from the pin's, added or removed included
+/// (`discover --check` names the same).
+///
+/// Numbers by value ([`ToolPin::of`]); a pin written before numbers were compared by value
+/// also matches what it digested then ([`ToolPin::as_written`]), so that an upgrade refuses
+/// nothing it let through. Such a pin sees a server that now writes `0` where it wrote `0.0`
+/// as a change, until it is written again (`discover --write`).
+pub fn pinned_changes(pin: &ToolPin, live: &Value) -> BTreeSet<String> {
     let now = ToolPin::of(live);
     if now.digest == pin.digest {
         return BTreeSet::new();
     }
-    pin.fields
-        .keys()
-        .chain(now.fields.keys())
-        .filter(|name| pin.fields.get(*name) != now.fields.get(*name))
-        .cloned()
-        .collect()
+    let changed = |now: &ToolPin| -> BTreeSet<String> {
+        (pin.fields.keys().chain(now.fields.keys()))
+            .filter(|name| pin.fields.get(*name) != now.fields.get(*name))
+            .cloned()
+            .collect()
+    };
+    let by_value = changed(&now);
+    let written = ToolPin::as_written(live);
+    if written.digest == pin.digest {
+        return BTreeSet::new();
+    }
+    if written == now {
+        return by_value;
+    }
+    by_value.intersection(&changed(&written)).cloned().collect()
+}
+
+/// Whether two JSON values are the same: numbers by value, as JSON Schema compares them
+/// (`0` is `0.0`), objects whatever their keys' order; anything else as written.
+pub fn same(a: &Value, b: &Value) -> bool {
+    use digest::NumberValue;
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => NumberValue::of(a) == NumberValue::of(b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| same(a, b)))
+        }
+        (a, b) => a == b,
+    }
 }
 
 /// Without a pin: the fields a binding keeps readable, compared as `discover --check` does.
@@ -92,7 +131,10 @@ fn readable_changes(binding: &ToolBinding, live: &Value) -> BTreeSet<String> {
     ];
     fields
         .into_iter()
-        .filter(|(name, pinned)| pinned.as_ref() != live.get(*name))
+        .filter(|(name, pinned)| match (pinned, live.get(*name)) {
+            (Some(pinned), Some(live)) => !same(pinned, live),
+            (pinned, live) => pinned.is_some() || live.is_some(),
+        })
         .map(|(name, _)| name.to_owned())
         .collect()
 }
@@ -174,5 +216,102 @@ mod tests {
             check(&binding(true), &[&live], false).refused,
             ["execution"]
         );
+    }
+
+    /// JSON text as `serde_json` reads it (`1e2` is the `f64` 100, `100` the integer).
+    fn read(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// A tool whose schema has numbers where JSON Schema reads them: a default, an enum, a
+    /// const, a minimum, nested.
+    fn numbered(numbers: [&str; 5]) -> Value {
+        let [default, hundred, fraction, minimum, zero] = numbers;
+        read(&format!(
+            r#"{{"name": "refund", "description": "Refund an order.",
+            "inputSchema": {{"type": "object", "properties": {{
+                "amount": {{"type": "number", "default": {default}, "minimum": {minimum},
+                            "enum": [{hundred}, {fraction}, [{zero}]]}},
+                "rate": {{"type": "object", "properties": {{"x": {{"const": {{"at": {zero}}}}}}}}}
+            }}}},
+            "annotations": {{"destructiveHint": false}}}}"#
+        ))
+    }
+
+    fn pinned_binding(tool: &Value, pin: Option<ToolPin>) -> ToolBinding {
+        let mut binding: ToolBinding = serde_json::from_value(json!({"name": "refund",
+            "description": "Refund an order.", "input_schema": tool["inputSchema"],
+            "annotations": tool["annotations"], "url": "http://127.0.0.1:9/mcp",
+            "mcp_tool": "refund", "tenants": ["acme"]}))
+        .unwrap();
+        binding.pin = pin;
+        binding
+    }
+
+    /// Numbers compare by value, as JSON Schema compares them: `0` is `0.0`, `-0` and `0e3`,
+    /// `1e2` is `100`, `1.5` is `1.50`, wherever the schema has them; the pin, the readable
+    /// fields (no pin) and `discover --check` agree. A real difference still refuses.
+    #[test]
+    fn numbers_compare_by_value_and_only_a_real_difference_refuses() {
+        let pinned = numbered(["0", "100", "1.5", "-1", "0"]);
+        let binding = pinned_binding(&pinned, Some(ToolPin::of(&pinned)));
+        let readable = pinned_binding(&pinned, None);
+        let alike = [
+            ["0.0", "1e2", "1.50", "-1.0", "-0"],
+            ["-0.0", "100.0", "15e-1", "-1e0", "0e3"],
+            ["0E+0", "1.00E2", "0.15e1", "-10e-1", "0.000"],
+        ];
+        for numbers in alike {
+            let live = numbered(numbers);
+            assert_eq!(ToolPin::of(&live), ToolPin::of(&pinned), "{numbers:?}");
+            assert!(same(&live, &pinned), "{numbers:?}");
+            for binding in [&binding, &readable] {
+                let seen = check(binding, &[&live], true);
+                assert!(seen.unchanged(), "{numbers:?}: {seen:?}");
+            }
+            assert!(crate::discovery::drift(&binding, Some(&live)).is_empty());
+        }
+        let different = [
+            ["1", "100", "1.5", "-1", "0"],
+            ["\"0\"", "100", "1.5", "-1", "0"],
+            ["0", "100.5", "1.5", "-1", "0"],
+            ["0", "100", "1.25", "-1", "0"],
+            ["0", "100", "1.5", "1", "0"],
+            ["0", "100", "1.5", "-1", "null"],
+            ["0", "100", "1.5", "-1", "false"],
+            ["0", "100", "1.5", "-1", "0.1"],
+        ];
+        for numbers in different {
+            let live = numbered(numbers);
+            assert!(!same(&live, &pinned), "{numbers:?}");
+            for binding in [&binding, &readable] {
+                let seen = check(binding, &[&live], false);
+                assert_eq!(seen.refused, ["inputSchema"], "{numbers:?}");
+            }
+            assert!(!crate::discovery::drift(&binding, Some(&live)).is_empty());
+        }
+    }
+
+    /// A pin written before numbers compared by value (its `0.0` hashed as `0.0`) still
+    /// verifies the listing it was written from, and one that writes `0.0` anywhere else the
+    /// same; a real change still refuses.
+    #[test]
+    fn a_pin_written_before_numbers_compared_by_value_still_verifies() {
+        let floats = numbered(["0.0", "100.0", "1.5", "-1.0", "0.0"]);
+        let old = ToolPin::as_written(&floats);
+        assert_ne!(old, ToolPin::of(&floats), "the two forms differ here");
+        let binding = pinned_binding(&floats, Some(old));
+        assert!(check(&binding, &[&floats], true).unchanged());
+        let mut described = floats.clone();
+        described["description"] = json!("Refund.");
+        assert_eq!(
+            check(&binding, &[&described], true).refused,
+            ["description"]
+        );
+        let changed = numbered(["1.0", "100.0", "1.5", "-1.0", "0.0"]);
+        assert_eq!(check(&binding, &[&changed], true).refused, ["inputSchema"]);
+        // Without integral floats, both forms are one: every pin written before still holds.
+        let integers = numbered(["0", "100", "1.5", "-1", "0"]);
+        assert_eq!(ToolPin::as_written(&integers), ToolPin::of(&integers));
     }
 }

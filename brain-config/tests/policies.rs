@@ -1,6 +1,7 @@
 //! Policies: every diagnostic on a fixture (`tests/fixtures/policies/<case>/`, its `policies`
-//! section in `policies.json`, the shared bindings in `tools.json`), pinned in
-//! `tests/snapshots/policies/<case>.txt`; and the decisions of the valid fixture.
+//! section in `policies.json`, the shared bindings in `tools.json` and the case's own, if any,
+//! in `<case>/tools.json`), pinned in `tests/snapshots/policies/<case>.txt`: an invalid case's
+//! errors, a `warn-*` case's warnings (it loads); and the decisions of the valid fixture.
 //!
 //! Update the snapshots with `EXPECTORATE=overwrite cargo test -p brain-config --test policies`.
 
@@ -17,8 +18,15 @@ fn load(case: &str) -> Result<brain_config::HostConfig, brain_config::Diagnostic
         serde_json::from_str(&std::fs::read_to_string(format!("{FIXTURES}/{file}")).unwrap())
             .unwrap()
     };
-    let config =
-        json!({"policies": read(&format!("{case}/policies.json")), "tools": read("tools.json")});
+    let mut tools = read("tools.json");
+    if Path::new(FIXTURES).join(case).join("tools.json").exists() {
+        let own = read(&format!("{case}/tools.json"));
+        tools
+            .as_array_mut()
+            .unwrap()
+            .extend(own.as_array().unwrap().clone());
+    }
+    let config = json!({"policies": read(&format!("{case}/policies.json")), "tools": tools});
     brain_config::parse(
         serde_json::to_string_pretty(&config).unwrap().as_bytes(),
         &format!("{FIXTURES}/{case}/host.json"),
@@ -30,7 +38,7 @@ fn every_invalid_case_is_pinned() {
     let mut cases: Vec<String> = std::fs::read_dir(FIXTURES)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|name| name != "valid" && !name.ends_with(".json"))
+        .filter(|name| name != "valid" && !name.ends_with(".json") && !name.starts_with("warn-"))
         .collect();
     cases.sort();
     assert!(cases.len() >= 12, "{cases:?}");
@@ -39,6 +47,38 @@ fn every_invalid_case_is_pinned() {
         let snapshot = Path::new("tests/snapshots/policies").join(format!("{case}.txt"));
         expectorate::assert_contents(snapshot, &format!("{errors}\n"));
     }
+}
+
+/// A `warn-*` case loads, and its warnings (`warning[id]`, rendered as `cargo xtask check`
+/// prints them) are pinned; the valid fixture warns of nothing.
+#[test]
+fn every_warned_case_is_pinned() {
+    let mut cases: Vec<String> = std::fs::read_dir(FIXTURES)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("warn-"))
+        .collect();
+    cases.sort();
+    assert!(!cases.is_empty());
+    for case in cases {
+        let config = load(&case).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let dir = Path::new(FIXTURES).join(&case);
+        let policies = Policies::compile_in(&config, &dir).unwrap().unwrap();
+        let file = format!("{FIXTURES}/{case}/host.json");
+        let warnings: String = policies
+            .warnings()
+            .iter()
+            .map(|w| w.render(&file))
+            .collect();
+        assert!(!warnings.is_empty(), "{case} warns of nothing");
+        assert!(
+            policies.warnings().iter().all(|w| w.rule.is_warning()),
+            "{case}"
+        );
+        let snapshot = Path::new("tests/snapshots/policies").join(format!("{case}.txt"));
+        expectorate::assert_contents(snapshot, &warnings);
+    }
+    assert!(valid().warnings().is_empty());
 }
 
 fn valid() -> Policies {
@@ -193,4 +233,67 @@ fn the_schema_is_written_for_editors() {
     assert!(schema.contains("namespace Brain"), "{schema}");
     assert!(schema.contains("refund_currency"), "{schema}");
     assert!(schema.contains("\"tool:drop-table\""), "{schema}");
+}
+
+/// Policies compiled from `text`, over one `refund` binding (`amount` an integer, `order` a
+/// string, no `minimum`).
+fn refund_policies(text: &str) -> Policies {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.cedar"), text).unwrap();
+    let config = json!({"policies": {"files": ["p.cedar"]}, "tools": [{"name": "refund",
+        "description": "Refund an order.", "url": "https://pay.example.com/mcp",
+        "mcp_tool": "refund", "tenants": ["acme"], "input_schema": {"type": "object",
+        "required": ["order", "amount"], "properties": {"order": {"type": "string"},
+        "amount": {"type": "integer"}}}}]});
+    std::fs::write(dir.path().join("host.json"), config.to_string()).unwrap();
+    let config = brain_config::load_file(&dir.path().join("host.json")).unwrap();
+    Policies::compile(&config).unwrap().unwrap()
+}
+
+/// What the policies guide says of ranges and `like`: a range with one end permits every
+/// negative amount, both ends do not; `like` folds no case and normalises nothing.
+#[test]
+fn ranges_need_both_ends_and_like_is_case_and_code_point_exact() {
+    let acme = Principal::Tenant("acme".into());
+    let allowed = |policies: &Policies, order: &str, amount: i64| {
+        decide(
+            policies,
+            &acme,
+            "refund",
+            json!({"order": order, "amount": amount}),
+        ) == Decision::Allow
+    };
+    let permit = |condition: &str| {
+        format!(
+            "@id(\"refunds\")\npermit (principal, action == Brain::Action::\"tool:refund\", \
+             resource)\nwhen {{ {condition} }};\n"
+        )
+    };
+    let one_end = refund_policies(&permit("context.input.amount <= 100"));
+    assert!(allowed(&one_end, "o", 40) && allowed(&one_end, "o", -5000));
+    let both = refund_policies(&permit(
+        "context.input.amount > 0 && context.input.amount <= 100",
+    ));
+    assert!(allowed(&both, "o", 40));
+    assert!(!allowed(&both, "o", -5000) && !allowed(&both, "o", 0) && !allowed(&both, "o", 101));
+
+    let forbids = refund_policies(&format!(
+        "{}\n@id(\"blocked\")\nforbid (principal, action == Brain::Action::\"tool:refund\", \
+         resource)\nwhen {{ context.input.order like \"blocked-*\" || context.input.order like \
+         \"caf\u{e9}-*\" }};\n",
+        permit("true")
+    ));
+    for forbidden in ["blocked-1", "caf\u{e9}-1"] {
+        assert!(!allowed(&forbids, forbidden, 1), "{forbidden}");
+    }
+    // Another case, a full-width letter, `é` as `e` and a combining accent: not matched.
+    for through in [
+        "BLOCKED-1",
+        "Blocked-1",
+        "\u{ff42}locked-1",
+        "cafe\u{301}-1",
+        "CAF\u{c9}-1",
+    ] {
+        assert!(allowed(&forbids, through, 1), "{through}");
+    }
 }

@@ -39,6 +39,10 @@ const NO_FIXTURE: &[(Rule, &str)] = &[
         Rule::ApprovalWithoutApprover,
         "policies::every_invalid_case_is_pinned (approval-without-approver)",
     ),
+    (
+        Rule::PolicyLookAlike,
+        "policies::every_warned_case_is_pinned (warn-look-alike-forbid): a warning, the config loads",
+    ),
 ];
 
 fn fixtures() -> PathBuf {

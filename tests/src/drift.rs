@@ -31,6 +31,13 @@ pub enum Change {
     LastPage,
     /// Not a change: `tools/list` answers with an error (no listing can be taken).
     Unlisted,
+    /// Not a change either: `huge`'s `minimum` listed as `0.0` where it was `0` (the same
+    /// number, in JSON and in JSON Schema).
+    Renumbered,
+    /// `huge`'s `minimum` raised from `0` to `1` (a number that differs).
+    Raised,
+    /// `huge`'s `minimum` listed as the string `"0"` where it was the number `0`.
+    Quoted,
 }
 
 impl Change {
@@ -46,6 +53,10 @@ impl Change {
         Change::LastPage,
     ];
 
+    /// The numbers of `huge`'s schema written otherwise ([`Change::Renumbered`], the same
+    /// tool) or changed ([`Change::Raised`], [`Change::Quoted`]): not in [`Change::ALL`].
+    pub const NUMBERS: &'static [Change] = &[Change::Renumbered, Change::Raised, Change::Quoted];
+
     /// The change's name (`POST /drift`'s body, the drift file's content).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -58,6 +69,9 @@ impl Change {
             Change::Described => "described",
             Change::LastPage => "last_page",
             Change::Unlisted => "unlisted",
+            Change::Renumbered => "renumbered",
+            Change::Raised => "raised",
+            Change::Quoted => "quoted",
         }
     }
 
@@ -67,13 +81,17 @@ impl Change {
         if name == Change::Unlisted.as_str() {
             return Some(Change::Unlisted);
         }
-        Change::ALL.iter().copied().find(|c| c.as_str() == name)
+        (Change::ALL.iter().chain(Change::NUMBERS))
+            .copied()
+            .find(|c| c.as_str() == name)
     }
 
     /// The binding whose calls the change concerns, and arguments valid under its pin.
     pub fn target(self) -> (&'static str, Value) {
         match self {
-            Change::Widened => ("huge", json!({"bytes": 3})),
+            Change::Widened | Change::Renumbered | Change::Raised | Change::Quoted => {
+                ("huge", json!({"bytes": 3}))
+            }
             Change::LastPage => ("routed", json!({"region": "eu"})),
             _ => ("echo", json!({"message": "hi"})),
         }
@@ -81,13 +99,18 @@ impl Change {
 
     /// Whether the change refuses calls by default (only a text change warns).
     pub fn refuses(self) -> bool {
-        self != Change::Described
+        !matches!(self, Change::Described | Change::Renumbered)
     }
 
     /// What a refusal says: the field it names, or the tool's absence or duplicate.
     pub fn field(self) -> &'static str {
         match self {
-            Change::Required | Change::Widened | Change::LastPage => "inputSchema",
+            Change::Required
+            | Change::Widened
+            | Change::LastPage
+            | Change::Renumbered
+            | Change::Raised
+            | Change::Quoted => "inputSchema",
             Change::Destructive => "annotations",
             Change::Replaced => "inputSchema",
             Change::Removed => "no longer lists",
@@ -140,6 +163,15 @@ impl Change {
             }
             Change::Described => {
                 listed[echo]["description"] = json!("Echo a message back, and keep a copy.");
+            }
+            Change::Renumbered | Change::Raised | Change::Quoted => {
+                let huge = position(&listed, "huge");
+                let minimum = match self {
+                    Change::Renumbered => json!(0.0),
+                    Change::Raised => json!(1),
+                    _ => json!("0"),
+                };
+                listed[huge]["inputSchema"]["properties"]["bytes"]["minimum"] = minimum;
             }
             Change::LastPage => {
                 let routed = position(&listed, "routed");

@@ -132,6 +132,40 @@ async fn every_change_over_http_is_refused_before_the_send_at_both_eras() {
     }
 }
 
+/// Numbers compare by value, as in JSON Schema: the server lists `huge`'s `minimum` as `0.0`
+/// where the binding has `0` (pinned, and without a pin) and the calls run, counted at the
+/// server; `1`, or the string `"0"`, for `0` is a change: refused `pin_drift`, not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_written_otherwise_runs_and_a_number_changed_refuses() {
+    for pinned in [true, false] {
+        let server = TestServer::start(Faults::default()).await.unwrap();
+        let runtime = pinned_runtime(&server.url, Some("huge"), |binding| {
+            if !pinned {
+                binding.as_object_mut().unwrap().remove("pin");
+            }
+        });
+        let mut sent = 0;
+        for (n, &change) in [
+            Change::Renumbered,
+            Change::Raised,
+            Change::Quoted,
+            Change::Renumbered,
+        ]
+        .iter()
+        .enumerate()
+        {
+            let what = format!("{} (pinned: {pinned})", change.as_str());
+            *server.stats.drift.lock().unwrap() = Some(change);
+            tokio::time::sleep(TTL * 2).await;
+            let result = call(&runtime, &format!("n{n}"), change.target()).await;
+            assert_verdict(change, &result, &what);
+            sent += usize::from(!change.refuses());
+            assert_eq!(Stats::get(&server.stats.calls), sent, "{what}: {result:?}");
+        }
+        assert_eq!(sent, 2);
+    }
+}
+
 /// A listing kept for no time (`ttlMs: 0`): every call is verified by a listing sent after it
 /// arrived — a change is refused by the very next call — and calls that wait together share
 /// one: 32 concurrent calls are not 32 listings, one after the other.

@@ -5,11 +5,21 @@ use std::process::ExitCode;
 
 use brain_config::{BindingKind, ConfigError, HostConfig};
 
-/// Checks the config at `path`: diagnostics on stderr and exit 1, or a one-line summary and exit 0.
+/// Checks the config at `path`: diagnostics on stderr and exit 1, or a one-line summary and exit 0
+/// (with the warnings, rendered as the errors are, on stderr first).
 pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     match brain_config::load_file(path) {
         Ok(config) => {
-            println!("ok: {}: {}", path.display(), summary(&config));
+            let warnings = warnings(&config, path);
+            for warning in &warnings {
+                eprint!("{}", warning.render(&path.display().to_string()));
+            }
+            let warned = match warnings.len() {
+                0 => String::new(),
+                1 => ", 1 warning".to_owned(),
+                n => format!(", {n} warnings"),
+            };
+            println!("ok: {}: {}{warned}", path.display(), summary(&config));
             for (api, note) in brain_config::model_api::strictness_notes(&config) {
                 println!("note: {api}: {note}");
             }
@@ -27,6 +37,15 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// The warnings of a config that loaded: its policies' (`policy-look-alike`).
+fn warnings(config: &HostConfig, path: &Path) -> Vec<brain_config::Diagnostic> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    match brain_config::policy::Policies::compile_in(config, dir) {
+        Ok(Some(policies)) => policies.warnings().to_vec(),
+        _ => Vec::new(),
     }
 }
 

@@ -128,3 +128,49 @@ fn usage_errors_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--config"), "{}", stderr(&output));
 }
+
+/// A `forbid` that names one of two bindings of one upstream tool: the config loads (exit 0),
+/// and the warning, with both bindings' names and how to fix it, is on stderr.
+#[test]
+fn a_forbid_naming_one_of_two_bindings_of_a_tool_warns_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let binding = |name: &str| {
+        json!({"name": name, "description": "Refund an order.", "url": "https://pay.example.com/mcp",
+            "mcp_tool": "refund", "tenants": ["acme"], "input_schema": {"type": "object",
+            "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}})
+    };
+    let config = json!({"policies": {"files": ["p.cedar"]},
+        "tools": [binding("refund"), binding("refund_v2")]});
+    std::fs::write(dir.path().join("host.json"), config.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("p.cedar"),
+        "@id(\"all\")\npermit (principal, action, resource);\n\n@id(\"big\")\n\
+         forbid (principal, action == Brain::Action::\"tool:refund\", resource)\n\
+         when { context.input.amount > 100 };\n",
+    )
+    .unwrap();
+    let path = dir.path().join("host.json");
+    let output = xtask(&["check", "--config", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let err = stderr(&output);
+    let cedar = dir.path().join("p.cedar");
+    assert!(
+        err.starts_with(&format!(
+            "warning[policy-look-alike]: {}:4:1: policy \"big\": ",
+            cedar.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("\"refund\" and not \"refund_v2\""), "{err}");
+    assert!(
+        err.contains(
+            "`action in [Brain::Action::\"tool:refund\", Brain::Action::\"tool:refund_v2\"]`"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout(&output).ends_with(", no errors, 1 warning\n"),
+        "{}",
+        stdout(&output)
+    );
+}

@@ -1,9 +1,13 @@
 //! The traps in a policy that Cedar's validator accepts, read from the policy's JSON form (EST):
 //! a `forbid` guarded by `has` on an argument, `context.call.approval` outside an `@approval`
-//! policy, and an `@approval` permit that does not test `granted == true`.
+//! policy, and an `@approval` permit that does not test `granted == true` (errors); a `forbid`
+//! that names one binding of an upstream tool another binding calls too (a warning).
 
 use cedar_policy::{Effect, Policy};
 use serde_json::Value;
+
+use super::upstream_id;
+use crate::model::ToolBinding;
 
 /// The traps Cedar's validator accepts.
 pub(crate) fn policy(policy: &Policy, id: &str, report: &mut impl FnMut(String, &str)) {
@@ -44,6 +48,126 @@ pub(crate) fn policy(policy: &Policy, id: &str, report: &mut impl FnMut(String, 
              `&&`): without it, the policy permits without any approval",
         );
     }
+}
+
+/// Bindings that call one upstream tool: its server (the URL, or the command) and the tool
+/// there (`mcp_tool`; an HTTP tool is its URL alone).
+pub(crate) struct LookAlikes<'a> {
+    /// How a message names the tool.
+    shown: String,
+    /// The bindings, in the config's order (two or more).
+    bindings: Vec<&'a ToolBinding>,
+}
+
+/// The upstream tools two or more bindings call, in the config's order.
+pub(crate) fn look_alike_groups(bindings: &[ToolBinding]) -> Vec<LookAlikes<'_>> {
+    let mut groups: Vec<(String, LookAlikes<'_>)> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for binding in bindings {
+        let server = match (&binding.url, &binding.command) {
+            (Some(url), _) => url::Url::parse(url).map_or_else(|_| url.clone(), String::from),
+            (None, Some(command)) => format!("stdio:{command:?}"),
+            (None, None) => continue,
+        };
+        let shown = match (&binding.url, &binding.command) {
+            (Some(url), _) => url.clone(),
+            (_, command) => format!("`{}`", command.as_deref().unwrap_or_default().join(" ")),
+        };
+        let (key, shown) = match &binding.mcp_tool {
+            Some(tool) => (
+                format!("{server} {tool}"),
+                format!("the tool {tool:?} of {shown}"),
+            ),
+            None => (server, format!("the HTTP tool at {shown}")),
+        };
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            groups.push((
+                key,
+                LookAlikes {
+                    shown,
+                    bindings: Vec::new(),
+                },
+            ));
+            groups.len() - 1
+        });
+        groups[at].1.bindings.push(binding);
+    }
+    groups
+        .into_iter()
+        .map(|(_, group)| group)
+        .filter(|group| group.bindings.len() > 1)
+        .collect()
+}
+
+/// A `forbid` that names some bindings of an upstream tool and not the others (`groups`, from
+/// [`look_alike_groups`]): each binding left out, as a warning's message and help. The actions
+/// a forbid's scope covers: `action`, `action == A`, `action in [A, B]`, `action in <group>`
+/// (the groups `all_tools` and `upstream:<id>` hold their bindings).
+pub(crate) fn look_alikes(policy: &Policy, groups: &[LookAlikes<'_>]) -> Vec<(String, String)> {
+    if policy.effect() != Effect::Forbid || groups.is_empty() {
+        return Vec::new();
+    }
+    let Ok(est) = policy.to_json() else {
+        return Vec::new();
+    };
+    let scope = &est["action"];
+    let entities: Vec<&Value> = match scope["op"].as_str() {
+        Some("==" | "in") => match (&scope["entity"], scope["entities"].as_array()) {
+            (Value::Null, Some(entities)) => entities.iter().collect(),
+            (entity, _) => vec![entity],
+        },
+        _ => return Vec::new(),
+    };
+    let named = |binding: &ToolBinding| {
+        entities.iter().any(|entity| {
+            let id = entity["id"].as_str().unwrap_or_default();
+            id == "all_tools"
+                || id.strip_prefix("tool:") == Some(binding.name.as_str())
+                || id.strip_prefix("upstream:") == Some(upstream_id(binding).as_str())
+        })
+    };
+    let mut found = Vec::new();
+    for group in groups {
+        let (forbidden, left_out): (Vec<&ToolBinding>, Vec<&ToolBinding>) = group
+            .bindings
+            .iter()
+            .copied()
+            .partition(|binding| named(binding));
+        if forbidden.is_empty() {
+            continue;
+        }
+        let forbidden = match forbidden.as_slice() {
+            [one] => format!("the binding {:?}", one.name),
+            many => format!(
+                "the bindings {}",
+                many.iter()
+                    .map(|b| format!("{:?}", b.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let actions: Vec<String> = (group.bindings.iter())
+            .map(|binding| format!("Brain::Action::\"tool:{}\"", binding.name))
+            .collect();
+        for binding in left_out {
+            let upstream = upstream_id(binding);
+            found.push((
+                format!(
+                    "this `forbid` names {forbidden} and not {:?}, which calls the same upstream \
+                     tool ({}): a call through {:?} is not forbidden",
+                    binding.name, group.shown, binding.name
+                ),
+                format!(
+                    "forbid every binding of that tool: `action in [{}]`, or remove the \
+                     look-alike binding; the action group `Brain::Action::\"upstream:{upstream}\"` \
+                     and the resource `Brain::Upstream::\"{upstream}\"` cover every tool of that \
+                     server, not this one alone",
+                    actions.join(", ")
+                ),
+            ));
+        }
+    }
+    found
 }
 
 /// Whether `expr` reads `context` anywhere.

@@ -16,7 +16,7 @@
 //! std::fs::write(dir.join("refund.cedar"), r#"
 //!     @id("refunds-up-to-100")
 //!     permit(principal == Brain::Tenant::"acme", action == Brain::Action::"tool:refund", resource)
-//!     when { context.input.amount <= 100 };
+//!     when { context.input.amount > 0 && context.input.amount <= 100 };
 //! "#).unwrap();
 //! std::fs::write(dir.join("host.json"), r#"{"policies": {"files": ["*.cedar"]}, "tools": [{
 //!     "name": "refund", "description": "Refund an order.", "url": "https://pay.example/mcp",
@@ -31,6 +31,7 @@
 //! });
 //! assert_eq!(decide(40), Decision::Allow);
 //! assert!(matches!(decide(400), Decision::Deny { .. }));
+//! assert!(matches!(decide(-400), Decision::Deny { .. }));
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
@@ -100,6 +101,9 @@ pub struct Policies {
     /// Each `@approval` policy as a held call names it: its id, with its `@reason` (looked up
     /// here once: `PolicySet::annotation` parses its key each time).
     approvals: HashMap<PolicyId, String>,
+    /// What the policies may not mean (`policy-look-alike`): they load, and `cargo xtask
+    /// check` shows them.
+    warnings: Vec<Diagnostic>,
 }
 
 impl Policies {
@@ -306,6 +310,12 @@ impl Policies {
         &self.digest
     }
 
+    /// The warnings about the policies, in the files' order: a `forbid` that names one binding
+    /// of an upstream tool another binding calls too ([`Rule::PolicyLookAlike`]).
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.warnings
+    }
+
     /// The ids of the policies, sorted.
     pub fn ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.set.policies().map(|p| p.id().to_string()).collect();
@@ -462,6 +472,8 @@ pub(crate) fn compile_in(
     };
 
     let mut set = PolicySet::new();
+    let mut warnings = Vec::new();
+    let look_alikes = lint::look_alike_groups(&config.tools);
     let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
     let mut explained = std::collections::BTreeSet::new();
     for (index, source) in sources.iter().enumerate() {
@@ -559,6 +571,9 @@ pub(crate) fn compile_in(
             lint::policy(policy, &id, &mut |message, help| {
                 errors.push(diagnostic(Rule::PolicyTrap, Some(&id), message, help));
             });
+            for (message, help) in lint::look_alikes(policy, &look_alikes) {
+                warnings.push(diagnostic(Rule::PolicyLookAlike, Some(&id), message, &help));
+            }
             let read = policy
                 .to_json()
                 .map(|est| lint::input_pointers(&est))
@@ -627,7 +642,10 @@ pub(crate) fn compile_in(
     }
 
     let policies = match build(set, schema, schema_json, tools, sources) {
-        Ok(policies) => policies,
+        Ok(policies) => Policies {
+            warnings,
+            ..policies
+        },
         Err(e) => {
             errors.push(Diagnostic::new(
                 Rule::PolicyInvalid,
@@ -728,5 +746,6 @@ fn build(
         actions,
         authorizer: Authorizer::new(),
         digest,
+        warnings: Vec::new(),
     })
 }
