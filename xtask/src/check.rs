@@ -14,7 +14,16 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             for warning in &warnings {
                 eprint!("{}", warning.render(&path.display().to_string()));
             }
-            let warned = match warnings.len() {
+            // Each token approver: a writer of the journal's store can forge its decisions.
+            let approvers: Vec<String> = config
+                .approvals
+                .iter()
+                .flat_map(brain_config::approvals::warnings)
+                .collect();
+            for warning in &approvers {
+                eprintln!("warning: {warning}");
+            }
+            let warned = match warnings.len() + approvers.len() {
                 0 => String::new(),
                 1 => ", 1 warning".to_owned(),
                 n => format!(", {n} warnings"),
@@ -22,13 +31,6 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             println!("ok: {}: {}{warned}", path.display(), summary(&config));
             for (api, note) in brain_config::model_api::strictness_notes(&config) {
                 println!("note: {api}: {note}");
-            }
-            for warning in config
-                .approvals
-                .iter()
-                .flat_map(brain_config::approvals::warnings)
-            {
-                println!("warning: {warning}");
             }
             Ok(ExitCode::SUCCESS)
         }
