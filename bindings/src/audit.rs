@@ -13,6 +13,8 @@ use brain_runtime::audit::{
 use brain_runtime::journal::{Checkpoint, Journal};
 use serde_json::{Value, json};
 
+use crate::output;
+
 /// What `brain-harness audit` does.
 #[derive(clap::Subcommand, Debug, Clone)]
 pub(crate) enum Action {
@@ -101,16 +103,17 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
                     brain_runtime::journal::rfc3339(since)
                 );
             }
+            // What verify says quotes the store (tenants, records): each line escaped whole.
             for warning in &verification.warnings {
-                println!("warning: {warning}");
+                output::line(&format!("warning: {warning}"));
             }
             for open in &verification.open {
-                println!("open: {open}");
+                output::line(&format!("open: {open}"));
             }
             for broken in verification.broken.iter().skip(1) {
-                println!("broken: {broken}");
+                output::line(&format!("broken: {broken}"));
             }
-            println!("{}", verification.summary());
+            output::line(&verification.summary());
             Ok(verification.holds())
         }
         Action::Head => {
@@ -118,9 +121,8 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             let newest = newest
                 .last()
                 .ok_or("no checkpoint yet: a runtime with BRAIN_AUDIT_KEY_FILE signs them")?;
-            println!(
-                "{}",
-                json!({"id": newest.id, "body": newest.body, "signature": newest.signature})
+            output::json(
+                &json!({"id": newest.id, "body": newest.body, "signature": newest.signature}),
             );
             Ok(true)
         }
@@ -131,17 +133,17 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
             let keys = keyring(&public_keys)?;
             match sign(store, &key, &keys).await.map_err(|e| fail(&e))? {
                 Signing::Signed(heads) => {
-                    println!(
+                    output::line(&format!(
                         "signed checkpoint #{} ({}) of {} chains",
                         heads.id,
                         heads.key_id,
                         heads.heads.len()
-                    );
+                    ));
                     Ok(true)
                 }
                 Signing::Refused(broken) => {
                     for broken in &broken {
-                        println!("refused: {broken}");
+                        output::line(&format!("refused: {broken}"));
                     }
                     println!("nothing signed: the records above do not link");
                     Ok(false)
@@ -167,6 +169,7 @@ pub(crate) async fn run(journal: Journal, action: Action) -> Result<bool, String
                 }
                 None => 0,
             };
+            // Each line escaped by `export` itself (JSON `\u` escapes).
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             export(store, tenant.as_deref(), since_ms, format, &mut out)
                 .await
