@@ -16,6 +16,7 @@ use brain_runtime::{Approver, ApproverKey};
 use serde_json::{Value, json};
 
 use crate::journal::timestamp;
+use crate::output::{self, text};
 
 /// The variable the approver's token is read from.
 pub(crate) const APPROVER_TOKEN_ENV: &str = "BRAIN_APPROVER_TOKEN";
@@ -74,18 +75,18 @@ pub(crate) async fn run(
             }
             for approval in &approvals {
                 if json {
-                    println!("{}", record(approval));
+                    output::json(&record(approval));
                 } else {
                     println!(
                         "{:<38} {:<10} {:<24} {:<20} {:<24} {}/{}/{}",
-                        approval.id,
+                        text(&approval.id),
                         state(approval),
                         timestamp(approval.created_ms),
-                        approval.binding,
-                        approval.principal,
-                        approval.key.tenant,
-                        approval.key.session,
-                        approval.key.call_id
+                        text(&approval.binding),
+                        text(&approval.principal),
+                        text(&approval.key.tenant),
+                        text(&approval.key.session),
+                        text(&approval.key.call_id)
                     );
                 }
             }
@@ -140,12 +141,10 @@ fn state(approval: &Approval) -> &'static str {
     }
 }
 
+/// An approval as JSON: its arguments parsed, or — a row not written by brain — the stored
+/// text as `arguments_text`, never hidden.
 fn record(approval: &Approval) -> Value {
-    let arguments = approval
-        .arguments
-        .as_deref()
-        .and_then(|text| serde_json::from_str::<Value>(text).ok());
-    json!({
+    let mut record = json!({
         "id": approval.id,
         "state": state(approval),
         "tenant": approval.key.tenant,
@@ -153,28 +152,65 @@ fn record(approval: &Approval) -> Value {
         "call_id": approval.key.call_id,
         "binding": approval.binding,
         "principal": approval.principal,
-        "arguments": arguments,
+    });
+    let fields = record.as_object_mut().expect("an object");
+    match approval.arguments.as_deref().map(serde_json::from_str::<Value>) {
+        Some(Err(_)) => {
+            fields.insert("arguments".into(), Value::Null);
+            fields.insert("arguments_text".into(), json!(approval.arguments));
+        }
+        parsed => {
+            fields.insert("arguments".into(), parsed.and_then(Result::ok).into());
+        }
+    }
+    let rest = json!({
         "reason": approval.reason,
         "asked": timestamp(approval.created_ms),
         "expires": timestamp(approval.expires_ms),
         "decided_by": approval.decided_by,
         "decided": approval.decided_ms.map(timestamp),
         "used": approval.used_ms.map(timestamp),
-    })
+    });
+    if let Value::Object(rest) = rest {
+        fields.extend(rest);
+    }
+    record
 }
 
+/// One approval: JSON, or a line per field, every value escaped; the arguments a line per
+/// top-level key (each key and value as JSON, every key even when a tampered row repeats one),
+/// or, when they are not JSON, one escaped string marked so.
 fn show(approval: &Approval, json: bool) {
     let record = record(approval);
     if json {
-        println!("{record}");
+        output::json(&record);
         return;
     }
     for (field, value) in record.as_object().into_iter().flatten() {
-        let text = match value {
-            Value::Null => continue,
-            Value::String(text) => text.clone(),
-            other => serde_json::to_string_pretty(other).unwrap_or_default(),
-        };
-        println!("{field:<11}{text}");
+        match (field.as_str(), value) {
+            (_, Value::Null) => {}
+            ("arguments", _) => arguments(approval.arguments.as_deref().unwrap_or_default()),
+            ("arguments_text", Value::String(text)) => {
+                println!("arguments (not JSON): {}", output::json_text(text));
+            }
+            (_, Value::String(value)) => println!("{field:<11}{}", text(value)),
+            (_, other) => println!("{field:<11}{}", output::json_text(other)),
+        }
+    }
+}
+
+/// A held call's arguments (JSON), a line per top-level key of an object.
+fn arguments(stored: &str) {
+    match output::entries(stored) {
+        Some(entries) => {
+            println!("arguments  ({} keys)", entries.len());
+            for (key, value) in &entries {
+                println!("  {}: {}", output::json_text(key), output::json_text(value));
+            }
+        }
+        None => {
+            let value: Value = serde_json::from_str(stored).unwrap_or_default();
+            println!("arguments  {}", output::json_text(&value));
+        }
     }
 }

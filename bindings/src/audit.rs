@@ -14,6 +14,8 @@ use brain_runtime::audit::{
 use brain_runtime::journal::{Checkpoint, Journal};
 use serde_json::{Value, json};
 
+use crate::output;
+
 /// What `brain-harness audit` does.
 #[derive(clap::Subcommand, Debug, Clone)]
 pub(crate) enum Action {
@@ -109,16 +111,17 @@ pub(crate) async fn run(
                     brain_runtime::journal::rfc3339(since)
                 );
             }
+            // What verify says quotes the store (tenants, records): each line escaped whole.
             for warning in &verification.warnings {
-                println!("warning: {warning}");
+                output::line(&format!("warning: {warning}"));
             }
             for open in &verification.open {
-                println!("open: {open}");
+                output::line(&format!("open: {open}"));
             }
             for broken in verification.broken.iter().skip(1) {
-                println!("broken: {broken}");
+                output::line(&format!("broken: {broken}"));
             }
-            println!("{}", verification.summary());
+            output::line(&verification.summary());
             Ok(verification.holds())
         }
         Action::Head => {
@@ -126,9 +129,8 @@ pub(crate) async fn run(
             let newest = newest
                 .last()
                 .ok_or("no checkpoint yet: a runtime with BRAIN_AUDIT_KEY_FILE signs them")?;
-            println!(
-                "{}",
-                json!({"id": newest.id, "body": newest.body, "signature": newest.signature})
+            output::json(
+                &json!({"id": newest.id, "body": newest.body, "signature": newest.signature}),
             );
             Ok(true)
         }
@@ -141,26 +143,26 @@ pub(crate) async fn run(
                 .await
                 .map_err(|e| fail(&e))?;
             for broken in &refused {
-                println!("refused: {broken}");
+                output::line(&format!("refused: {broken}"));
             }
             match (signed, refused.is_empty()) {
                 (Some(heads), true) => {
-                    println!(
+                    output::line(&format!(
                         "signed checkpoint #{} ({}) of {} chains",
                         heads.id,
                         heads.key_id,
                         heads.heads.len()
-                    );
+                    ));
                     Ok(true)
                 }
                 (Some(heads), false) => {
-                    println!(
+                    output::line(&format!(
                         "signed checkpoint #{} ({}): the other chains; the {} refused above were \
                          not signed past their last checkpoint",
                         heads.id,
                         heads.key_id,
                         refused.len()
-                    );
+                    ));
                     Ok(false)
                 }
                 (None, false) => {
@@ -195,6 +197,7 @@ pub(crate) async fn run(
                 }
                 None => 0,
             };
+            // Each line escaped by `export` itself (JSON `\u` escapes).
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             export(store, tenant.as_deref(), since_ms, format, &mut out)
                 .await

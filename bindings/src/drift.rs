@@ -17,6 +17,7 @@ use brain_runtime::journal::Journal;
 use serde_json::json;
 
 use crate::journal::timestamp;
+use crate::output::{self, text};
 
 /// What `brain-harness drift` shows.
 pub(crate) struct Report {
@@ -57,22 +58,19 @@ pub(crate) async fn show(
         let now = pins.get(drift.binding.as_str()) == Some(&drift.pinned);
         current |= now;
         if report.json {
-            println!(
-                "{}",
-                json!({"binding": drift.binding, "fields": drift.fields,
-                    "refused": drift.refused, "listed": drift.listed, "pinned": drift.pinned,
-                    "current_pin": now, "process": drift.process,
-                    "first_seen": timestamp(drift.first_seen_ms)})
-            );
+            output::json(&json!({"binding": drift.binding, "fields": drift.fields,
+                "refused": drift.refused, "listed": drift.listed, "pinned": drift.pinned,
+                "current_pin": now, "process": drift.process,
+                "first_seen": timestamp(drift.first_seen_ms)}));
         } else {
             println!(
                 "{:<24} {:<24} {:<8} {:<40} {:<20} {}{}",
                 timestamp(drift.first_seen_ms),
-                drift.binding,
+                text(&drift.binding),
                 action(drift.refused),
-                drift.fields.join(","),
-                short(&drift.listed),
-                drift.process,
+                text(&drift.fields.join(",")),
+                text(short(&drift.listed)),
+                text(&drift.process),
                 if now { "" } else { " (not the config's pin)" }
             );
         }
@@ -80,7 +78,7 @@ pub(crate) async fn show(
     if report.live {
         return live(config, journal, report.json).await;
     } else if recorded.is_empty() && !report.json {
-        println!("no drift recorded in {}", journal.describe());
+        output::line(&format!("no drift recorded in {}", journal.describe()));
     }
     Ok(current)
 }
@@ -136,20 +134,17 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
 fn print_live(binding: &ToolBinding, check: &PinCheck, json: bool) {
     let fields: Vec<&String> = check.refused.iter().chain(&check.warned).collect();
     if json {
-        println!(
-            "{}",
-            json!({"binding": binding.name, "live": true, "fields": fields,
-                "refused": !check.refused.is_empty(), "pinned": pin_of(binding)})
-        );
+        output::json(&json!({"binding": binding.name, "live": true, "fields": fields,
+            "refused": !check.refused.is_empty(), "pinned": pin_of(binding)}));
     } else if check.unchanged() {
-        println!("live: {:<24} matches its pin", binding.name);
+        println!("live: {:<24} matches its pin", text(&binding.name));
     } else {
         let fields: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
         println!(
             "live: {:<24} {:<8} {} (review with `cargo xtask discover --check`)",
-            binding.name,
+            text(&binding.name),
             action(!check.refused.is_empty()),
-            fields.join(",")
+            text(&fields.join(","))
         );
     }
 }

@@ -62,6 +62,8 @@ use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
+use crate::output::text;
+
 /// Calls the tools of a brain host config.
 #[derive(Parser)]
 #[command(name = "brain-harness", version)]
@@ -394,7 +396,8 @@ fn finish(done: Result<(), String>) -> ExitCode {
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {message}");
+            // It may quote the store or a server: escaped.
+            crate::output::error(&message);
             ExitCode::from(2)
         }
     }
@@ -417,7 +420,7 @@ fn journaled_runtime(
     let journal = tokio
         .block_on(crate::journal::state_store(config, state))
         .map_err(|message| {
-            eprintln!("error: {message}");
+            crate::output::error(&message);
             ExitCode::from(2)
         })?;
     let runtime = tokio.block_on(async { runtime(config, Some(journal.clone())) })?;
@@ -519,7 +522,7 @@ fn tools(config: &HostConfig, runtime: &Runtime, format: ToolsFormat, tenant: Op
                     "input_schema": binding.input_schema,
                     "unavailable": runtime.unavailable(&binding.name),
                 });
-                println!("{line}");
+                crate::output::json(&line);
             }
         }
         ToolsFormat::Api(api) => {
@@ -538,8 +541,8 @@ fn tools(config: &HostConfig, runtime: &Runtime, format: ToolsFormat, tenant: Op
                 definitions.tools.len()
             );
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            let written = serde_json::to_writer(&mut out, &definitions.document)
-                .map_err(std::io::Error::from)
+            let document = crate::output::json_text(&definitions.document);
+            let written = std::io::Write::write_all(&mut out, document.as_bytes())
                 .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
                 .and_then(|()| std::io::Write::flush(&mut out));
             if let Err(error) = written {
@@ -561,12 +564,13 @@ fn list<'a>(bindings: impl Iterator<Item = &'a ToolBinding>, runtime: &Runtime) 
             (None, None) => (binding.kind().as_str(), String::new()),
         };
         println!(
-            "{:<24} {:<5} {} [{}] {}{unset}",
-            binding.name,
+            "{:<24} {:<5} {} [{}] {}{}",
+            text(&binding.name),
             kind,
-            server,
-            binding.tenants.join(","),
-            binding.description
+            text(&server),
+            text(&binding.tenants.join(",")),
+            text(&binding.description),
+            text(&unset)
         );
     }
 }
@@ -611,7 +615,7 @@ async fn call(
                 .expect("a valid template")
                 .progress_chars("=> "),
         );
-        bar.set_prefix(call.call_id().to_owned());
+        bar.set_prefix(text(call.call_id()).into_owned());
         bar
     });
     loop {
@@ -632,10 +636,7 @@ async fn call(
         };
         let Some(event) = event else { break };
         if json {
-            println!(
-                "{}",
-                serde_json::to_string(&event).expect("events serialize")
-            );
+            crate::output::json(&event);
         }
         match event {
             Event::Progress(progress) => {
@@ -644,7 +645,8 @@ async fn call(
                         bar.set_length(total as u64);
                     }
                     bar.set_position(progress.progress as u64);
-                    bar.set_message(progress.message.unwrap_or_default());
+                    let message = progress.message.unwrap_or_default();
+                    bar.set_message(text(&message).into_owned());
                 }
             }
             Event::Result(result) => {
@@ -662,11 +664,7 @@ async fn call(
     // The runtime always ends a call with its result; should its task ever die, say so.
     let result = ToolResult::ended_without_result(call.call_id());
     if json {
-        let event = Event::Result(result.clone());
-        println!(
-            "{}",
-            serde_json::to_string(&event).expect("events serialize")
-        );
+        crate::output::json(&Event::Result(result.clone()));
     }
     (result, interrupted)
 }
@@ -679,14 +677,19 @@ fn print_readable(result: &ToolResult) {
             "error, unknown outcome: the tool may have run; check before retrying".to_owned()
         }
     };
-    println!("{} {status}", result.call_id);
+    println!("{} {status}", text(&result.call_id));
     for block in &result.content {
         match block {
-            ContentBlock::Text { text } => println!("{text}"),
-            ContentBlock::Image { data, mime_type } => {
-                println!("[image {mime_type}, {} bytes base64]", data.len());
+            // A server's text, a line at a time: its line breaks kept, all else escaped.
+            ContentBlock::Text { text: content } => {
+                for line in content.lines() {
+                    println!("{}", text(line));
+                }
             }
-            other => println!("[{}]", serde_json::to_string(other).unwrap_or_default()),
+            ContentBlock::Image { data, mime_type } => {
+                println!("[image {}, {} bytes base64]", text(mime_type), data.len());
+            }
+            other => println!("[{}]", crate::output::json_text(other)),
         }
     }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use brain_runtime::journal::{Entry, Filter, Journal};
 
+use crate::output::{self, text};
+
 /// The variable naming the state URL.
 pub(crate) const STATE_URL_ENV: &str = "BRAIN_STATE_URL";
 /// The variable setting how long finished entries are kept (e.g. `24h`, `30m`).
@@ -126,7 +128,7 @@ pub(crate) async fn list(journal: &Journal, audit: &Audit) -> Result<(), String>
         .map_err(|error| error.to_string())?;
     if audit.json {
         for entry in &entries {
-            println!("{}", to_json(entry, audit.filter.results));
+            output::json(&to_json(entry, audit.filter.results));
         }
         return Ok(());
     }
@@ -150,20 +152,24 @@ pub(crate) async fn list(journal: &Journal, audit: &Audit) -> Result<(), String>
         println!(
             "{:<24} {:<12} {:<12} {:<36} {:<20} {:<9} {:<8} {:<7} {:>9} {}",
             timestamp(entry.created_ms),
-            entry.key.tenant,
-            entry.key.session,
-            entry.key.call_id,
-            entry.binding,
+            text(&entry.key.tenant),
+            text(&entry.key.session),
+            text(&entry.key.call_id),
+            text(&entry.binding),
             entry.state.as_str(),
             flag(entry.is_error),
             flag(entry.unknown_outcome),
             duration,
-            entry.trace_id.as_deref().unwrap_or("-"),
+            text(entry.trace_id.as_deref().unwrap_or("-")),
         );
         if audit.filter.results
             && let Some(result) = &entry.result
         {
-            println!("  result: {result}");
+            // The stored result is JSON: its escapes stay JSON's; a row that is not, escaped.
+            match serde_json::from_str::<serde_json::Value>(result) {
+                Ok(_) => println!("  result: {}", output::escape_json(result)),
+                Err(_) => println!("  result (not JSON): {}", text(result)),
+            }
         }
     }
     Ok(())
@@ -184,11 +190,16 @@ fn to_json(entry: &Entry, results: bool) -> serde_json::Value {
         "owner": entry.owner,
     });
     if results {
-        let result = entry
-            .result
-            .as_deref()
-            .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok());
-        object["result"] = result.unwrap_or(serde_json::Value::Null);
+        let stored = entry.result.as_deref();
+        match stored.map(serde_json::from_str::<serde_json::Value>) {
+            Some(Ok(result)) => object["result"] = result,
+            // A row not written by brain: shown as the text it is, never hidden.
+            Some(Err(_)) => {
+                object["result"] = serde_json::Value::Null;
+                object["result_text"] = serde_json::json!(stored);
+            }
+            None => object["result"] = serde_json::Value::Null,
+        }
     }
     object
 }
@@ -224,7 +235,7 @@ pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), Str
                 "generation": grant.generation,
                 "rotates": grant.written.rotates,
             });
-            println!("{object}");
+            output::json(&object);
         }
         return Ok(());
     }
@@ -235,16 +246,16 @@ pub(crate) async fn list_grants(journal: &Journal, json: bool) -> Result<(), Str
     for grant in &grants {
         println!(
             "{:<20} {:<12} {:<11} {:<24} {:<5} {}",
-            grant.written.binding,
+            text(&grant.written.binding),
             if grant.key.tenant.is_empty() {
-                "-"
+                text("-")
             } else {
-                &grant.key.tenant
+                text(&grant.key.tenant)
             },
             state(grant),
             expires(grant),
             grant.generation,
-            grant.written.scopes.join(" "),
+            text(&grant.written.scopes.join(" ")),
         );
     }
     Ok(())

@@ -28,6 +28,7 @@ pub mod harness;
 mod journal;
 mod limits;
 mod login;
+mod output;
 mod serve;
 mod telemetry;
 

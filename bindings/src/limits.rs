@@ -9,6 +9,8 @@ use brain_runtime::journal::Journal;
 use brain_runtime::limits::{Limit, tokens};
 use serde_json::json;
 
+use crate::output::{self, text};
+
 /// Prints the buckets of `config` (only `tenant`'s, when given) as `journal`'s store has them,
 /// as a table or JSON Lines.
 pub(crate) async fn show(
@@ -35,16 +37,16 @@ pub(crate) async fn show(
             Limit::Rate { calls, per_ms } => {
                 let (left, next) = tokens(bucket.limit, usage.state, usage.now_us);
                 if json {
-                    json!({"bucket": bucket.name, "limit": "rate", "calls": calls,
-                        "per_seconds": per_ms / 1000, "tokens": left, "next_token_ms": next})
-                    .to_string()
+                    output::json_text(&json!({"bucket": bucket.name, "limit": "rate",
+                        "calls": calls, "per_seconds": per_ms / 1000, "tokens": left,
+                        "next_token_ms": next}))
                 } else {
                     let next = next
                         .map(|ms| format!(", next in {:.1}s", ms as f64 / 1000.0))
                         .unwrap_or_default();
                     format!(
                         "{:<48} {:<22} {left} left{next}",
-                        bucket.name,
+                        text(&bucket.name),
                         format!("{calls} per {}s", per_ms / 1000)
                     )
                 }
@@ -52,13 +54,12 @@ pub(crate) async fn show(
             Limit::Concurrent(slots) => {
                 let held = usage.state.held;
                 if json {
-                    json!({"bucket": bucket.name, "limit": "concurrent", "concurrent": slots,
-                        "running": held})
-                    .to_string()
+                    output::json_text(&json!({"bucket": bucket.name, "limit": "concurrent",
+                        "concurrent": slots, "running": held}))
                 } else {
                     format!(
                         "{:<48} {:<22} {held} running",
-                        bucket.name,
+                        text(&bucket.name),
                         format!("{slots} at once")
                     )
                 }

@@ -11,6 +11,7 @@ use brain_config::{HostConfig, ToolBinding};
 use brain_runtime::auth::LoopbackAgent;
 
 use crate::journal::{state_store, tokio};
+use crate::output;
 
 /// How long `login` waits for the user to approve.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -46,18 +47,20 @@ pub(crate) fn login(
     let (binding, journal) = match prepared {
         Ok(prepared) => prepared,
         Err(message) => {
-            eprintln!("error: {message}");
+            output::error(&message);
             return ExitCode::from(2);
         }
     };
     if !binding.tenants.iter().any(|t| t == tenant) {
-        eprintln!("error: tenant {tenant:?} may not call {name:?}");
+        output::error(&format!("tenant {tenant:?} may not call {name:?}"));
         return ExitCode::from(2);
     }
     let agent = match LoopbackAgent::bind(open_in_browser) {
         Ok(agent) => agent,
         Err(error) => {
-            eprintln!("error: cannot listen on a loopback port for the redirect: {error}");
+            output::error(&format!(
+                "cannot listen on a loopback port for the redirect: {error}"
+            ));
             return ExitCode::FAILURE;
         }
     };
@@ -65,11 +68,12 @@ pub(crate) fn login(
     let work = brain_runtime::auth::login(binding, tenant, journal.grants(), Arc::new(agent), env);
     match tokio.block_on(async { tokio::time::timeout(LOGIN_TIMEOUT, work).await }) {
         Ok(Ok(line)) => {
-            eprintln!("{line}, in {}", journal.describe());
+            output::note(&format!("{line}, in {}", journal.describe()));
             ExitCode::SUCCESS
         }
         Ok(Err(message)) => {
-            eprintln!("error: login failed: {message}");
+            // The authorization server's words among them: escaped.
+            output::error(&format!("login failed: {message}"));
             ExitCode::FAILURE
         }
         Err(_) => {
@@ -84,7 +88,8 @@ pub(crate) fn login(
 
 /// Prints the authorization URL and opens it: `$BROWSER`, else the desktop's opener.
 fn open_in_browser(url: &str) {
-    eprintln!("Open this URL to authorize brain (waiting for the redirect):\n  {url}");
+    eprintln!("Open this URL to authorize brain (waiting for the redirect):");
+    output::note(&format!("  {url}"));
     let opener = match std::env::var("BROWSER") {
         Ok(browser) if !browser.trim().is_empty() => Some(browser),
         _ if cfg!(target_os = "macos") => Some("open".to_owned()),
@@ -124,15 +129,15 @@ pub(crate) fn logout(
     });
     match removed {
         Ok(true) => {
-            eprintln!("removed the tokens of tenant {tenant} for {name}");
+            output::note(&format!("removed the tokens of tenant {tenant} for {name}"));
             ExitCode::SUCCESS
         }
         Ok(false) => {
-            eprintln!("no tokens were stored for tenant {tenant} and {name}");
+            output::note(&format!("no tokens were stored for tenant {tenant} and {name}"));
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("error: {message}");
+            output::error(&message);
             ExitCode::from(2)
         }
     }

@@ -129,3 +129,37 @@ async fn typed_calls_to_http_and_sse_tools() {
     );
     assert_eq!(tests::server::Stats::get(&server.tools.requests), 2);
 }
+
+/// A typed call goes through the gate's id checks too: a call id or session with a control
+/// character, or over 256 bytes, is refused and nothing reaches the server.
+#[tokio::test]
+async fn typed_calls_with_hostile_ids_are_refused_before_the_server() {
+    let server = server().await;
+    let runtime = runtime(&server);
+    let call = ToolCall::Echo(EchoArgs {
+        message: "typed hello".into(),
+    });
+    let ansi = Some("c1\u{1b}[2K\u{1b}[1A".to_owned());
+    let hostile = Scope {
+        tenant_id: "local".into(),
+        session_id: "s\u{85}1".into(),
+    };
+    let long = Some("a".repeat(brain_runtime::MAX_ID_BYTES + 1));
+    for (scope, id, field) in [
+        (scope(), ansi, "call id"),
+        (hostile, None, "session"),
+        (scope(), long, "call id"),
+    ] {
+        let result = runtime.call_typed(&call, scope, id).result().await;
+        assert!(result.is_error && !result.unknown_outcome, "{result:?}");
+        assert_eq!(
+            result.kind,
+            Some(brain_runtime::OutcomeKind::Refused),
+            "{result:?}"
+        );
+        let text = format!("{:?}", result.content);
+        assert!(text.contains(&format!("the {field} \\\"")), "{text}");
+    }
+    assert_eq!(tests::server::Stats::get(&server.stats.calls), 0);
+    runtime.wait_for_cleanup().await;
+}

@@ -1,5 +1,6 @@
-//! The gate every call goes through before any I/O: the tool exists and is callable, the tenant
-//! is allowed, the arguments validate against the binding's schema, and the host config's
+//! The gate every call goes through before any I/O: the call id and session are ids (at most
+//! [`MAX_ID_BYTES`], no control character), the tool exists and is callable, the tenant is
+//! allowed, the arguments validate against the binding's schema, and the host config's
 //! policies permit the call. Pure: it reads nothing but the request and what the runtime was
 //! built with, and it fails closed.
 
@@ -13,17 +14,48 @@ use crate::request::CallRequest;
 use crate::runtime::{Bound, Runtime};
 use crate::tool::Unavailable;
 
+/// The most bytes a call id or a session id may have; serve takes no longer ones either.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// How much of a refused id its refusal shows (escaped).
+const SHOWN_ID_CHARS: usize = 64;
+
+/// Why `id` (the call's `field`: "call id" or "session") cannot be taken: over
+/// [`MAX_ID_BYTES`], or holding a control character (C0, DEL, C1), which a terminal would act on
+/// wherever the id is printed (`approvals`, `journal`). Shown escaped, and cut when long.
+fn id_refusal(field: &str, id: &str) -> Option<String> {
+    let why = if id.len() > MAX_ID_BYTES {
+        format!("is {} bytes long, over the {MAX_ID_BYTES} an id may have", id.len())
+    } else if id.chars().any(char::is_control) {
+        "holds a control character (C0, DEL or C1): an id is printable text".to_owned()
+    } else {
+        return None;
+    };
+    let shown: String = id.chars().take(SHOWN_ID_CHARS).collect();
+    let cut = if shown.len() < id.len() { "…" } else { "" };
+    Some(format!(
+        "refused: the {field} \"{}\"{cut} {why}; nothing was journaled, held or sent",
+        crate::escape::escape(&shown)
+    ))
+}
+
 impl Runtime {
-    /// The gate: the tool exists and is callable, the tenant is allowed, the token is there, the
+    /// The gate: the call id and session are ids, the tool exists and is callable, the tenant is allowed, the token is there, the
     /// arguments validate, the policies permit the call — or would permit it once a person
     /// approves it: then the call goes on held ([`Hold`]), and the journal decides whether this
     /// very call has its approval.
     pub(crate) fn check(
         &self,
         request: &CallRequest,
+        call_id: &str,
     ) -> Result<(Arc<Bound>, Option<Hold>), Failure> {
         let refused = |message: String| Failure::new(Fact::Refused, message);
         let (name, scope, arguments) = (&request.tool, &request.scope, &request.arguments);
+        for (field, id) in [("call id", call_id), ("session", scope.session_id.as_str())] {
+            if let Some(message) = id_refusal(field, id) {
+                return Err(refused(message));
+            }
+        }
         let bound = self
             .inner
             .tools
@@ -208,5 +240,25 @@ impl Runtime {
     /// The host config's policies, compiled, when it has any.
     pub fn policies(&self) -> Option<&brain_config::policy::Policies> {
         self.inner.policies.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_ID_BYTES, id_refusal};
+
+    #[test]
+    fn ids_with_controls_or_over_the_bound_are_refused_and_shown_escaped() {
+        assert_eq!(id_refusal("call id", "c1"), None);
+        assert_eq!(id_refusal("call id", &"a".repeat(MAX_ID_BYTES)), None);
+        assert_eq!(id_refusal("session", "ünï \u{202e} \\"), None);
+        let long = id_refusal("session", &"a".repeat(MAX_ID_BYTES + 1)).unwrap();
+        assert!(long.contains("the session \"aaaa"), "{long}");
+        assert!(long.contains("\"… is 257 bytes long"), "{long}");
+        for control in ['\u{0}', '\n', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'] {
+            let refusal = id_refusal("call id", &format!("c1{control}[2K")).unwrap();
+            assert!(refusal.starts_with("refused: the call id \"c1\\"), "{refusal}");
+            assert!(!refusal.chars().any(char::is_control), "{refusal}");
+        }
     }
 }

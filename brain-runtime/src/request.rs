@@ -23,7 +23,9 @@ pub struct CallRequest {
     pub tool: String,
     /// Who is calling.
     pub scope: Scope,
-    /// The call's id, also the progress token; a UUID is generated when absent.
+    /// The call's id, also the progress token; a UUID is generated when absent. At most
+    /// [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) bytes and no control character, else the gate
+    /// refuses the call.
     pub call_id: Option<String>,
     /// The arguments, validated against the binding's `input_schema`.
     pub arguments: Value,

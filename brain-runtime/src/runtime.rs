@@ -584,7 +584,7 @@ impl Runtime {
             .parent
             .clone()
             .unwrap_or_else(tracing::Span::current);
-        let (bound, hold) = match self.check(&request) {
+        let (bound, hold) = match self.check(&request, &call_id) {
             Ok(checked) => checked,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);

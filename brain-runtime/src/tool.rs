@@ -60,6 +60,7 @@ impl Tool {
 pub struct Scope {
     /// The tenant the session belongs to; checked against the binding's `tenants`.
     pub tenant_id: String,
-    /// The agent session.
+    /// The agent session. At most [`MAX_ID_BYTES`](crate::MAX_ID_BYTES) bytes and no control
+    /// character, else the gate refuses the call.
     pub session_id: String,
 }

@@ -26,8 +26,8 @@ use super::clients::{Client, Principal};
 pub(crate) struct SessionEnd(pub(crate) CancellationToken);
 
 /// The longest id serve takes (a session's, a call's): longer ones are refused before the
-/// journal.
-pub(crate) const MAX_ID_BYTES: usize = 256;
+/// journal, as the runtime's gate refuses them.
+pub(crate) const MAX_ID_BYTES: usize = brain_runtime::MAX_ID_BYTES;
 
 /// A session's owner: the principal, through the app (a JWT's `client_id`).
 #[derive(Debug, Clone, PartialEq, Eq)]

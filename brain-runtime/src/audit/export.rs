@@ -1,11 +1,13 @@
 //! Exporting the chains: JSON Lines that carry each record's exact canonical bytes (to be
 //! hashed as given, offline), or OCSF API Activity events with the record embedded. Streamed a
-//! page at a time: memory does not grow with the number of records.
+//! page at a time: memory does not grow with the number of records. Each line's control and
+//! format characters are JSON `\u` escapes ([`escape_json`]): the same JSON, safe on a terminal.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 
+use crate::escape::escape_json;
 use crate::journal::audit::genesis;
 use crate::journal::store::{JournalStore, StoreError};
 
@@ -61,7 +63,7 @@ pub async fn export(
                         "record": record.record}),
                     ExportFormat::Ocsf => ocsf(&record.record, &record.hash, &before),
                 };
-                writeln!(out, "{line}").map_err(failed)?;
+                writeln!(out, "{}", escape_json(&line.to_string())).map_err(failed)?;
                 written += 1;
             }
             if !full {
@@ -88,7 +90,7 @@ pub async fn export(
                 "metadata": {"version": "1.3.0", "product": {"name": "brain", "vendor_name": "brain"}},
                 "unmapped": {"brain_audit": line}}),
         };
-        writeln!(out, "{line}").map_err(failed)?;
+        writeln!(out, "{}", escape_json(&line.to_string())).map_err(failed)?;
     }
     out.flush().map_err(failed)?;
     Ok(written)

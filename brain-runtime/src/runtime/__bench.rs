@@ -16,9 +16,9 @@ pub fn per_call_work(
     request: &CallRequest,
     result: &Value,
 ) -> Option<ToolResult> {
-    let (bound, _) = runtime.check(request).ok()?;
-    let tool = &bound.tool;
     let call_id = request.call_id.as_deref().unwrap_or("bench");
+    let (bound, _) = runtime.check(request, call_id).ok()?;
+    let tool = &bound.tool;
     let binding = &tool.binding;
     let meta = if binding.pinned_revision() == Some(crate::revision::STATELESS) {
         let name = binding.mcp_tool.as_deref().unwrap_or_default();
