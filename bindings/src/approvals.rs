@@ -154,7 +154,11 @@ fn record(approval: &Approval) -> Value {
         "principal": approval.principal,
     });
     let fields = record.as_object_mut().expect("an object");
-    match approval.arguments.as_deref().map(serde_json::from_str::<Value>) {
+    match approval
+        .arguments
+        .as_deref()
+        .map(serde_json::from_str::<Value>)
+    {
         Some(Err(_)) => {
             fields.insert("arguments".into(), Value::Null);
             fields.insert("arguments_text".into(), json!(approval.arguments));

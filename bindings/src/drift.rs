@@ -134,8 +134,10 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
 fn print_live(binding: &ToolBinding, check: &PinCheck, json: bool) {
     let fields: Vec<&String> = check.refused.iter().chain(&check.warned).collect();
     if json {
-        output::json(&json!({"binding": binding.name, "live": true, "fields": fields,
-            "refused": !check.refused.is_empty(), "pinned": pin_of(binding)}));
+        output::json(
+            &json!({"binding": binding.name, "live": true, "fields": fields,
+            "refused": !check.refused.is_empty(), "pinned": pin_of(binding)}),
+        );
     } else if check.unchanged() {
         println!("live: {:<24} matches its pin", text(&binding.name));
     } else {

@@ -133,7 +133,9 @@ pub(crate) fn logout(
             ExitCode::SUCCESS
         }
         Ok(false) => {
-            output::note(&format!("no tokens were stored for tenant {tenant} and {name}"));
+            output::note(&format!(
+                "no tokens were stored for tenant {tenant} and {name}"
+            ));
             ExitCode::SUCCESS
         }
         Err(message) => {

@@ -188,7 +188,13 @@ async fn hostile_ids_are_refused_by_call_before_the_journal(state: State) {
         "aaaa",
     );
     // Nothing held, nothing journaled, nothing sent.
-    let listed = shows(&state, &config, &["approvals", "list", "--all", "--json"], "").await;
+    let listed = shows(
+        &state,
+        &config,
+        &["approvals", "list", "--all", "--json"],
+        "",
+    )
+    .await;
     assert!(listed.is_empty(), "{listed}");
     let journaled = shows(&state, &config, &["journal", "--json"], "").await;
     assert!(journaled.is_empty(), "{journaled}");
@@ -210,7 +216,8 @@ fn client(state: &State, sql: &str) {
         State::Default(_) => "char",
         State::Postgres(_) => "chr",
     };
-    let hostile = format!("('h' || {chr}(27) || '[31m' || {chr}(127) || {chr}(133) || {chr}(8238) || '\\')");
+    let hostile =
+        format!("('h' || {chr}(27) || '[31m' || {chr}(127) || {chr}(133) || {chr}(8238) || '\\')");
     // The same inside a JSON string: ESC as JSON's escape (JSON has no raw C0), the backslash
     // doubled; DEL, NEL and RLO raw, as JSON allows.
     let json = format!("'h\\u001b[31m' || {chr}(127) || {chr}(133) || {chr}(8238) || '\\\\'");
@@ -221,7 +228,14 @@ fn client(state: &State, sql: &str) {
             .arg(&sql)
             .output(),
         State::Postgres(cluster) => Command::new("psql")
-            .args([cluster.url.as_str(), "-v", "ON_ERROR_STOP=1", "-At", "-c", &sql])
+            .args([
+                cluster.url.as_str(),
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-At",
+                "-c",
+                &sql,
+            ])
             .output(),
     }
     .expect("the store's client runs");
@@ -324,7 +338,13 @@ async fn stored_control_characters_print_escaped(state: State) {
     );
     assert_eq!(shown[0]["arguments_text"], json!(HOSTILE), "{:?}", shown[0]);
     let denied = format!("decided_by {TEXT}\n");
-    shows(&state, &config, &["approvals", "show", "apr_denied"], &denied).await;
+    shows(
+        &state,
+        &config,
+        &["approvals", "show", "apr_denied"],
+        &denied,
+    )
+    .await;
 
     // journal: the table, its results, JSON Lines.
     shows(&state, &config, &["journal"], TEXT).await;
@@ -356,15 +376,27 @@ async fn stored_control_characters_print_escaped(state: State) {
     }
 
     // audit: verify names the edited record; export carries its exact (hostile) bytes.
-    shows(&state, &config, &["audit", "verify"], "record 1: not a record").await;
+    shows(
+        &state,
+        &config,
+        &["audit", "verify"],
+        "record 1: not a record",
+    )
+    .await;
     let exported = lines(&shows(&state, &config, &["audit", "export"], JSON).await);
     assert!(
-        exported
-            .iter()
-            .any(|line| line["record"].as_str().is_some_and(|r| r.starts_with(HOSTILE))),
+        exported.iter().any(|line| line["record"]
+            .as_str()
+            .is_some_and(|r| r.starts_with(HOSTILE))),
         "{exported:?}"
     );
-    shows(&state, &config, &["audit", "export", "--format", "ocsf"], JSON).await;
+    shows(
+        &state,
+        &config,
+        &["audit", "export", "--format", "ocsf"],
+        JSON,
+    )
+    .await;
 
     // limits: the config's tenant, in a bucket's name.
     shows(&state, &config, &["limits"], &format!("tenant/{TEXT}")).await;

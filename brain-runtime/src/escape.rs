@@ -118,12 +118,24 @@ mod tests {
 
     #[test]
     fn printable_text_is_borrowed_unchanged() {
-        for text in ["c1", "", "refund 900000", "ünïcödé 日本 🙂", "\"quoted\" {}", "\u{a0}"] {
-            assert!(matches!(escape(text), std::borrow::Cow::Borrowed(_)), "{text}");
+        for text in [
+            "c1",
+            "",
+            "refund 900000",
+            "ünïcödé 日本 🙂",
+            "\"quoted\" {}",
+            "\u{a0}",
+        ] {
+            assert!(
+                matches!(escape(text), std::borrow::Cow::Borrowed(_)),
+                "{text}"
+            );
             assert_eq!(escape(text), text);
             assert!(matches!(escape_json(text), std::borrow::Cow::Borrowed(_)));
         }
-        for c in ['\u{a0}', '\u{ad}', '\u{2010}', '\u{2027}', '\u{202f}', '\u{206a}', ' ', '~'] {
+        for c in [
+            '\u{a0}', '\u{ad}', '\u{2010}', '\u{2027}', '\u{202f}', '\u{206a}', ' ', '~',
+        ] {
             assert!(!escaped_char(c), "{c:?}");
         }
     }

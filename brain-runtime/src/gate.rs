@@ -25,7 +25,10 @@ const SHOWN_ID_CHARS: usize = 64;
 /// wherever the id is printed (`approvals`, `journal`). Shown escaped, and cut when long.
 fn id_refusal(field: &str, id: &str) -> Option<String> {
     let why = if id.len() > MAX_ID_BYTES {
-        format!("is {} bytes long, over the {MAX_ID_BYTES} an id may have", id.len())
+        format!(
+            "is {} bytes long, over the {MAX_ID_BYTES} an id may have",
+            id.len()
+        )
     } else if id.chars().any(char::is_control) {
         "holds a control character (C0, DEL or C1): an id is printable text".to_owned()
     } else {
@@ -257,7 +260,10 @@ mod tests {
         assert!(long.contains("\"… is 257 bytes long"), "{long}");
         for control in ['\u{0}', '\n', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'] {
             let refusal = id_refusal("call id", &format!("c1{control}[2K")).unwrap();
-            assert!(refusal.starts_with("refused: the call id \"c1\\"), "{refusal}");
+            assert!(
+                refusal.starts_with("refused: the call id \"c1\\"),
+                "{refusal}"
+            );
             assert!(!refusal.chars().any(char::is_control), "{refusal}");
         }
     }
