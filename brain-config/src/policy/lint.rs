@@ -6,7 +6,7 @@
 use cedar_policy::{Effect, Policy};
 use serde_json::Value;
 
-use super::upstream_id;
+use super::upstream::upstream_id;
 use crate::model::ToolBinding;
 
 /// The traps Cedar's validator accepts.

@@ -41,6 +41,7 @@ mod render;
 mod request;
 mod suite;
 mod types;
+mod upstream;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -57,6 +58,7 @@ use sha2::{Digest, Sha256};
 pub use crate::policy_config::{PolicyConfig, PolicySource, SourceKind};
 pub use files::MAX_POLICY_FILE_BYTES;
 pub use request::{Decision, PolicyRequest, Principal, Via};
+pub use upstream::upstream_id;
 
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::{HostConfig, ToolBinding};
@@ -358,19 +360,6 @@ fn print_schema(json: &Value) -> String {
     fragment
         .to_cedarschema()
         .unwrap_or_else(|e| panic!("the derived schema prints: {e}"))
-}
-
-/// The upstream id of a binding: its URL's origin and path, or `stdio:<command[0]>`.
-pub fn upstream_id(binding: &ToolBinding) -> String {
-    if let Some(url) = &binding.url
-        && let Ok(parsed) = url::Url::parse(url)
-    {
-        return format!("{}{}", parsed.origin().ascii_serialization(), parsed.path());
-    }
-    match binding.command.as_ref().and_then(|c| c.first()) {
-        Some(program) => format!("stdio:{program}"),
-        None => binding.url.clone().unwrap_or_default(),
-    }
 }
 
 fn entity_uid(ty: &str, id: &str) -> EntityUid {
