@@ -511,6 +511,27 @@ async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
     std::fs::write(&bad, flipped).unwrap();
     refused(&offline(&bad), "edited");
 
+    // OCSF: API Activity events with the record embedded.
+    let ocsf = harness(
+        &state,
+        None,
+        &["--config", &config, "audit", "export", "--format", "ocsf"],
+    )
+    .await;
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&ocsf.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["class_uid"], json!(6003), "{first}");
+    assert_eq!(first["api"]["operation"], json!("claimed"), "{first}");
+    assert!(
+        first["unmapped"]["brain_audit"]["record"].is_string(),
+        "{first}"
+    );
+
     // An empty export proves nothing: refused, saying so.
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
@@ -547,27 +568,6 @@ async fn an_export_verifies_offline_until_a_byte_changes(state: State) {
     let hidden = dir.path().join("hidden.jsonl");
     std::fs::write(&hidden, lines.replace(&format!("{outlived}\n"), "")).unwrap();
     refused(&offline(&hidden), "deleted, not pruned");
-
-    // OCSF: API Activity events with the record embedded.
-    let ocsf = harness(
-        &state,
-        None,
-        &["--config", &config, "audit", "export", "--format", "ocsf"],
-    )
-    .await;
-    let first: Value = serde_json::from_str(
-        String::from_utf8_lossy(&ocsf.stdout)
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(first["class_uid"], json!(6003), "{first}");
-    assert_eq!(first["api"]["operation"], json!("claimed"), "{first}");
-    assert!(
-        first["unmapped"]["brain_audit"]["record"].is_string(),
-        "{first}"
-    );
 }
 
 /// A harness SIGKILLed mid-call: `verify` lists the call as claimed, its owner's lease
