@@ -594,6 +594,14 @@ async fn a_killed_call_is_open_until_a_retry_takes_it_over(state: State) {
     running.kill().unwrap();
     let _ = running.wait();
     tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    // The killed harness signed nothing: sign what it left, open claim and all.
+    let signed = harness(
+        &state,
+        Some(&private),
+        &["--config", &config, "audit", "sign"],
+    )
+    .await;
+    assert_eq!(signed.status.code(), Some(0), "{signed:?}");
     let (code, text) = verify(&state, &config, &public).await;
     assert_eq!(code, 0, "{text}");
     assert!(
