@@ -69,26 +69,7 @@ fn client(state: &State, sql: &str) -> String {
             .join("; "),
         State::Postgres(_) => sql.to_owned(),
     };
-    let sql = sql.as_str();
-    let output = match state {
-        State::Default(dir) => Command::new("sqlite3")
-            .arg(dir.path().join("brain/state.db"))
-            .arg(sql)
-            .output(),
-        State::Postgres(cluster) => Command::new("psql")
-            .args([
-                cluster.url.as_str(),
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-At",
-                "-c",
-                sql,
-            ])
-            .output(),
-    }
-    .expect("the store's client runs");
-    assert!(output.status.success(), "{sql}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    state.sql(&sql)
 }
 
 /// `sql`'s statements (split at each `;` outside quotes).
