@@ -55,8 +55,9 @@ pub(crate) fn policy(policy: &Policy, id: &str, report: &mut impl FnMut(String, 
 pub(crate) struct LookAlikes<'a> {
     /// How a message names the tool.
     shown: String,
-    /// The bindings, in the config's order (two or more).
-    bindings: Vec<&'a ToolBinding>,
+    /// The bindings, in the config's order (two or more), each with its upstream id (the
+    /// resource, and the action group `upstream:<id>`).
+    bindings: Vec<(&'a ToolBinding, String)>,
 }
 
 /// The upstream tools two or more bindings call, in the config's order.
@@ -90,7 +91,7 @@ pub(crate) fn look_alike_groups(bindings: &[ToolBinding]) -> Vec<LookAlikes<'_>>
             ));
             groups.len() - 1
         });
-        groups[at].1.bindings.push(binding);
+        groups[at].1.bindings.push((binding, upstream_id(binding)));
     }
     groups
         .into_iter()
@@ -118,39 +119,34 @@ pub(crate) fn look_alikes(policy: &Policy, groups: &[LookAlikes<'_>]) -> Vec<(St
         },
         _ => return Vec::new(),
     };
-    let named = |binding: &ToolBinding| {
+    let named = |(binding, upstream): &(&ToolBinding, String)| {
         entities.iter().any(|entity| {
             let id = entity["id"].as_str().unwrap_or_default();
             id == "all_tools"
                 || id.strip_prefix("tool:") == Some(binding.name.as_str())
-                || id.strip_prefix("upstream:") == Some(upstream_id(binding).as_str())
+                || id.strip_prefix("upstream:") == Some(upstream.as_str())
         })
     };
     let mut found = Vec::new();
     for group in groups {
-        let (forbidden, left_out): (Vec<&ToolBinding>, Vec<&ToolBinding>) = group
-            .bindings
-            .iter()
-            .copied()
-            .partition(|binding| named(binding));
+        let (forbidden, left_out): (Vec<_>, Vec<_>) = group.bindings.iter().partition(|b| named(b));
         if forbidden.is_empty() {
             continue;
         }
         let forbidden = match forbidden.as_slice() {
-            [one] => format!("the binding {:?}", one.name),
+            [(one, _)] => format!("the binding {:?}", one.name),
             many => format!(
                 "the bindings {}",
                 many.iter()
-                    .map(|b| format!("{:?}", b.name))
+                    .map(|(b, _)| format!("{:?}", b.name))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         };
         let actions: Vec<String> = (group.bindings.iter())
-            .map(|binding| format!("Brain::Action::\"tool:{}\"", binding.name))
+            .map(|(binding, _)| format!("Brain::Action::\"tool:{}\"", binding.name))
             .collect();
-        for binding in left_out {
-            let upstream = upstream_id(binding);
+        for (binding, upstream) in left_out {
             found.push((
                 format!(
                     "this `forbid` names {forbidden} and not {:?}, which calls the same upstream \
