@@ -8,7 +8,8 @@
 //!
 //! The figures are compared with the committed baseline `tests/perf-gate.json`: instructions may
 //! exceed it by its `tolerance_percent` (run to run, they move by less than 0.5 %), requests not
-//! at all, connections and handshakes by two in the window of 200 calls. A new rustc or
+//! at all, connections and handshakes by 25 in the window of 200 calls (a connection per call, the
+//! regression the count exists for, is 200). A new rustc or
 //! `Cargo.lock` moves the instruction counts: `cargo xtask gate --rebaseline` writes the
 //! baseline anew (review the diff: it is the measured cost of the change).
 
@@ -69,8 +70,11 @@ struct Args {
 
 /// Calls measured per row, after the warm-up.
 const CALLS: usize = 200;
-/// Connections or TLS handshakes the measured window may hold beyond the baseline's.
-const SLACK_EVENTS: f64 = 2.0;
+/// Connections or TLS handshakes the measured window may hold beyond the baseline's. The
+/// verified row (a listing, then the call, back to back) opened 2 to 20 in 200 calls from run to
+/// run on one machine (2026-12-07): under callgrind a request can find the pooled connection
+/// not yet returned. A connection per call is 200.
+const SLACK_EVENTS: f64 = 25.0;
 /// Calls made before collection starts: connections, TLS sessions, caches, lazy statics.
 const WARM_UP: usize = 20;
 
@@ -269,9 +273,8 @@ fn gate(rebaseline: bool) -> anyhow::Result<bool> {
             let ok = match field.as_str() {
                 "instructions" | "serve_instructions" => !same_cpu || change <= tolerance + 1e-9,
                 "requests" => measured <= base + 1e-9,
-                // Connections and handshakes: at most two more in the whole window than the
-                // baseline (under callgrind's slowness a call can find its pooled connection
-                // not yet returned, and open one); a connection per call is 1.0.
+                // Connections and handshakes: at most SLACK_EVENTS more in the whole window than
+                // the baseline; a connection per call is 1.0.
                 _ => measured <= base + SLACK_EVENTS / CALLS as f64 + 1e-9,
             };
             passed &= ok;
