@@ -264,7 +264,46 @@ async fn an_unset_token_variable_refuses_only_its_bindings() {
             .contains("BRAIN_HARNESS_TEST_UNSET is not set"),
         "{result}"
     );
+    assert_eq!(result["reason"], "unavailable", "{result}");
     assert_eq!(tests::server::Stats::get(&server.stats.requests), requests);
+}
+
+/// Each refusal says why in `reason`, a word a host matches on: an unknown tool, a tenant the
+/// binding does not allow, arguments that do not match, an id that is not one. The server sees
+/// none of them.
+#[tokio::test]
+async fn a_refusal_names_its_reason() {
+    let server = TestServer::start(Faults::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &server.url, |_| {});
+    let rows: [(&[&str], &str); 4] = [
+        (&["--tenant", "local", "no_such_tool", "{}"], "unknown_tool"),
+        (
+            &["--tenant", "intruder", "echo", r#"{"message": "x"}"#],
+            "tenant_not_allowed",
+        ),
+        (
+            &["--tenant", "local", "echo", r#"{"message": 7}"#],
+            "invalid_arguments",
+        ),
+        (
+            &["--tenant", "local", "--call-id", "c1\u{1b}[2K", "echo", r#"{"message": "x"}"#],
+            "invalid_id",
+        ),
+    ];
+    for (arguments, reason) in rows {
+        let mut command = vec!["--config", config.as_str(), "call", "--json"];
+        command.extend_from_slice(arguments);
+        let output = harness(&command, &[]).await;
+        assert_eq!(output.status.code(), Some(1), "{reason}: {}", stderr(&output));
+        let result = lines(&output).pop().unwrap();
+        assert_eq!(
+            (&result["kind"], &result["reason"], &result["unknown_outcome"]),
+            (&json!("refused"), &json!(reason), &json!(false)),
+            "{result}"
+        );
+    }
+    assert_eq!(tests::server::Stats::get(&server.stats.requests), 0);
 }
 
 #[tokio::test]

@@ -212,10 +212,21 @@ fn ids_are_bounded_and_cannot_forge_log_lines() {
             json!("refused")
         );
         assert_eq!(
+            result["_meta"]["brain.dev/outcome"]["reason"],
+            json!("invalid_id")
+        );
+        assert_eq!(
             result["_meta"]["brain.dev/outcome"]["unknown_outcome"],
             json!(false)
         );
     }
+    // Arguments that do not match: the reason a client acts on.
+    let bad = call(&authority, ACME, "echo", json!({"message": 7}), json!({}));
+    assert_eq!(
+        bad["_meta"]["brain.dev/outcome"]["reason"],
+        json!("invalid_arguments"),
+        "{bad}"
+    );
     // 256 bytes is still an id.
     let fine = call(
         &authority,

@@ -58,6 +58,11 @@ pub struct ToolResult {
     /// Serialized only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<OutcomeKind>,
+    /// Why a call of kind [`OutcomeKind::Refused`] was refused: an unknown tool, a tenant not
+    /// allowed, arguments that do not match… Set for every refusal, and only for one; a host
+    /// matches on it, never on the message. Serialized only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
     /// When to try again, in milliseconds, where that is known: a call refused by one of
     /// brain's limits (the time until its next token), or one the server rate-limited (its
     /// `data.retryAfterMs`, else its `Retry-After`, at most the binding's timeout). Serialized
@@ -116,6 +121,7 @@ impl ToolResult {
             structured_content: None,
             replayed: false,
             kind: None,
+            reason: None,
             retry_after_ms: None,
             approval_id: None,
         }
@@ -147,6 +153,7 @@ impl ToolResult {
             structured_content: None,
             replayed: false,
             kind: None,
+            reason: None,
             retry_after_ms: None,
             approval_id: None,
         }
@@ -230,6 +237,58 @@ pub enum OutcomeKind {
     /// `on_drift: "refuse"`), it is gone, or its name is listed twice. Nothing was sent; the
     /// message names the fields that changed. Re-pin with `cargo xtask discover`.
     PinDrift,
+}
+
+/// Why a call was refused before anything was sent ([`OutcomeKind::Refused`]): a host acts on
+/// it without reading words. Serialized in snake case (`"unknown_tool"`, …).
+///
+/// A reason never tells a client what another tenant may call: through `serve`, a tool the
+/// client's tenant cannot call is [`Reason::UnknownTool`]; the Rust API and `brain-harness call`,
+/// which the operator runs, say [`Reason::TenantNotAllowed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    /// No binding has the tool's name.
+    UnknownTool,
+    /// The call's tenant is not among the binding's `tenants`.
+    TenantNotAllowed,
+    /// The arguments do not match the binding's input schema (the message says where).
+    InvalidArguments,
+    /// The binding cannot be called in this deployment: a token variable not set, a command
+    /// not installed… (the message says what to fix).
+    Unavailable,
+    /// The call id or the session is not an id: too long, or holding a control character.
+    InvalidId,
+    /// A value the call must send as an HTTP header (the tenant, the session) cannot be one.
+    InvalidHeader,
+    /// The call id was called before and that call's result was not kept (over the journal's
+    /// cap): it is not sent again.
+    ResultNotKept,
+    /// The front end is stopping (`serve` draining at SIGTERM): retry elsewhere or later.
+    Stopping,
+}
+
+impl Reason {
+    /// The reason as serialized (`"unknown_tool"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::UnknownTool => "unknown_tool",
+            Reason::TenantNotAllowed => "tenant_not_allowed",
+            Reason::InvalidArguments => "invalid_arguments",
+            Reason::Unavailable => "unavailable",
+            Reason::InvalidId => "invalid_id",
+            Reason::InvalidHeader => "invalid_header",
+            Reason::ResultNotKept => "result_not_kept",
+            Reason::Stopping => "stopping",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::fmt::Display for OutcomeKind {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use brain_config::policy::{Decision, PolicyRequest, Principal};
 
+use crate::event::Reason;
 use crate::journal::{Hold, MAX_APPROVAL_ARGUMENTS};
 use crate::outcome::{Fact, Failure};
 use crate::request::CallRequest;
@@ -20,26 +21,44 @@ pub const MAX_ID_BYTES: usize = 256;
 /// How much of a refused id its refusal shows (escaped).
 const SHOWN_ID_CHARS: usize = 64;
 
-/// Why `id` (the call's `field`: "call id" or "session") cannot be taken: over
-/// [`MAX_ID_BYTES`], or holding a control character (C0, DEL, C1), which a terminal would act on
-/// wherever the id is printed (`approvals`, `journal`). Shown escaped, and cut when long.
-fn id_refusal(field: &str, id: &str) -> Option<String> {
-    let why = if id.len() > MAX_ID_BYTES {
-        format!(
-            "is {} bytes long, over the {MAX_ID_BYTES} an id may have",
-            id.len()
-        )
+/// Why a call id or a session cannot be taken as an id ([`check_id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidId {
+    /// Over [`MAX_ID_BYTES`].
+    #[error("is {bytes} bytes long, over the {MAX_ID_BYTES} an id may have")]
+    TooLong {
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// It holds a control character (C0, DEL, C1), which a terminal would act on wherever the
+    /// id is printed (`approvals`, `journal`) and which would forge a log line.
+    #[error("holds a control character (C0, DEL or C1): an id is printable text")]
+    ControlCharacter,
+}
+
+/// Whether `id` may be a call id or a session: at most [`MAX_ID_BYTES`] bytes, no control
+/// character. The gate checks every call's; a front end that derives the runtime's ids from a
+/// client's (`serve`) checks the client's with it first.
+pub fn check_id(id: &str) -> Result<(), InvalidId> {
+    if id.len() > MAX_ID_BYTES {
+        Err(InvalidId::TooLong { bytes: id.len() })
     } else if id.chars().any(char::is_control) {
-        "holds a control character (C0, DEL or C1): an id is printable text".to_owned()
+        Err(InvalidId::ControlCharacter)
     } else {
-        return None;
-    };
+        Ok(())
+    }
+}
+
+/// The refusal of an id (the call's `field`: "call id" or "session") [`check_id`] refuses: the
+/// id shown escaped, and cut when long.
+pub(crate) fn id_refusal(field: &str, id: &str, why: InvalidId) -> String {
     let shown: String = id.chars().take(SHOWN_ID_CHARS).collect();
     let cut = if shown.len() < id.len() { "…" } else { "" };
-    Some(format!(
+    format!(
         "refused: the {field} \"{}\"{cut} {why}; nothing was journaled, held or sent",
         crate::escape::escape(&shown)
-    ))
+    )
 }
 
 impl Runtime {
@@ -52,28 +71,35 @@ impl Runtime {
         request: &CallRequest,
         call_id: &str,
     ) -> Result<(Arc<Bound>, Option<Hold>), Failure> {
-        let refused = |message: String| Failure::new(Fact::Refused, message);
+        let refused = |reason: Reason, message: String| Failure::new(Fact::Refused(reason), message);
         let (name, scope, arguments) = (&request.tool, &request.scope, &request.arguments);
         for (field, id) in [("call id", call_id), ("session", scope.session_id.as_str())] {
-            if let Some(message) = id_refusal(field, id) {
-                return Err(refused(message));
+            if let Err(why) = check_id(id) {
+                return Err(refused(Reason::InvalidId, id_refusal(field, id, why)));
             }
         }
-        let bound = self
-            .inner
-            .tools
-            .get(name)
-            .ok_or_else(|| refused(format!("refused: there is no tool named {name:?}")))?;
+        let bound = self.inner.tools.get(name).ok_or_else(|| {
+            refused(
+                Reason::UnknownTool,
+                format!("refused: there is no tool named {name:?}"),
+            )
+        })?;
         let tool = &bound.tool;
         let binding = &tool.binding;
         if !binding.tenants.contains(&scope.tenant_id) {
-            return Err(refused(format!(
-                "refused: tenant {:?} may not call {name:?}",
-                scope.tenant_id
-            )));
+            return Err(refused(
+                Reason::TenantNotAllowed,
+                format!(
+                    "refused: tenant {:?} may not call {name:?}",
+                    scope.tenant_id
+                ),
+            ));
         }
         if let Some(Unavailable { why, fix }) = &tool.unavailable {
-            return Err(refused(format!("refused: {why}; {fix}")));
+            return Err(refused(
+                Reason::Unavailable,
+                format!("refused: {why}; {fix}"),
+            ));
         }
         let errors: Vec<String> = tool
             .input
@@ -86,10 +112,13 @@ impl Runtime {
             })
             .collect();
         if !errors.is_empty() {
-            return Err(refused(format!(
-                "refused: the arguments do not match the input schema of {name:?}: {}",
-                errors.join("; ")
-            )));
+            return Err(refused(
+                Reason::InvalidArguments,
+                format!(
+                    "refused: the arguments do not match the input schema of {name:?}: {}",
+                    errors.join("; ")
+                ),
+            ));
         }
         if let Some(policies) = &self.inner.policies {
             let tenant;
@@ -248,18 +277,29 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_ID_BYTES, id_refusal};
+    use super::{InvalidId, MAX_ID_BYTES, check_id, id_refusal};
+
+    /// `check_id`'s verdict and, for a refused id, its refusal.
+    fn refusal(field: &str, id: &str) -> Option<String> {
+        check_id(id).err().map(|why| id_refusal(field, id, why))
+    }
 
     #[test]
     fn ids_with_controls_or_over_the_bound_are_refused_and_shown_escaped() {
-        assert_eq!(id_refusal("call id", "c1"), None);
-        assert_eq!(id_refusal("call id", &"a".repeat(MAX_ID_BYTES)), None);
-        assert_eq!(id_refusal("session", "ünï \u{202e} \\"), None);
-        let long = id_refusal("session", &"a".repeat(MAX_ID_BYTES + 1)).unwrap();
+        assert_eq!(refusal("call id", "c1"), None);
+        assert_eq!(refusal("call id", &"a".repeat(MAX_ID_BYTES)), None);
+        assert_eq!(refusal("session", "ünï \u{202e} \\"), None);
+        assert_eq!(
+            check_id(&"a".repeat(MAX_ID_BYTES + 1)),
+            Err(InvalidId::TooLong { bytes: 257 })
+        );
+        let long = refusal("session", &"a".repeat(MAX_ID_BYTES + 1)).unwrap();
         assert!(long.contains("the session \"aaaa"), "{long}");
         assert!(long.contains("\"… is 257 bytes long"), "{long}");
         for control in ['\u{0}', '\n', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}'] {
-            let refusal = id_refusal("call id", &format!("c1{control}[2K")).unwrap();
+            let id = format!("c1{control}[2K");
+            assert_eq!(check_id(&id), Err(InvalidId::ControlCharacter));
+            let refusal = refusal("call id", &id).unwrap();
             assert!(
                 refusal.starts_with("refused: the call id \"c1\\"),
                 "{refusal}"

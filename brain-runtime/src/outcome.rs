@@ -21,13 +21,14 @@
 //! (open) would make `-32023` mean "not processed": if it is accepted, its row moves to
 //! `false` beside `-32601`, and nothing else changes.
 
-use crate::event::ToolResult;
+use crate::event::{Reason, ToolResult};
 
 /// What happened to a call that produced no tool result, as a transport or the lifecycle saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fact {
-    /// Refused before any I/O: the gate, or a value no request can carry.
-    Refused,
+    /// Refused before any I/O, for the reason given: the gate, a value no request can carry,
+    /// a replay whose result was not kept, a front end stopping.
+    Refused(Reason),
     /// Refused by a limit (a rate or a concurrency quota) before anything was opened.
     Limited,
     /// Refused by the host config's policies at the gate: no permit, a forbid, or an error in
@@ -159,7 +160,7 @@ pub(crate) struct Outcome {
 /// The classification: the only place that decides `unknown_outcome`.
 pub(crate) fn classify(fact: Fact) -> Outcome {
     let (unknown_outcome, kind) = match fact {
-        Fact::Refused => (false, Kind::Refused),
+        Fact::Refused(_) => (false, Kind::Refused),
         Fact::Limited => (false, Kind::Limited),
         Fact::PolicyDenied => (false, Kind::PolicyDenied),
         Fact::ApprovalRequired => (false, Kind::ApprovalRequired),
@@ -203,7 +204,7 @@ impl Fact {
     /// left to cancel.
     pub(crate) fn before_execution(self) -> bool {
         match self {
-            Fact::Refused
+            Fact::Refused(_)
             | Fact::Limited
             | Fact::PolicyDenied
             | Fact::ApprovalRequired
@@ -275,6 +276,9 @@ impl Failure {
         } = self.outcome();
         let mut result = ToolResult::failure(call_id, unknown_outcome, self.message);
         result.kind = Some(kind);
+        if let Fact::Refused(reason) = self.fact {
+            result.reason = Some(reason);
+        }
         result.retry_after_ms = self.retry_after_ms;
         result.approval_id = self.approval_id;
         (result, kind)
@@ -289,9 +293,11 @@ impl Failure {
 pub enum Refusal {
     /// A bound of the front end's own (calls in flight per client or in all): `limited`.
     Limited,
-    /// The front end is stopping, or the request cannot be taken as it is (an id too long):
-    /// `refused`.
-    Refused,
+    /// The front end is stopping: `refused`, [`Reason::Stopping`].
+    Stopping,
+    /// The client's call id or session is not an id ([`crate::gate::check_id`]): `refused`,
+    /// [`Reason::InvalidId`].
+    InvalidId,
 }
 
 impl ToolResult {
@@ -300,7 +306,8 @@ impl ToolResult {
     pub fn refused(call_id: &str, refusal: Refusal, message: impl Into<String>) -> ToolResult {
         let fact = match refusal {
             Refusal::Limited => Fact::Limited,
-            Refusal::Refused => Fact::Refused,
+            Refusal::Stopping => Fact::Refused(Reason::Stopping),
+            Refusal::InvalidId => Fact::Refused(Reason::InvalidId),
         };
         Failure::new(fact, message).into_result(call_id).0
     }
@@ -324,7 +331,7 @@ mod tests {
         use Interruption::{Cancelled, Timeout};
         use Kind::*;
         let rows: &[(Fact, bool, Kind)] = &[
-            (Fact::Refused, false, Refused),
+            (Fact::Refused(Reason::UnknownTool), false, Refused),
             (Fact::Limited, false, Limited),
             (Fact::PolicyDenied, false, PolicyDenied),
             (Fact::ApprovalRequired, false, ApprovalRequired),

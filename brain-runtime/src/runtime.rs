@@ -589,7 +589,7 @@ impl Runtime {
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
                 let (result, kind) = failure.into_result(&call_id);
-                if kind.error_type() == "policy_denied" {
+                if kind == crate::event::OutcomeKind::PolicyDenied {
                     self.audit_denial(&request, &call_id);
                 }
                 crate::telemetry::refused_span(

@@ -11,7 +11,7 @@ their lines in order). A call step with "cancel_after": SECONDS is cancelled the
 the server as its revision says) and prints {"cancelled": true}.
 
 The first line is {"protocol_version": REVISION} (what the client negotiated). A list step prints {"tools": [Tool, …]}; a call step prints {"result": CallToolResult, "progress":
-[[progress, total, message], …]}; a step that fails prints {"error": message, "code": code}.
+[[progress, total, message], …]}; a step that fails prints {"error": message, "code": code, "data": data}.
 """
 
 import asyncio
@@ -64,7 +64,7 @@ async def step_line(client, step):
         )
         return {"result": result.model_dump(by_alias=True, mode="json", exclude_none=True), "progress": progress}
     except MCPError as error:
-        return {"error": str(error), "code": error.error.code}
+        return {"error": str(error), "code": error.error.code, "data": error.error.data}
 
 
 async def run(plan):

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use brain_config::ToolBinding;
 use brain_runtime::{
-    CallRequest, ContentBlock, Event, OutcomeKind, Refusal, Runtime, Scope, ToolResult, Via,
+    CallRequest, ContentBlock, Event, OutcomeKind, Reason, Refusal, Runtime, Scope, ToolResult,
+    Via,
 };
 use futures_util::StreamExt;
 use rmcp::model::{
@@ -32,7 +33,7 @@ use super::log::CallLine;
 /// with a restart on another config (there is no live reload), so five minutes; a client that
 /// verifies pins (brain) then lists once per five minutes, not before every call.
 const LIST_TTL_MS: u64 = 300_000;
-use super::owners::{CallSlot, MAX_ID_BYTES, Owners, SessionEnd};
+use super::owners::{CallSlot, Owners, SessionEnd};
 
 /// serve's bounds on calls and sessions, from the config.
 #[derive(Debug, Clone, Copy)]
@@ -176,7 +177,7 @@ impl Facade {
     ) -> Result<(CallSlot, OwnedSemaphorePermit), (Refusal, String)> {
         if self.inner.draining.load(Ordering::SeqCst) {
             return Err((
-                Refusal::Refused,
+                Refusal::Stopping,
                 "refused: the server is stopping; nothing was sent — retry with the \
                         same call id against another replica or once it is back"
                     .to_owned(),
@@ -205,21 +206,6 @@ impl Facade {
             })?;
         Ok((own, all))
     }
-}
-
-/// Whether a client's session or call id may be taken: at most [`MAX_ID_BYTES`] bytes, no
-/// control characters (they would forge log lines, and are no one's id).
-pub(crate) fn check_id(id: &str) -> Result<(), String> {
-    if id.len() > MAX_ID_BYTES {
-        return Err(format!(
-            "is {} bytes long: an id is at most {MAX_ID_BYTES} bytes",
-            id.len()
-        ));
-    }
-    if id.chars().any(char::is_control) {
-        return Err("holds a control character: an id is printable text".to_owned());
-    }
-    Ok(())
 }
 
 /// A binding as the client sees it: its name, with its pinned description, schemas and
@@ -303,6 +289,9 @@ fn outcome(result: &ToolResult, call_id: &str) -> Value {
         "replayed": result.replayed,
         "error_type": result.kind.map(OutcomeKind::as_str),
     });
+    if let Some(reason) = result.reason {
+        outcome["reason"] = json!(reason);
+    }
     if let Some(ms) = result.retry_after_ms {
         outcome["retry_after_ms"] = json!(ms);
     }
@@ -319,7 +308,7 @@ fn outcome(result: &ToolResult, call_id: &str) -> Value {
 /// and limit refusals (the client's own doing, with nothing internal in them) pass unchanged.
 fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
     let kind = result.kind?;
-    let detail = || match result.content.first() {
+    let detail = match result.content.first() {
         Some(ContentBlock::Text { text }) => text.clone(),
         _ => String::new(),
     };
@@ -331,8 +320,12 @@ fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
         | OutcomeKind::Limited
         | OutcomeKind::PolicyDenied
         | OutcomeKind::ApprovalRequired => return None,
-        OutcomeKind::Refused if detail().starts_with("refused: the arguments do not match") => {
-            return None;
+        OutcomeKind::Refused if result.reason == Some(Reason::InvalidArguments) => return None,
+        // Serve's own check answers first, as for a tool that does not exist; should the
+        // runtime's ever answer, the client learns no more.
+        OutcomeKind::Refused if result.reason == Some(Reason::TenantNotAllowed) => {
+            result.reason = Some(Reason::UnknownTool);
+            format!("{tool}: refused: there is no such tool; nothing was sent")
         }
         OutcomeKind::Refused => format!(
             "{tool}: refused: this tool cannot be called now (the operator's log says why); \
@@ -375,7 +368,6 @@ fn for_the_client(result: &mut ToolResult, tool: &str) -> Option<String> {
              again; a retry with the same call id returns what brain recorded"
         ),
     };
-    let detail = detail();
     result.content = vec![ContentBlock::text(told)];
     result.structured_content = None;
     Some(detail)
@@ -430,7 +422,7 @@ impl ServerHandler for Facade {
         {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
-                None,
+                Some(json!({"reason": Reason::UnknownTool})),
             ));
         }
         let meta = serde_json::to_value(&context.meta).unwrap_or_default();
@@ -441,9 +433,9 @@ impl ServerHandler for Facade {
             named(&meta, CALL_KEY, "call_id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         // An id that cannot be taken is refused before anything (the journal, the log) sees it.
         for (what, id) in [("session id", &session), ("call id", &call_id)] {
-            if let Err(why) = check_id(id) {
+            if let Err(why) = brain_runtime::check_id(id) {
                 let message = format!("refused: the {what} {why}; nothing was sent");
-                let result = ToolResult::refused("-", Refusal::Refused, message);
+                let result = ToolResult::refused("-", Refusal::InvalidId, message);
                 return Ok(call_tool_result(&result, "-").into());
             }
         }
@@ -618,11 +610,16 @@ impl Facade {
 mod tests {
     use super::*;
 
-    /// A result as the journal or the runtime would have it, with `kind`.
+    /// A result as the journal or the runtime would have it, with `kind` (a refusal with
+    /// `reason`: `kind` is `refused/REASON`).
     fn failed(kind: &str, unknown: bool, text: &str) -> ToolResult {
+        let (kind, reason) = match kind.split_once('/') {
+            Some((kind, reason)) => (kind, Some(reason)),
+            None => (kind, None),
+        };
         serde_json::from_value(json!({"call_id": "c1", "is_error": true,
             "unknown_outcome": unknown, "content": [{"type": "text", "text": text}],
-            "kind": kind}))
+            "kind": kind, "reason": reason}))
         .unwrap()
     }
 
@@ -665,7 +662,7 @@ mod tests {
                 "interrupted before tools/call was sent to 10.0.0.7",
             ),
             (
-                "refused",
+                "refused/unavailable",
                 false,
                 "refused: MCP_API_KEY is not set; export it",
             ),
@@ -692,7 +689,7 @@ mod tests {
         // The client's own doing passes as it is.
         for (kind, text) in [
             (
-                "refused",
+                "refused/invalid_arguments",
                 "refused: the arguments do not match the input schema of \"x\": at `/q`",
             ),
             (
@@ -705,14 +702,5 @@ mod tests {
             assert_eq!(for_the_client(&mut result, "x"), None);
             assert_eq!(result.content, vec![ContentBlock::text(text)]);
         }
-    }
-
-    #[test]
-    fn ids_are_bounded_and_printable() {
-        assert!(check_id(&"a".repeat(MAX_ID_BYTES)).is_ok());
-        assert!(check_id(&"a".repeat(MAX_ID_BYTES + 1)).is_err());
-        assert!(check_id("c1\r\nforged").is_err());
-        assert!(check_id("tab\there").is_err());
-        assert!(check_id("émoji ok ✓").is_ok());
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn run(
     };
     let bindings = &config.tools;
     if let Some(session) = &options.session
-        && let Err(why) = facade::check_id(session)
+        && let Err(why) = brain_runtime::check_id(session)
     {
         eprintln!("error: --session {why}");
         return ExitCode::from(2);

@@ -603,7 +603,7 @@ impl Ticket {
                 let fact = if entry.unknown_outcome == Some(true) {
                     Fact::Broken
                 } else {
-                    Fact::Refused
+                    Fact::Refused(crate::event::Reason::ResultNotKept)
                 };
                 let ended = match (entry.state, entry.is_error) {
                     (EntryState::Completed, Some(false)) => "completed",

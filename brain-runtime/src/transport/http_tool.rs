@@ -168,7 +168,7 @@ fn request_headers(
     let mut add =
         |name: &'static str, what: &str, value: &str| {
             let value = HeaderValue::from_str(value).map_err(|_| {
-            Failure::new(Fact::Refused, format!(
+            Failure::new(Fact::Refused(crate::event::Reason::InvalidHeader), format!(
                 "refused: the {what} {value:?} cannot be sent as an HTTP header (it holds a \
                  control character or non-ASCII text)"
             ))
