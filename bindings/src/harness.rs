@@ -13,7 +13,7 @@
 //! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S] [--anonymous-tenant T]
 //! ```
 //!
-//! `serve` offers the bindings as one MCP server (see `serve/mod.rs` and the book's guide
+//! `serve` offers the bindings as one MCP server (brain-serve, and the book's guide
 //! "Serving brain's tools to any MCP host"): over stdio for one local host and one tenant, or
 //! Streamable HTTP at `/mcp` for clients authenticated by the config's `serve` section. Every
 //! `tools/call` goes through the same gate and journal as `call`; one line per call on stderr.

@@ -33,9 +33,9 @@ pub(crate) const FLUSH_BOUND: Duration = Duration::from_millis(500);
 /// already spent up to 1.5 s telling the server.
 pub(crate) const INTERRUPTED_FLUSH_BOUND: Duration = Duration::from_millis(250);
 
-/// The spans the OpenTelemetry layer exports: brain's own (the runtime's call spans and the
-/// harness's root span), at `info`.
-const EXPORTED: &str = "brain_runtime=info,bindings=info";
+/// The spans the OpenTelemetry layer exports: brain's own (the runtime's call spans, serve's
+/// server spans and the harness's root span), at `info`.
+const EXPORTED: &str = "brain_runtime=info,brain_serve=info,bindings=info";
 
 /// What was installed; [`Telemetry::shut_down`] flushes it.
 pub(crate) struct Telemetry {

@@ -287,7 +287,14 @@ async fn a_refusal_names_its_reason() {
             "invalid_arguments",
         ),
         (
-            &["--tenant", "local", "--call-id", "c1\u{1b}[2K", "echo", r#"{"message": "x"}"#],
+            &[
+                "--tenant",
+                "local",
+                "--call-id",
+                "c1\u{1b}[2K",
+                "echo",
+                r#"{"message": "x"}"#,
+            ],
             "invalid_id",
         ),
     ];
@@ -295,10 +302,19 @@ async fn a_refusal_names_its_reason() {
         let mut command = vec!["--config", config.as_str(), "call", "--json"];
         command.extend_from_slice(arguments);
         let output = harness(&command, &[]).await;
-        assert_eq!(output.status.code(), Some(1), "{reason}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{reason}: {}",
+            stderr(&output)
+        );
         let result = lines(&output).pop().unwrap();
         assert_eq!(
-            (&result["kind"], &result["reason"], &result["unknown_outcome"]),
+            (
+                &result["kind"],
+                &result["reason"],
+                &result["unknown_outcome"]
+            ),
             (&json!("refused"), &json!(reason), &json!(false)),
             "{result}"
         );

@@ -146,7 +146,12 @@ fn http_serves_each_client_its_tenant() {
         assert_eq!(outcome(&lines[1])["replayed"], json!(false), "{}", lines[1]);
         assert_eq!(lines[2]["code"], json!(-32602), "{}", lines[2]);
         // Another tenant's tool reads as a tool that does not exist.
-        assert_eq!(lines[2]["data"]["reason"], json!("unknown_tool"), "{}", lines[2]);
+        assert_eq!(
+            lines[2]["data"]["reason"],
+            json!("unknown_tool"),
+            "{}",
+            lines[2]
+        );
         upstream += 1;
         assert_eq!(peer.tool_calls(), upstream, "{mode}");
 

@@ -69,6 +69,7 @@ pub(crate) fn convert(
         structured_content: structured,
         replayed: false,
         kind: None,
+        reason: None,
         retry_after_ms: None,
         approval_id: None,
     };

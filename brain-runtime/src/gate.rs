@@ -71,7 +71,8 @@ impl Runtime {
         request: &CallRequest,
         call_id: &str,
     ) -> Result<(Arc<Bound>, Option<Hold>), Failure> {
-        let refused = |reason: Reason, message: String| Failure::new(Fact::Refused(reason), message);
+        let refused =
+            |reason: Reason, message: String| Failure::new(Fact::Refused(reason), message);
         let (name, scope, arguments) = (&request.tool, &request.scope, &request.arguments);
         for (field, id) in [("call id", call_id), ("session", scope.session_id.as_str())] {
             if let Err(why) = check_id(id) {

@@ -9,14 +9,26 @@ use anyhow::Context;
 use crate::workspace::{cargo_build, target_dir};
 
 /// The example crates, each a binary of the same name, in the order they run.
-const EXAMPLES: &[&str] = &["library-host", "typed-host", "agent-loop"];
+const EXAMPLES: &[&str] = &["library-host", "typed-host", "agent-loop", "serve-host"];
 
-/// Each run: the example and its arguments (agent-loop once per model API format it shows).
-const RUNS: &[(&str, &[&str])] = &[
-    ("library-host", &[]),
-    ("typed-host", &[]),
-    ("agent-loop", &["openai"]),
-    ("agent-loop", &["anthropic"]),
+/// Variables an example's run sets.
+type Env = &'static [(&'static str, &'static str)];
+
+/// Each run: the example, its arguments (agent-loop once per model API format it shows) and
+/// its environment (serve-host's client token).
+const RUNS: &[(&str, &[&str], Env)] = &[
+    ("library-host", &[], &[]),
+    ("typed-host", &[], &[]),
+    ("agent-loop", &["openai"], &[]),
+    ("agent-loop", &["anthropic"], &[]),
+    (
+        "serve-host",
+        &[],
+        &[(
+            "SERVE_HOST_TOKEN",
+            "5e7e0c1d2b3a49586f7a8b9cadbecfd0e1f2a3b4c5d6e7f8091a2b3c4d5e6f70",
+        )],
+    ),
 ];
 
 /// The port the examples' host configs name.
@@ -45,10 +57,11 @@ pub(crate) fn run() -> anyhow::Result<ExitCode> {
         anyhow::bail!("brain-test-server did not start on port {PORT} (is the port taken?)");
     }
     println!("test server: {}", url.trim());
-    for (example, args) in RUNS {
+    for (example, args, env) in RUNS {
         println!("\n--- {example} {}", args.join(" "));
         let status = Command::new(target_dir().join("debug").join(example))
             .args(*args)
+            .envs(env.iter().copied())
             .status()
             .with_context(|| format!("cannot run {example}"))?;
         if !status.success() {

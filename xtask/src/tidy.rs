@@ -171,11 +171,12 @@ fn citations(base: &Path) -> Vec<String> {
 }
 
 /// The workspace's crates (their directories).
-const CRATES: [&str; 7] = [
+const CRATES: [&str; 8] = [
     "brain-config",
     "brain-codegen",
     "brain-codegen/corpus",
     "brain-runtime",
+    "brain-serve",
     "bindings",
     "tests",
     "xtask",
@@ -395,17 +396,19 @@ mod tests {
 
     /// The at-most-once point and the classifier are one each: only `call/send.rs` marks a call
     /// sent, and only `outcome.rs` turns a failure into a `tool.result` (its `unknown_outcome`
-    /// and kind) — for the front ends in `bindings` too, whose refusals go through
+    /// and kind) — for the front ends in `bindings` and `brain-serve` too, whose refusals go through
     /// `ToolResult::refused`.
     #[test]
     fn one_send_point_and_one_classifier() {
         let base = workspace();
-        let rules: [(&str, &str, &str); 5] = [
+        let rules: [(&str, &str, &str); 7] = [
             ("brain-runtime/src", "call_sent = true", "call/send.rs"),
             ("brain-runtime/src", "ToolResult::failure(", "outcome.rs"),
             ("brain-runtime/src", "unknown_outcome = true", "outcome.rs"),
             ("bindings/src", "unknown_outcome = true", ""),
             ("bindings/src", "kind = Some(", ""),
+            ("brain-serve/src", "unknown_outcome = true", ""),
+            ("brain-serve/src", "kind = Some(", ""),
         ];
         let mut found = Vec::new();
         for (dir, needle, only) in rules {
@@ -440,6 +443,7 @@ mod tests {
             "brain-config",
             "brain-codegen",
             "brain-runtime",
+            "brain-serve",
             "bindings",
             "xtask",
         ];

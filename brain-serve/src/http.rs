@@ -31,18 +31,13 @@ use super::listener;
 use super::owners::{Full, Lookup, MAX_ID_BYTES, OwnedSessions, Owners, SessionEnd};
 use super::sources::{Throttle, TrustedProxies};
 
-/// Where and for whom `serve --listen` answers.
-pub(crate) struct Listen {
-    /// The address to listen on (loopback unless told otherwise).
-    pub(crate) addr: SocketAddr,
-    /// Browser origins allowed besides loopback ones (`https://app.example.com`).
-    pub(crate) origins: Vec<String>,
-    /// `Host` values allowed besides loopback ones (the name clients reach this server by).
-    pub(crate) hosts: Vec<String>,
-    /// `--anonymous-tenant`: a request without `Authorization` runs as this tenant (loopback
-    /// addresses only).
-    pub(crate) anonymous: Option<String>,
-    /// `--trusted-proxy`: proxies whose `Forwarded`/`X-Forwarded-For` name the source.
+/// What the router is built from (the parts of `Http`, in `lib.rs`).
+pub(crate) struct Parts<'a> {
+    pub(crate) facade: Facade,
+    pub(crate) serve: &'a Serve,
+    pub(crate) clients: Clients,
+    pub(crate) journal: Option<Journal>,
+    pub(crate) options: &'a crate::options::HttpOptions,
     pub(crate) proxies: TrustedProxies,
 }
 
@@ -66,26 +61,21 @@ struct Gate {
     throttle: Throttle,
 }
 
-/// When to stop: `accept` closes the listener (then the server returns once every connection
-/// has ended); `sessions` ends rmcp's sessions and their streams.
-pub(crate) struct Stop {
-    pub(crate) accept: CancellationToken,
-    pub(crate) sessions: CancellationToken,
-}
-
-/// Serves until `stop.accept` is cancelled; returns once the listener is closed and the
-/// connections have ended. `ready` is told the address once the socket is bound.
-pub(crate) async fn serve(
-    facade: Facade,
-    serve: &Serve,
-    clients: Clients,
-    journal: Option<Journal>,
-    listen: Listen,
-    stop: Stop,
-    ready: impl FnOnce(SocketAddr),
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(listen.addr).await?;
-    let addr = listener.local_addr()?;
+/// The router: `/mcp` behind brain's layer (authentication, origins, owners and caps),
+/// `/ready`, and the protected resource metadata. `sessions` ends rmcp's sessions, their
+/// streams, the session reaper and `/ready`'s probe.
+pub(crate) async fn router(
+    parts: Parts<'_>,
+    sessions_stop: CancellationToken,
+) -> Result<axum::Router, crate::options::ServeError> {
+    let Parts {
+        facade,
+        serve,
+        clients,
+        journal,
+        options,
+        proxies,
+    } = parts;
     let owners = facade.owners();
     // Sessions end on their idle time through the table (which withdraws their calls first),
     // not through rmcp's own keep-alive.
@@ -95,7 +85,7 @@ pub(crate) async fn serve(
     local.session_config.keep_alive = Some(idle * 2);
     let sessions = OwnedSessions::new(local, Arc::clone(&owners));
     let expiring = Arc::clone(&sessions);
-    let reaper_stop = stop.sessions.clone();
+    let reaper_stop = sessions_stop.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(
             (idle / 10).clamp(Duration::from_millis(100), Duration::from_secs(5)),
@@ -110,7 +100,7 @@ pub(crate) async fn serve(
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
         .map(str::to_owned)
         .to_vec();
-    hosts.extend(listen.hosts.iter().cloned());
+    hosts.extend(options.hosts.iter().cloned());
     let mut origins: Vec<String> = [
         "http://localhost:*",
         "http://127.0.0.1:*",
@@ -121,7 +111,7 @@ pub(crate) async fn serve(
     ]
     .map(str::to_owned)
     .to_vec();
-    origins.extend(listen.origins.iter().cloned());
+    origins.extend(options.origins.iter().cloned());
     let max_request_bytes = serve.max_request_bytes() as usize;
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
@@ -130,7 +120,7 @@ pub(crate) async fn serve(
         .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_request_bytes)
-        .with_cancellation_token(stop.sessions.child_token());
+        .with_cancellation_token(sessions_stop.child_token());
     let service: StreamableHttpService<Facade, OwnedSessions> =
         StreamableHttpService::new(move || Ok(facade.clone()), Arc::clone(&sessions), config);
     let oauth = match &serve.authorization {
@@ -140,7 +130,7 @@ pub(crate) async fn serve(
                 &authorization.resource,
                 &authorization.tenant_claim,
             )
-            .map_err(std::io::Error::other)?
+            .map_err(|error| crate::options::ServeError::Authorization(error.to_string()))?
             .with_key_lifetimes(authorization.jwks_max_age(), authorization.jwks_max_stale());
             Some((verifier, metadata_url(&authorization.resource)))
         }
@@ -157,15 +147,15 @@ pub(crate) async fn serve(
     let gate = Arc::new(Gate {
         clients,
         oauth,
-        anonymous: listen.anonymous.clone(),
+        anonymous: options.anonymous_tenant.clone(),
         origins,
         max_request_bytes,
         owners,
         sessions,
-        proxies: listen.proxies.clone(),
+        proxies,
         throttle: Throttle::new(serve.failed_authentications_per_minute()),
     });
-    let readiness = Readiness::start(journal, stop.sessions.clone()).await;
+    let readiness = Readiness::start(journal, sessions_stop).await;
     let mut router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(gate, guard))
@@ -189,6 +179,21 @@ pub(crate) async fn serve(
                 axum::routing::get(answer),
             );
     }
+    Ok(router)
+}
+
+/// Serves `router` at `addr` with brain's accept loop and the config's connection bounds until
+/// `accept` is cancelled; returns once the listener is closed and the connections have ended.
+/// `ready` is told the address once the socket is bound.
+pub(crate) async fn listen(
+    addr: SocketAddr,
+    router: axum::Router,
+    serve: &Serve,
+    accept: CancellationToken,
+    ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
     let bounds = listener::Bounds {
         max_connections: listener::connection_cap(serve.max_connections()),
         per_source: serve.connections_per_source() as usize,
@@ -197,7 +202,7 @@ pub(crate) async fn serve(
         max_streams: serve.max_concurrent_streams(),
     };
     ready(addr);
-    listener::serve(listener, router, bounds, stop.accept).await
+    listener::serve(listener, router, bounds, accept).await
 }
 
 /// `/ready`: the state store's last probe, made every [`PROBE_EVERY`] in the background on a

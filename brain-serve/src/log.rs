@@ -50,6 +50,7 @@ impl CallLine<'_> {
                 unknown_outcome: result.unknown_outcome,
                 replayed: result.replayed,
                 error_type,
+                reason: result.reason.map(brain_runtime::Reason::as_str),
                 detail,
                 ms: (ms * 1000.0).round() / 1000.0,
             };
@@ -72,6 +73,9 @@ impl CallLine<'_> {
                 result.replayed,
                 error_type.unwrap_or("-"),
             );
+            if let Some(reason) = result.reason {
+                line.push_str(&format!(" reason={reason}"));
+            }
             if let Some(detail) = detail {
                 line.push_str(&format!(" detail={:?}", detail));
             }
@@ -96,6 +100,8 @@ struct JsonLine<'a> {
     unknown_outcome: bool,
     replayed: bool,
     error_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
     detail: Option<&'a str>,
     ms: f64,
 }

@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use brain_config::ToolBinding;
 use brain_runtime::{
-    CallRequest, ContentBlock, Event, OutcomeKind, Reason, Refusal, Runtime, Scope, ToolResult,
-    Via,
+    CallRequest, ContentBlock, Event, OutcomeKind, Reason, Refusal, Runtime, Scope, ToolResult, Via,
 };
 use futures_util::StreamExt;
 use rmcp::model::{

@@ -111,6 +111,7 @@ impl Client {
 }
 
 /// The clients whose variables were set, by token digest.
+#[derive(Clone)]
 pub(crate) struct Clients {
     enabled: Vec<([u8; 32], Client)>,
 }
