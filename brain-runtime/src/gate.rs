@@ -4,16 +4,17 @@
 //! policies permit the call. Pure: it reads nothing but the request and what the runtime was
 //! built with, and it fails closed.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use brain_config::policy::{Decision, PolicyRequest, Principal};
+use brain_config::policy::{Decision, Policies, PolicyRequest, Principal};
 
+use crate::approver::signed::ApproverKeys;
 use crate::event::Reason;
 use crate::journal::{Hold, MAX_APPROVAL_ARGUMENTS};
 use crate::outcome::{Fact, Failure};
 use crate::request::CallRequest;
-use crate::runtime::{Bound, Runtime};
-use crate::tool::Unavailable;
+use crate::tool::{Tool, Unavailable};
 
 /// The most bytes a call id or a session id may have; serve takes no longer ones either.
 pub const MAX_ID_BYTES: usize = 256;
@@ -61,16 +62,55 @@ pub(crate) fn id_refusal(field: &str, id: &str, why: InvalidId) -> String {
     )
 }
 
-impl Runtime {
-    /// The gate: the call id and session are ids, the tool exists and is callable, the tenant is allowed, the token is there, the
-    /// arguments validate, the policies permit the call — or would permit it once a person
-    /// approves it: then the call goes on held ([`Hold`]), and the journal decides whether this
-    /// very call has its approval.
+/// A binding the gate lets calls through to: whatever the runtime keeps per binding (its
+/// transport, its limits), and the facts the gate reads.
+pub(crate) trait Gated {
+    /// The binding's shared facts: its config, compiled input schema, availability.
+    fn tool(&self) -> &Tool;
+}
+
+/// The gate every call goes through before any I/O. It owns the bindings (`B`: what the runtime
+/// keeps per binding), the host config's compiled policies, and the terms of approvals (how long
+/// one lasts, whose keys sign them). Pure: [`Gate::check`] reads nothing but the request and what
+/// the gate was built with, and fails closed.
+pub(crate) struct Gate<B> {
+    /// The bindings, by name.
+    pub(crate) tools: HashMap<String, Arc<B>>,
+    /// The host config's policies, compiled when the runtime was built.
+    pub(crate) policies: Option<Arc<Policies>>,
+    /// How long an approval lasts (milliseconds), when calls may be held for one (the runtime
+    /// keeps a journal).
+    approval_ms: Option<i64>,
+    /// The approvers' keys, by tenant: what a held call's approval must be signed by.
+    approvers: Arc<ApproverKeys>,
+}
+
+impl<B: Gated> Gate<B> {
+    /// The gate over `tools` and `policies`; with `approval_ms`, calls an `@approval` policy
+    /// holds wait for an approval signed by `approvers`.
+    pub(crate) fn new(
+        tools: HashMap<String, Arc<B>>,
+        policies: Option<Arc<Policies>>,
+        approval_ms: Option<i64>,
+        approvers: Arc<ApproverKeys>,
+    ) -> Self {
+        Gate {
+            tools,
+            policies,
+            approval_ms,
+            approvers,
+        }
+    }
+
+    /// The check: the call id and session are ids, the tool exists and is callable, the tenant
+    /// is allowed, the token is there, the arguments validate, the policies permit the call — or
+    /// would permit it once a person approves it: then the call goes on held ([`Hold`]), and
+    /// the journal decides whether this very call has its approval.
     pub(crate) fn check(
         &self,
         request: &CallRequest,
         call_id: &str,
-    ) -> Result<(Arc<Bound>, Option<Hold>), Failure> {
+    ) -> Result<(Arc<B>, Option<Hold>), Failure> {
         let refused =
             |reason: Reason, message: String| Failure::new(Fact::Refused(reason), message);
         let (name, scope, arguments) = (&request.tool, &request.scope, &request.arguments);
@@ -79,13 +119,13 @@ impl Runtime {
                 return Err(refused(Reason::InvalidId, id_refusal(field, id, why)));
             }
         }
-        let bound = self.inner.tools.get(name).ok_or_else(|| {
+        let bound = self.tools.get(name).ok_or_else(|| {
             refused(
                 Reason::UnknownTool,
                 format!("refused: there is no tool named {name:?}"),
             )
         })?;
-        let tool = &bound.tool;
+        let tool = bound.tool();
         let binding = &tool.binding;
         if !binding.tenants.contains(&scope.tenant_id) {
             return Err(refused(
@@ -121,7 +161,7 @@ impl Runtime {
                 ),
             ));
         }
-        if let Some(policies) = &self.inner.policies {
+        if let Some(policies) = &self.policies {
             let tenant;
             let principal = match &request.principal {
                 Some(principal) => principal,
@@ -174,42 +214,6 @@ impl Runtime {
         Ok((Arc::clone(bound), None))
     }
 
-    /// Appends a call the policies refused to its tenant's audit chain, off the caller's path
-    /// (the gate does no I/O): best effort, a record dropped counted in
-    /// `brain.audit.denials.dropped`.
-    pub(crate) fn audit_denial(&self, request: &CallRequest, call_id: &str) {
-        let (Some(journaling), Some(bound)) =
-            (&self.inner.journal, self.inner.tools.get(&request.tool))
-        else {
-            return;
-        };
-        let principal = match &request.principal {
-            Some(principal) => principal.to_string(),
-            None => Principal::Tenant(request.scope.tenant_id.clone()).to_string(),
-        };
-        let denial = crate::journal::Denial {
-            key: crate::journal::Key {
-                tenant: request.scope.tenant_id.clone(),
-                session: request.scope.session_id.clone(),
-                call_id: call_id.to_owned(),
-            },
-            binding: request.tool.clone(),
-            principal,
-            digest: crate::journal::digest(&bound.tool.identity, &request.arguments),
-        };
-        journaling.shared_store().audit_denial(
-            denial,
-            Box::new(|| {
-                tracing::warn!("cannot record a policy denial in the audit chain");
-                opentelemetry::global::meter(crate::telemetry::METER)
-                    .u64_counter("brain.audit.denials.dropped")
-                    .with_description("Policy denials the audit chain could not record")
-                    .build()
-                    .add(1, &[]);
-            }),
-        );
-    }
-
     /// What a held call's approval is asked with: refused when the runtime keeps no journal
     /// (a builder refuses that), or when the arguments are too large to show an approver.
     fn hold(
@@ -219,7 +223,7 @@ impl Runtime {
         arguments: &serde_json::Value,
         reason: String,
     ) -> Result<Hold, Failure> {
-        let Some(expires_ms) = self.inner.approval_ms else {
+        let Some(expires_ms) = self.approval_ms else {
             return Err(Failure::new(
                 Fact::PolicyDenied,
                 format!("{reason}; no approval can be kept (the runtime has no call journal)"),
@@ -243,20 +247,17 @@ impl Runtime {
             arguments: canonical,
             reason,
             expires_ms,
-            approvers: Arc::clone(&self.inner.approvers),
+            approvers: Arc::clone(&self.approvers),
         })
     }
 
-    /// Whether `tools/list` (serve's, `brain-harness tools`) shows the binding `name` to
-    /// `principal`: the tenant may call it, and, when the host config has policies, a `forbid`
-    /// that never reads `context` does not apply and some `permit`'s scope matches. Never reads
-    /// arguments: a tool whose calls a policy decides by their arguments stays listed.
-    pub fn visible(&self, principal: &Principal, name: &str) -> bool {
-        let Some(bound) = self.inner.tools.get(name) else {
+    /// Whether the binding `name` is listed to `principal` (see `Runtime::visible`).
+    pub(crate) fn visible(&self, principal: &Principal, name: &str) -> bool {
+        let Some(bound) = self.tools.get(name) else {
             return false;
         };
         if !bound
-            .tool
+            .tool()
             .binding
             .tenants
             .iter()
@@ -264,15 +265,9 @@ impl Runtime {
         {
             return false;
         }
-        self.inner
-            .policies
+        self.policies
             .as_ref()
             .is_none_or(|policies| policies.visible(principal, name))
-    }
-
-    /// The host config's policies, compiled, when it has any.
-    pub fn policies(&self) -> Option<&brain_config::policy::Policies> {
-        self.inner.policies.as_deref()
     }
 }
 

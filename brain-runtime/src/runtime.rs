@@ -19,6 +19,7 @@ use crate::approver::{approval_ms, signed::ApproverKeys};
 use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
 use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
+use crate::gate::{Gate, Gated};
 use crate::http::HttpClient;
 use crate::journal::{Journal, Journaling, Key, Ticket};
 use crate::request::CallRequest;
@@ -299,7 +300,13 @@ impl<'a> RuntimeBuilder<'a> {
             };
             let (route, route_missing) =
                 Route::of(binding, &*self.env, session_key.as_ref(), &mut missing);
-            let unavailable = unavailable(binding, missing_token, &missing_auth, &route_missing);
+            let unavailable = Unavailable::of(
+                binding,
+                missing_token,
+                &missing_auth,
+                route_missing.session_key,
+                &route_missing.env,
+            );
             let tool = Tool {
                 binding: binding.clone(),
                 input,
@@ -343,12 +350,14 @@ impl<'a> RuntimeBuilder<'a> {
             .map_err(RuntimeError::Approvals)?;
         Ok(Runtime {
             inner: Arc::new(Inner {
-                approval_ms,
-                approvers: Arc::new(ApproverKeys::from_config(self.config)),
-                policies,
+                gate: Gate::new(
+                    tools,
+                    policies,
+                    approval_ms,
+                    Arc::new(ApproverKeys::from_config(self.config)),
+                ),
                 order: self.config.tools.iter().map(|b| b.name.clone()).collect(),
                 definitions: Mutex::default(),
-                tools,
                 instruments,
                 pins,
                 http,
@@ -432,50 +441,6 @@ fn own_client(
     Ok(client)
 }
 
-/// Why calls to a binding are refused before any I/O, if they are: the first variable it needs
-/// that is missing (its token, its session token key, its `auth`'s, its `env_from`'s).
-fn unavailable(
-    binding: &ToolBinding,
-    missing_token: bool,
-    missing_auth: &[String],
-    missing: &crate::transport::Missing,
-) -> Option<Unavailable> {
-    let (why, fix) = if missing_token {
-        (
-            format!(
-                "the token variable {} is not set",
-                binding.token_env.as_deref().unwrap_or_default()
-            ),
-            "set it to the server's API key and restart".to_owned(),
-        )
-    } else if missing.session_key {
-        (
-            format!("the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"),
-            format!(
-                "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
-                 with the host's session inspection endpoint, and restart"
-            ),
-        )
-    } else if !missing_auth.is_empty() {
-        (
-            format!("the auth variable {} is not set", missing_auth.join(", ")),
-            "set it to the secret its `auth` field names (docs/src/guides/oauth.md) and restart"
-                .to_owned(),
-        )
-    } else if !missing.env.is_empty() {
-        (
-            format!(
-                "the env_from variable {} is not set",
-                missing.env.join(", ")
-            ),
-            "set it to the server's API key and restart".to_owned(),
-        )
-    } else {
-        return None;
-    };
-    Some(Unavailable { why, fix })
-}
-
 /// A binding ready to call: its shared facts, and its transport's own value.
 pub(crate) struct Bound {
     pub(crate) tool: Arc<Tool>,
@@ -486,13 +451,18 @@ pub(crate) struct Bound {
     limits: crate::limits::Plan,
 }
 
+impl Gated for Bound {
+    fn tool(&self) -> &Tool {
+        &self.tool
+    }
+}
+
 /// A model API, and the tenant whose tools (or every tool).
 type DefinitionsKey = (ModelApi, Option<String>);
 
 pub(crate) struct Inner {
-    pub(crate) tools: HashMap<String, Arc<Bound>>,
-    /// The host config's policies, compiled when the runtime was built.
-    pub(crate) policies: Option<Arc<Policies>>,
+    /// The gate, which owns the bindings, the policies and the terms of approvals.
+    pub(crate) gate: Gate<Bound>,
     /// The bindings' names in config order.
     order: Vec<String>,
     /// Each model API's definitions, per tenant, computed on first use.
@@ -511,11 +481,6 @@ pub(crate) struct Inner {
     pub(crate) journal: Option<Arc<Journaling>>,
     /// Where the limits' buckets are kept: the journal's store, or this process's memory.
     keeper: Keeper,
-    /// How long an approval lasts (milliseconds), when calls may be held for one (the
-    /// runtime keeps a journal).
-    pub(crate) approval_ms: Option<i64>,
-    /// The approvers' keys, by tenant: what a held call's approval must be signed by.
-    pub(crate) approvers: Arc<ApproverKeys>,
 }
 
 /// Calls the tools of one host config. Cheap to clone; all clones share one HTTP pool.
@@ -526,7 +491,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut names: Vec<&String> = self.inner.tools.keys().collect();
+        let mut names: Vec<&String> = self.inner.gate.tools.keys().collect();
         names.sort();
         f.debug_struct("Runtime").field("tools", &names).finish()
     }
@@ -559,7 +524,7 @@ impl Runtime {
     /// the server's process). Must run inside a tokio runtime.
     pub fn call(&self, mut request: CallRequest) -> Call {
         if request.from.is_some_and(|api| api != ModelApi::Mcp)
-            && let Some(bound) = self.inner.tools.get(&request.tool)
+            && let Some(bound) = self.inner.gate.tools.get(&request.tool)
         {
             brain_config::model_api::unproject(
                 &bound.tool.binding.input_schema,
@@ -584,13 +549,18 @@ impl Runtime {
             .parent
             .clone()
             .unwrap_or_else(tracing::Span::current);
-        let (bound, hold) = match self.check(&request, &call_id) {
+        let (bound, hold) = match self.inner.gate.check(&request, &call_id) {
             Ok(checked) => checked,
             Err(failure) => {
                 self.inner.instruments.refused(&request.tool);
                 let (result, kind) = failure.into_result(&call_id);
-                if kind == crate::event::OutcomeKind::PolicyDenied {
-                    self.audit_denial(&request, &call_id);
+                if kind == crate::event::OutcomeKind::PolicyDenied
+                    && let (Some(journaling), Some(bound)) = (
+                        &self.inner.journal,
+                        self.inner.gate.tools.get(&request.tool),
+                    )
+                {
+                    crate::audit::denial::record(journaling, &request, &call_id, &bound.tool);
                 }
                 crate::telemetry::refused_span(
                     &parent,
@@ -692,7 +662,7 @@ impl Runtime {
                 .inner
                 .order
                 .iter()
-                .filter_map(|name| self.inner.tools.get(name))
+                .filter_map(|name| self.inner.gate.tools.get(name))
                 .map(|bound| &bound.tool.binding)
                 .filter(|binding| {
                     tenant.is_none_or(|t| {
@@ -703,11 +673,24 @@ impl Runtime {
         }))
     }
 
+    /// Whether `tools/list` (serve's, `brain-harness tools`) shows the binding `name` to
+    /// `principal`: the tenant may call it, and, when the host config has policies, a `forbid`
+    /// that never reads `context` does not apply and some `permit`'s scope matches. Never reads
+    /// arguments: a tool whose calls a policy decides by their arguments stays listed.
+    pub fn visible(&self, principal: &Principal, name: &str) -> bool {
+        self.inner.gate.visible(principal, name)
+    }
+
+    /// The host config's policies, compiled, when it has any.
+    pub fn policies(&self) -> Option<&Policies> {
+        self.inner.gate.policies.as_deref()
+    }
+
     /// Why calls to the binding `name` are refused before any I/O whatever their arguments, if
     /// they are: its token, `env_from` or session token key variables were not set (with
     /// [`RuntimeBuilder::allow_missing_tokens`]). `None` for a callable or unknown binding.
     pub fn unavailable(&self, name: &str) -> Option<String> {
-        let bound = self.inner.tools.get(name)?;
+        let bound = self.inner.gate.tools.get(name)?;
         bound.tool.unavailable.as_ref().map(|u| u.why.clone())
     }
 
@@ -727,6 +710,7 @@ impl Runtime {
     pub fn bindings(&self) -> Vec<&ToolBinding> {
         let mut bindings: Vec<&ToolBinding> = self
             .inner
+            .gate
             .tools
             .values()
             .map(|bound| &bound.tool.binding)

@@ -114,7 +114,12 @@ impl Instruments {
     }
 
     /// A call a limit refused: one count per bucket that refused it.
-    pub(crate) fn limited(&self, binding: &str, refusals: &[crate::limits::Refusal], waited: bool) {
+    pub(crate) fn limited(
+        &self,
+        binding: &str,
+        refusals: &[crate::limits::Exceeded],
+        waited: bool,
+    ) {
         for refusal in refusals {
             let limit = match refusal.limit {
                 crate::limits::Limit::Rate { .. } => "rate",

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use brain_config::ToolBinding;
 
 use crate::auth::Credentials;
+use crate::session_token::{MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_KEY_ENV};
 use crate::telemetry::{Instruments, Peer};
 
 /// The facts of one binding that the lifecycle and every transport share.
@@ -35,6 +36,55 @@ pub(crate) struct Unavailable {
     pub(crate) why: String,
     /// How to fix it.
     pub(crate) fix: String,
+}
+
+impl Unavailable {
+    /// Why calls to a binding are refused before any I/O, if they are: the first variable it needs
+    /// that is missing (its token, its session token key, its `auth`'s, its `env_from`'s).
+    pub(crate) fn of(
+        binding: &ToolBinding,
+        missing_token: bool,
+        missing_auth: &[String],
+        missing_session_key: bool,
+        missing_env: &[String],
+    ) -> Option<Unavailable> {
+        let (why, fix) = if missing_token {
+            (
+                format!(
+                    "the token variable {} is not set",
+                    binding.token_env.as_deref().unwrap_or_default()
+                ),
+                "set it to the server's API key and restart".to_owned(),
+            )
+        } else if missing_session_key {
+            (
+                format!(
+                    "the session token key {SESSION_TOKEN_KEY_ENV} (inspect_session) is not set"
+                ),
+                format!(
+                    "set it to a secret of at least {MIN_SESSION_TOKEN_KEY_BYTES} bytes, shared \
+                     with the host's session inspection endpoint, and restart"
+                ),
+            )
+        } else if !missing_auth.is_empty() {
+            (
+                format!("the auth variable {} is not set", missing_auth.join(", ")),
+                "set it to the secret its `auth` field names (docs/src/guides/oauth.md) and restart"
+                    .to_owned(),
+            )
+        } else if !missing_env.is_empty() {
+            (
+                format!(
+                    "the env_from variable {} is not set",
+                    missing_env.join(", ")
+                ),
+                "set it to the server's API key and restart".to_owned(),
+            )
+        } else {
+            return None;
+        };
+        Some(Unavailable { why, fix })
+    }
 }
 
 impl Tool {

@@ -41,8 +41,9 @@ pub(crate) struct Parts<'a> {
     pub(crate) proxies: TrustedProxies,
 }
 
-/// What brain's layer needs on every request.
-struct Gate {
+/// What admitting a request takes (brain's layer, before rmcp sees it): the clients and the
+/// token verifier, the origins allowed, the session owners and caps, the throttle.
+struct Admission {
     clients: Clients,
     /// With `serve.authorization`: the JWT access token verifier, and where this resource's
     /// metadata is (named in every 401).
@@ -144,7 +145,7 @@ pub(crate) async fn router(
         })
         .to_string()
     });
-    let gate = Arc::new(Gate {
+    let admission = Arc::new(Admission {
         clients,
         oauth,
         anonymous: options.anonymous_tenant.clone(),
@@ -158,7 +159,7 @@ pub(crate) async fn router(
     let readiness = Readiness::start(journal, sessions_stop).await;
     let mut router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate, guard))
+        .layer(axum::middleware::from_fn_with_state(admission, admit))
         .route(
             "/ready",
             axum::routing::get(move || std::future::ready(readiness.answer())),
@@ -343,10 +344,15 @@ fn is_initialize(body: &[u8]) -> bool {
     }
 }
 
-/// Brain's layer in front of rmcp's service.
-async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+/// Brain's layer in front of rmcp's service: admits a request (origin, throttle, credential,
+/// session owner, body bound, caps) or answers it.
+async fn admit(
+    State(admission): State<Arc<Admission>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !origin_allowed(origin, &gate.origins)
+        && !origin_allowed(origin, &admission.origins)
     {
         return rpc_error(
             StatusCode::FORBIDDEN,
@@ -358,8 +364,8 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         .extensions()
         .get::<listener::Peer>()
         .map_or(IpAddr::from([127, 0, 0, 1]), |peer| peer.0.ip());
-    let source = gate.proxies.source(peer, request.headers());
-    if let Some(wait) = gate.throttle.throttled(source) {
+    let source = admission.proxies.source(peer, request.headers());
+    if let Some(wait) = admission.throttle.throttled(source) {
         let mut response = rpc_error(
             StatusCode::TOO_MANY_REQUESTS,
             -32000,
@@ -371,14 +377,14 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
-    let client = match gate
+    let client = match admission
         .authenticate(request.headers().get(header::AUTHORIZATION))
         .await
     {
         Ok(client) => client,
         Err((response, failed)) => {
             if failed {
-                gate.throttle.failed(source);
+                admission.throttle.failed(source);
             }
             return response;
         }
@@ -395,7 +401,7 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     // The session is in use (never idle) until this request is answered.
     let mut in_use = None;
     if let Some(session) = &session {
-        match gate.owners.lookup(session, &client) {
+        match admission.owners.lookup(session, &client) {
             Lookup::Owned(ended, session_use) => {
                 request.extensions_mut().insert(SessionEnd(ended));
                 in_use = Some(session_use);
@@ -408,7 +414,7 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     if opens && may_initialize(request.headers()) {
         // Read the body (within the bound) to see whether it is `initialize`.
         let (parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, gate.max_request_bytes).await {
+        let bytes = match axum::body::to_bytes(body, admission.max_request_bytes).await {
             Ok(bytes) => bytes,
             Err(_) => {
                 return rpc_error(
@@ -419,7 +425,7 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
             }
         };
         if is_initialize(&bytes) {
-            match gate.owners.reserve(&client) {
+            match admission.owners.reserve(&client) {
                 Ok(reserved) => reservation = Some(reserved),
                 Err(full) => return over_cap(full),
             }
@@ -446,7 +452,7 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
     else {
         return response;
     };
-    if gate.owners.knows(id) {
+    if admission.owners.knows(id) {
         return response;
     }
     let id = id.to_owned();
@@ -454,31 +460,31 @@ async fn guard(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) 
         // rmcp names a new session only in answer to an `initialize` without one: anything
         // else is closed rather than left without an owner.
         tracing::warn!("serve: an answer named a session nobody opened; closed");
-        gate.sessions.close_soon(id);
+        admission.sessions.close_soon(id);
         return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "internal error");
     }
     let reserved = match reservation {
         Some(reserved) => Ok(reserved),
-        None => gate.owners.reserve(&client),
+        None => admission.owners.reserve(&client),
     };
     match reserved {
         Ok(reserved) => {
             reserved.commit(&id);
-            gate.sessions.owned(&id);
+            admission.sessions.owned(&id);
             // A session whose worker already ended (its close found no owner to tell).
-            let alive = gate
+            let alive = admission
                 .sessions
                 .local
                 .has_session(&id.clone().into())
                 .await
                 .unwrap_or(false);
             if !alive {
-                gate.owners.end(&id);
+                admission.owners.end(&id);
             }
             response
         }
         Err(full) => {
-            gate.sessions.close_soon(id);
+            admission.sessions.close_soon(id);
             over_cap(full)
         }
     }
@@ -501,7 +507,7 @@ fn over_cap(full: Full) -> Response {
     }
 }
 
-impl Gate {
+impl Admission {
     /// The client a request's `Authorization` names: a static token's, else a verified JWT
     /// access token's; otherwise the answer to give (401, or 503 when the issuer's keys cannot
     /// be read) and whether it counts as a failed authentication.

@@ -228,7 +228,8 @@ impl Http {
     /// `shutdown` resolves (`Ok(Some(_))` with its value) or the listener fails. Then new calls
     /// are refused, calls in flight (`stopping` is told how many) have [`DRAIN_BOUND`] to finish
     /// (the rest are cancelled, and say whether they were sent), and it returns within
-    /// DRAIN_BOUND + 3 × 2 s.
+    /// DRAIN_BOUND + 3 × 2 s. It raises the process's soft limit of open files to its hard limit
+    /// (the connection cap counts on it), as `brain-harness serve` does.
     pub async fn listen<S>(
         self,
         addr: SocketAddr,

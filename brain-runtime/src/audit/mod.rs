@@ -11,6 +11,7 @@
 
 mod chain;
 mod checkpoint;
+pub(crate) mod denial;
 mod export;
 pub(crate) mod keys;
 mod settings;

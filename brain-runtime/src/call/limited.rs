@@ -14,7 +14,7 @@ use crate::journal::Journaling;
 use crate::limits::memory::MemoryLimits;
 use brain_config::ToolBinding;
 
-use crate::limits::{Bucket, Charge, Limit, Plan, Refusal, Verdict};
+use crate::limits::{Bucket, Charge, Exceeded, Limit, Plan, Verdict};
 use crate::outcome::{Fact, Failure};
 use crate::telemetry::Instruments;
 
@@ -50,7 +50,7 @@ const SLOT_GRACE: Duration = Duration::from_secs(10);
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// One try at the buckets: admitted (with what it brought), or refused by these.
-pub(crate) type Attempt<T> = Result<T, Vec<Refusal>>;
+pub(crate) type Attempt<T> = Result<T, Vec<Exceeded>>;
 
 impl CallLimits {
     /// The limits of a call of `binding` by `tenant` (`None` when nothing limits it).

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::limits::{Charge, Refusal, Usage, Verdict};
+use crate::limits::{Charge, Exceeded, Usage, Verdict};
 
 /// A journaled call's key: a call id is unique within its tenant's session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -183,7 +183,7 @@ pub enum Claimed {
     /// charged — the journal's rules answer the call.
     Taken,
     /// The key was new but a limit refused the call: nothing was claimed or charged.
-    Refused(Vec<Refusal>),
+    Refused(Vec<Exceeded>),
     /// The key was new but the approval named was not approved, unused and unexpired for this
     /// very call ([`JournalStore::claim_approved`]): nothing was claimed, charged or used.
     Unapproved,

@@ -104,7 +104,7 @@ pub(crate) enum Claiming {
     /// The journal's answer: another caller claimed it first.
     Answer(ToolResult),
     /// A limit refused it: nothing was claimed, charged or sent.
-    Refused(Vec<crate::limits::Refusal>),
+    Refused(Vec<crate::limits::Exceeded>),
 }
 
 /// A call the policies hold for a person's approval (the gate's pass A denied it, pass B would

@@ -78,9 +78,9 @@ pub struct BucketState {
     pub held: u32,
 }
 
-/// Why a call was refused, bucket by bucket.
+/// A bucket that refused a call: which, its limit, and when it has room again.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct Exceeded {
     /// The bucket that refused.
     pub bucket: String,
     /// Its limit.
@@ -95,7 +95,7 @@ pub enum Verdict {
     /// Every bucket had room: a token taken from each rate, a slot from each quota.
     Admitted,
     /// At least one bucket had none; nothing was taken from any.
-    Refused(Vec<Refusal>),
+    Refused(Vec<Exceeded>),
 }
 
 /// What a store writes after [`decide`]: each rate bucket's new TAT (in the charge's order),
@@ -123,7 +123,7 @@ pub fn decide(buckets: &[Bucket], states: &[BucketState], now_us: i64) -> Decisi
                     tats.push(Some(next));
                 } else {
                     let wait_us = next - tolerance - now_us;
-                    refusals.push(Refusal {
+                    refusals.push(Exceeded {
                         bucket: bucket.name.clone(),
                         limit: bucket.limit,
                         retry_after_ms: Some(ceil_ms(wait_us).max(1)),
@@ -133,7 +133,7 @@ pub fn decide(buckets: &[Bucket], states: &[BucketState], now_us: i64) -> Decisi
             }
             Limit::Concurrent(slots) => {
                 if state.held >= slots {
-                    refusals.push(Refusal {
+                    refusals.push(Exceeded {
                         bucket: bucket.name.clone(),
                         limit: bucket.limit,
                         retry_after_ms: None,
@@ -304,7 +304,7 @@ pub fn buckets(config: &HostConfig, tenant: Option<&str>) -> Vec<Bucket> {
 }
 
 /// A refusal in words: which limit, and when to try again.
-pub(crate) fn describe(refusals: &[Refusal], waited: Option<Duration>) -> String {
+pub(crate) fn describe(refusals: &[Exceeded], waited: Option<Duration>) -> String {
     let each: Vec<String> = refusals
         .iter()
         .map(|refusal| {
@@ -336,7 +336,7 @@ pub(crate) fn describe(refusals: &[Refusal], waited: Option<Duration>) -> String
 }
 
 /// The longest a refused call's retry time can be for the refusals: the latest next token.
-pub(crate) fn retry_after(refusals: &[Refusal]) -> Option<u64> {
+pub(crate) fn retry_after(refusals: &[Exceeded]) -> Option<u64> {
     if refusals.iter().any(|r| r.retry_after_ms.is_none()) {
         return None;
     }

@@ -17,7 +17,7 @@ pub fn per_call_work(
     result: &Value,
 ) -> Option<ToolResult> {
     let call_id = request.call_id.as_deref().unwrap_or("bench");
-    let (bound, _) = runtime.check(request, call_id).ok()?;
+    let (bound, _) = runtime.inner.gate.check(request, call_id).ok()?;
     let tool = &bound.tool;
     let binding = &tool.binding;
     let meta = if binding.pinned_revision() == Some(crate::revision::STATELESS) {
@@ -71,6 +71,7 @@ pub fn verify_listing(runtime: &Runtime, result: &[u8]) -> Result<usize, serde_j
         crate::pins::Listed::new(tools, std::time::Duration::ZERO, std::time::Instant::now());
     Ok(runtime
         .inner
+        .gate
         .tools
         .values()
         .filter(|bound| {
