@@ -7,10 +7,12 @@ use std::time::Instant;
 use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::store::{Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, new_id};
 use super::store::{
-    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
-    StoreFuture,
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalState, ApprovalStore, Asked, AuditStore,
+    CallStore, DriftStore, LimitStore, new_id,
+};
+use super::store::{
+    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, Key, Record, StoreError, StoreFuture,
 };
 use super::store::{Decision, Granted};
 
@@ -47,7 +49,7 @@ const MAX_APPROVALS: usize = 10_000;
 const MAX_DRIFT: usize = 10_000;
 
 impl Memory {
-    /// [`JournalStore::settle`], at once.
+    /// [`CallStore::settle`], at once.
     fn write_outcome(
         &self,
         key: &Key,
@@ -160,7 +162,7 @@ impl Memory {
         Ok(Claimed::Claimed)
     }
 
-    /// [`JournalStore::ask_approval`], at once.
+    /// [`ApprovalStore::ask_approval`], at once.
     fn ask_now(&self, request: &ApprovalRequest) -> Result<Asked, StoreError> {
         let now = self.now();
         let mut state = self.state();
@@ -296,7 +298,7 @@ fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(value))
 }
 
-impl JournalStore for Memory {
+impl CallStore for Memory {
     fn describe(&self) -> &str {
         "memory"
     }
@@ -316,90 +318,6 @@ impl JournalStore for Memory {
             self.claim_now(claim, None, None)
                 .map(|c| c == Claimed::Claimed),
         )
-    }
-
-    fn claim_charged<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: &'a Charge,
-    ) -> StoreFuture<'a, Claimed> {
-        ready(self.claim_now(claim, Some(charge), None))
-    }
-
-    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
-        ready(self.ask_now(request))
-    }
-
-    fn claim_approved<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: Option<&'a Charge>,
-        approval: &'a Granted,
-    ) -> StoreFuture<'a, Claimed> {
-        ready(self.claim_now(claim, charge, Some(approval)))
-    }
-
-    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
-        let now = self.now();
-        let state = self.state();
-        let mut found: Vec<Approval> = state
-            .approvals
-            .iter()
-            .rev()
-            .filter(|a| filter.tenants.contains(&a.key.tenant))
-            .filter(|a| filter.id.as_ref().is_none_or(|id| *id == a.id))
-            .filter(|a| {
-                !filter.pending || (a.state == ApprovalState::Pending && a.expires_ms > now)
-            })
-            .map(|a| shown(a, now))
-            .collect();
-        if filter.limit > 0 {
-            found.truncate(filter.limit);
-        }
-        ready(Ok(found))
-    }
-
-    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
-        let now = self.now();
-        let mut state = self.state();
-        let decided = state
-            .approvals
-            .iter_mut()
-            .find(|a| {
-                a.id == decision.id
-                    && decision.tenants.contains(&a.key.tenant)
-                    && a.state == ApprovalState::Pending
-                    && a.expires_ms > now
-                    && a.expires_ms == decision.expires_ms
-                    && a.digest == decision.digest
-                    && a.policies == decision.policies
-            })
-            .map(|a| {
-                a.state = if decision.approved {
-                    ApprovalState::Approved
-                } else {
-                    ApprovalState::Denied
-                };
-                a.signature = decision.signature.clone();
-                a.decided_by = Some(decision.approver.clone());
-                a.decided_ms = Some(now);
-                a.arguments = None;
-                shown(a, now)
-            });
-        ready(Ok(decided))
-    }
-
-    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
-        ready(Ok(self.limits.charge(charge)))
-    }
-
-    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
-        self.limits.release(holder);
-        ready(Ok(()))
-    }
-
-    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
-        ready(Ok(self.limits.usage(names)))
     }
 
     fn lookup<'a>(&'a self, key: &'a Key) -> StoreFuture<'a, Option<Entry>> {
@@ -470,29 +388,6 @@ impl JournalStore for Memory {
         ready(Ok(entries))
     }
 
-    fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
-        let now = self.now();
-        let mut state = self.state();
-        let seen = state.drifts.iter().any(|d| {
-            (&d.binding, &d.listed, &d.process) == (&drift.binding, &drift.listed, &drift.process)
-        });
-        if !seen {
-            if state.drifts.len() >= MAX_DRIFT {
-                state.drifts.remove(0);
-            }
-            let mut drift = drift.clone();
-            drift.first_seen_ms = now;
-            state.drifts.push(drift);
-        }
-        ready(Ok(!seen))
-    }
-
-    fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
-        let state = self.state();
-        let limit = if limit == 0 { usize::MAX } else { limit };
-        ready(Ok(state.drifts.iter().rev().take(limit).cloned().collect()))
-    }
-
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         let now = self.now();
         let mut state = self.state();
@@ -516,9 +411,124 @@ impl JournalStore for Memory {
     }
 }
 
+impl LimitStore for Memory {
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        ready(Ok(self.limits.charge(charge)))
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        ready(self.claim_now(claim, Some(charge), None))
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        self.limits.release(holder);
+        ready(Ok(()))
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        ready(Ok(self.limits.usage(names)))
+    }
+}
+
+impl DriftStore for Memory {
+    fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
+        let now = self.now();
+        let mut state = self.state();
+        let seen = state.drifts.iter().any(|d| {
+            (&d.binding, &d.listed, &d.process) == (&drift.binding, &drift.listed, &drift.process)
+        });
+        if !seen {
+            if state.drifts.len() >= MAX_DRIFT {
+                state.drifts.remove(0);
+            }
+            let mut drift = drift.clone();
+            drift.first_seen_ms = now;
+            state.drifts.push(drift);
+        }
+        ready(Ok(!seen))
+    }
+
+    fn drifts(&self, limit: usize) -> StoreFuture<'_, Vec<Drift>> {
+        let state = self.state();
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        ready(Ok(state.drifts.iter().rev().take(limit).cloned().collect()))
+    }
+}
+
+impl ApprovalStore for Memory {
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        ready(self.ask_now(request))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a Granted,
+    ) -> StoreFuture<'a, Claimed> {
+        ready(self.claim_now(claim, charge, Some(approval)))
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        let now = self.now();
+        let state = self.state();
+        let mut found: Vec<Approval> = state
+            .approvals
+            .iter()
+            .rev()
+            .filter(|a| filter.tenants.contains(&a.key.tenant))
+            .filter(|a| filter.id.as_ref().is_none_or(|id| *id == a.id))
+            .filter(|a| {
+                !filter.pending || (a.state == ApprovalState::Pending && a.expires_ms > now)
+            })
+            .map(|a| shown(a, now))
+            .collect();
+        if filter.limit > 0 {
+            found.truncate(filter.limit);
+        }
+        ready(Ok(found))
+    }
+
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
+        let now = self.now();
+        let mut state = self.state();
+        let decided = state
+            .approvals
+            .iter_mut()
+            .find(|a| {
+                a.id == decision.id
+                    && decision.tenants.contains(&a.key.tenant)
+                    && a.state == ApprovalState::Pending
+                    && a.expires_ms > now
+                    && a.expires_ms == decision.expires_ms
+                    && a.digest == decision.digest
+                    && a.policies == decision.policies
+            })
+            .map(|a| {
+                a.state = if decision.approved {
+                    ApprovalState::Approved
+                } else {
+                    ApprovalState::Denied
+                };
+                a.signature = decision.signature.clone();
+                a.decided_by = Some(decision.approver.clone());
+                a.decided_ms = Some(now);
+                a.arguments = None;
+                shown(a, now)
+            });
+        ready(Ok(decided))
+    }
+}
+
+impl AuditStore for Memory {}
+
 #[cfg(test)]
 mod tests {
-    use super::{Claim, JournalStore, Key, Memory, Record};
+    use super::{CallStore, Claim, Key, Memory, Record};
     use crate::journal::EntryState;
 
     fn claim(owner: &str, id: usize) -> Claim {

@@ -31,9 +31,9 @@ pub use store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Decision, DecisionSignature,
     Granted, MAX_APPROVAL_ARGUMENTS,
 };
-pub use store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
 pub use store::{
-    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
-    StoreFuture,
+    ApprovalStore, AuditStore, CallStore, Claim, Claimed, Done, Drift, DriftStore, Entry,
+    EntryState, Filter, JournalStore, Key, LimitStore, Record, StoreError, StoreFuture,
 };
+pub use store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
 pub(crate) use ticket::{Admitted, Claiming, Hold, TaskRecord, Ticket, digest, identity};

@@ -296,7 +296,7 @@ impl Journaling {
         &self.base
     }
 
-    /// The store, for a write that outlives the caller ([`JournalStore::record`]).
+    /// The store, for a write that outlives the caller ([`CallStore::record`]).
     pub(crate) fn shared_store(&self) -> Arc<dyn JournalStore> {
         Arc::clone(&self.journal.store)
     }

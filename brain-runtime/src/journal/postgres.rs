@@ -19,11 +19,13 @@ use tokio_postgres::Row;
 use crate::limits::{Charge, Usage, Verdict};
 
 use super::audit::Event;
-use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked, Decision, Granted};
+use super::store::{
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalStore, Asked, AuditStore, CallStore,
+    Decision, DriftStore, Granted, LimitStore,
+};
 use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
-    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, JournalStore, Key, Record, StoreError,
-    StoreFuture,
+    Claim, Claimed, Done, Drift, Entry, EntryState, Filter, Key, Record, StoreError, StoreFuture,
 };
 
 mod grants;
@@ -187,7 +189,7 @@ fn entry(row: &Row) -> Entry {
     }
 }
 
-impl JournalStore for Postgres {
+impl CallStore for Postgres {
     fn describe(&self) -> &str {
         &self.describe
     }
@@ -297,65 +299,6 @@ impl JournalStore for Postgres {
         })
     }
 
-    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
-        Box::pin(self.limits.verdict(charge))
-    }
-
-    fn claim_charged<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: &'a Charge,
-    ) -> StoreFuture<'a, Claimed> {
-        Box::pin(
-            self.limits
-                .charge(Some(claim.clone()), charge.clone(), None),
-        )
-    }
-
-    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
-        Box::pin(self.approvals.ask(request))
-    }
-
-    fn claim_approved<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: Option<&'a Charge>,
-        approval: &'a Granted,
-    ) -> StoreFuture<'a, Claimed> {
-        match charge {
-            None => Box::pin(self.approvals.claim(claim, approval)),
-            Some(charge) => Box::pin(self.limits.charge(
-                Some(claim.clone()),
-                charge.clone(),
-                Some(approval.clone()),
-            )),
-        }
-    }
-
-    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
-        Box::pin(self.approvals.list(filter))
-    }
-
-    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
-        Box::pin(self.approvals.decide(decision))
-    }
-
-    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&holder];
-            self.execute(limits::RELEASE, &params).await.map(drop)
-        })
-    }
-
-    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
-        Box::pin(async move {
-            let c = self.connection().await?;
-            limits::usage(&c.client, names)
-                .await
-                .map_err(|e| self.error(describe_error(&e)))
-        })
-    }
-
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {
         Box::pin(async move {
             let c = self.connection().await?;
@@ -379,6 +322,73 @@ impl JournalStore for Postgres {
         })
     }
 
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            c.client
+                .execute(schema::PRUNE_DRIFT, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(approvals::FORGET, &[])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(approvals::PRUNE, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            let deleted = c
+                .client
+                .execute(&c.prune_calls, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(&c.prune_owners, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
+                .execute(limits::PRUNE_SLOTS, &[])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            Ok(deleted)
+        })
+    }
+}
+
+impl LimitStore for Postgres {
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        Box::pin(self.limits.verdict(charge))
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        Box::pin(
+            self.limits
+                .charge(Some(claim.clone()), charge.clone(), None),
+        )
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&holder];
+            self.execute(limits::RELEASE, &params).await.map(drop)
+        })
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        Box::pin(async move {
+            let c = self.connection().await?;
+            limits::usage(&c.client, names)
+                .await
+                .map_err(|e| self.error(describe_error(&e)))
+        })
+    }
+}
+
+impl DriftStore for Postgres {
     fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let (drift, audit) = (drift.clone(), self.audits());
@@ -407,7 +417,39 @@ impl JournalStore for Postgres {
             drifts.map_err(|e| self.error(describe_error(&e)))
         })
     }
+}
 
+impl ApprovalStore for Postgres {
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        Box::pin(self.approvals.ask(request))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a Granted,
+    ) -> StoreFuture<'a, Claimed> {
+        match charge {
+            None => Box::pin(self.approvals.claim(claim, approval)),
+            Some(charge) => Box::pin(self.limits.charge(
+                Some(claim.clone()),
+                charge.clone(),
+                Some(approval.clone()),
+            )),
+        }
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        Box::pin(self.approvals.list(filter))
+    }
+
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
+        Box::pin(self.approvals.decide(decision))
+    }
+}
+
+impl AuditStore for Postgres {
     fn set_audit(&self, on: bool) {
         self.audit.store(on, Ordering::Relaxed);
     }
@@ -499,38 +541,6 @@ impl JournalStore for Postgres {
                     Box::pin(async move { Ok((true, audit::prune(client, retention_ms).await?)) })
                 })
                 .await
-        })
-    }
-
-    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
-        Box::pin(async move {
-            let c = self.connection().await?;
-            c.client
-                .execute(schema::PRUNE_DRIFT, &[&retention_ms])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            c.client
-                .execute(approvals::FORGET, &[])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            c.client
-                .execute(approvals::PRUNE, &[&retention_ms])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            let deleted = c
-                .client
-                .execute(&c.prune_calls, &[&retention_ms])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            c.client
-                .execute(&c.prune_owners, &[&retention_ms])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            c.client
-                .execute(limits::PRUNE_SLOTS, &[])
-                .await
-                .map_err(|e| self.error(describe_error(&e)))?;
-            Ok(deleted)
         })
     }
 }

@@ -26,10 +26,13 @@ use tokio::sync::oneshot;
 
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::store::{Approval, ApprovalFilter, ApprovalRequest, Asked, Decision, Granted};
+use super::store::{
+    Approval, ApprovalFilter, ApprovalRequest, ApprovalStore, Asked, AuditStore, CallStore,
+    Decision, DriftStore, Granted, LimitStore,
+};
 use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
 use super::store::{
-    Claim, Claimed, Done, Drift, Entry, Filter, JournalStore, Key, Record, StoreError, StoreFuture,
+    Claim, Claimed, Done, Drift, Entry, Filter, Key, Record, StoreError, StoreFuture,
 };
 
 /// What SQLite does on commit: which crashes a claim survives.
@@ -493,7 +496,7 @@ fn checkpoint(connection: &Connection) {
     }
 }
 
-impl JournalStore for Sqlite {
+impl CallStore for Sqlite {
     fn describe(&self) -> &str {
         &self.describe
     }
@@ -594,73 +597,6 @@ impl JournalStore for Sqlite {
         )
     }
 
-    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
-        let charge = charge.clone();
-        self.queue(move |c| limits::charge(c, &charge), false, self.inline)
-    }
-
-    fn claim_charged<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: &'a Charge,
-    ) -> StoreFuture<'a, Claimed> {
-        let (claim, charge) = (claim.clone(), charge.clone());
-        let audit = self.audits();
-        // The claim, then (when it is new) the charge, under one savepoint: both or neither.
-        let job = move |c: &Connection| {
-            limits::savepoint(c, |c| {
-                if !insert_claim(c, &claim, Audit::on(audit))? {
-                    return Ok((false, Claimed::Taken));
-                }
-                Ok(match limits::take(c, &charge)? {
-                    Verdict::Admitted => (true, Claimed::Claimed),
-                    Verdict::Refused(refusals) => (false, Claimed::Refused(refusals)),
-                })
-            })
-        };
-        self.queue(job, false, self.inline)
-    }
-
-    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
-        let request = request.clone();
-        let audit = self.audits();
-        self.run(move |c| approvals::ask(c, &request, audit))
-    }
-
-    fn claim_approved<'a>(
-        &'a self,
-        claim: &'a Claim,
-        charge: Option<&'a Charge>,
-        approval: &'a Granted,
-    ) -> StoreFuture<'a, Claimed> {
-        let (claim, charge, granted) = (claim.clone(), charge.cloned(), approval.clone());
-        let audit = self.audits();
-        let job =
-            move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &granted, audit);
-        self.queue(job, false, self.inline)
-    }
-
-    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
-        let listed = self.read(|c| approvals::list(c, filter));
-        Box::pin(std::future::ready(listed))
-    }
-
-    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
-        let decision = decision.clone();
-        let audit = self.audits();
-        self.run(move |c| approvals::decide(c, &decision, audit))
-    }
-
-    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
-        let holder = holder.to_owned();
-        self.queue(move |c| limits::release(c, &holder), false, self.inline)
-    }
-
-    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
-        let read = self.read(|c| limits::usage(c, names));
-        Box::pin(std::future::ready(read))
-    }
-
     fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>> {
         let filter = filter.clone();
         self.run(move |c| {
@@ -692,6 +628,66 @@ impl JournalStore for Sqlite {
         })
     }
 
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
+        self.run(move |c| {
+            schema::prune_drift(c, retention_ms)?;
+            approvals::prune(c, retention_ms)?;
+            let calls = concat!(
+                "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
+                now!(),
+                " - ?1 AND NOT (c.state = 'sent' AND ",
+                "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
+                now!(),
+                "))"
+            );
+            let owners = concat!("DELETE FROM brain_owners WHERE expires < ", now!(), " - ?1");
+            let deleted = c.prepare_cached(calls)?.execute(params![retention_ms])?;
+            c.prepare_cached(owners)?.execute(params![retention_ms])?;
+            Ok(deleted as u64)
+        })
+    }
+}
+
+impl LimitStore for Sqlite {
+    fn charge<'a>(&'a self, charge: &'a Charge) -> StoreFuture<'a, Verdict> {
+        let charge = charge.clone();
+        self.queue(move |c| limits::charge(c, &charge), false, self.inline)
+    }
+
+    fn claim_charged<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: &'a Charge,
+    ) -> StoreFuture<'a, Claimed> {
+        let (claim, charge) = (claim.clone(), charge.clone());
+        let audit = self.audits();
+        // The claim, then (when it is new) the charge, under one savepoint: both or neither.
+        let job = move |c: &Connection| {
+            limits::savepoint(c, |c| {
+                if !insert_claim(c, &claim, Audit::on(audit))? {
+                    return Ok((false, Claimed::Taken));
+                }
+                Ok(match limits::take(c, &charge)? {
+                    Verdict::Admitted => (true, Claimed::Claimed),
+                    Verdict::Refused(refusals) => (false, Claimed::Refused(refusals)),
+                })
+            })
+        };
+        self.queue(job, false, self.inline)
+    }
+
+    fn release<'a>(&'a self, holder: &'a str) -> StoreFuture<'a, ()> {
+        let holder = holder.to_owned();
+        self.queue(move |c| limits::release(c, &holder), false, self.inline)
+    }
+
+    fn usage<'a>(&'a self, names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
+        let read = self.read(|c| limits::usage(c, names));
+        Box::pin(std::future::ready(read))
+    }
+}
+
+impl DriftStore for Sqlite {
     fn record_drift<'a>(&'a self, drift: &'a Drift) -> StoreFuture<'a, bool> {
         let drift = drift.clone();
         let audit = self.audits();
@@ -702,7 +698,41 @@ impl JournalStore for Sqlite {
         let limit = if limit == 0 { -1 } else { limit as i64 };
         Box::pin(std::future::ready(self.read(|c| schema::drifts(c, limit))))
     }
+}
 
+impl ApprovalStore for Sqlite {
+    fn ask_approval<'a>(&'a self, request: &'a ApprovalRequest) -> StoreFuture<'a, Asked> {
+        let request = request.clone();
+        let audit = self.audits();
+        self.run(move |c| approvals::ask(c, &request, audit))
+    }
+
+    fn claim_approved<'a>(
+        &'a self,
+        claim: &'a Claim,
+        charge: Option<&'a Charge>,
+        approval: &'a Granted,
+    ) -> StoreFuture<'a, Claimed> {
+        let (claim, charge, granted) = (claim.clone(), charge.cloned(), approval.clone());
+        let audit = self.audits();
+        let job =
+            move |c: &Connection| approvals::claim(c, &claim, charge.as_ref(), &granted, audit);
+        self.queue(job, false, self.inline)
+    }
+
+    fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
+        let listed = self.read(|c| approvals::list(c, filter));
+        Box::pin(std::future::ready(listed))
+    }
+
+    fn decide_approval<'a>(&'a self, decision: &'a Decision) -> StoreFuture<'a, Option<Approval>> {
+        let decision = decision.clone();
+        let audit = self.audits();
+        self.run(move |c| approvals::decide(c, &decision, audit))
+    }
+}
+
+impl AuditStore for Sqlite {
     fn set_audit(&self, on: bool) {
         self.audit.store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -759,24 +789,5 @@ impl JournalStore for Sqlite {
 
     fn prune_audit(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         self.run(move |c| audit::prune(c, retention_ms))
-    }
-
-    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
-        self.run(move |c| {
-            schema::prune_drift(c, retention_ms)?;
-            approvals::prune(c, retention_ms)?;
-            let calls = concat!(
-                "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
-                now!(),
-                " - ?1 AND NOT (c.state = 'sent' AND ",
-                "EXISTS (SELECT 1 FROM brain_owners o WHERE o.owner = c.owner AND o.expires > ",
-                now!(),
-                "))"
-            );
-            let owners = concat!("DELETE FROM brain_owners WHERE expires < ", now!(), " - ?1");
-            let deleted = c.prepare_cached(calls)?.execute(params![retention_ms])?;
-            c.prepare_cached(owners)?.execute(params![retention_ms])?;
-            Ok(deleted as u64)
-        })
     }
 }

@@ -129,7 +129,7 @@ pub struct Entry {
     pub task: Option<String>,
 }
 
-/// Which entries [`JournalStore::list`] returns, newest first.
+/// Which entries [`CallStore::list`] returns, newest first.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     /// Only this tenant's.
@@ -174,10 +174,10 @@ pub struct Drift {
 
 pub use crate::state::{StoreError, StoreFuture};
 
-/// What a claim that also charges the limits ([`JournalStore::claim_charged`]) did.
+/// What a claim that also charges the limits ([`LimitStore::claim_charged`]) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claimed {
-    /// The call is claimed (as [`JournalStore::claim`] returning `true`) and charged.
+    /// The call is claimed (as [`CallStore::claim`] returning `true`) and charged.
     Claimed,
     /// The key was there already (or the owner's lease had expired): nothing was claimed or
     /// charged — the journal's rules answer the call.
@@ -185,17 +185,25 @@ pub enum Claimed {
     /// The key was new but a limit refused the call: nothing was claimed or charged.
     Refused(Vec<Exceeded>),
     /// The key was new but the approval named was not approved, unused and unexpired for this
-    /// very call ([`JournalStore::claim_approved`]): nothing was claimed, charged or used.
+    /// very call ([`ApprovalStore::claim_approved`]): nothing was claimed, charged or used.
     Unapproved,
 }
 
-/// Told the answer of a write made off the caller's path ([`JournalStore::record`]).
+/// Told the answer of a write made off the caller's path ([`CallStore::record`]).
 pub type Done = Box<dyn FnOnce(Result<bool, StoreError>) + Send + Sync>;
 
 /// What a journal backend does. Every statement is atomic on its own; a claim is durable when
 /// its future resolves `Ok`. A host may implement it over its own database, keeping the same
 /// meaning (the tests of `brain-tests` run against each implementation).
-pub trait JournalStore: Send + Sync + 'static {
+///
+/// It is the floor's capabilities together, one small trait each: [`CallStore`], [`LimitStore`],
+/// [`DriftStore`], [`ApprovalStore`], [`AuditStore`]; a store that implements them all is one.
+pub trait JournalStore: CallStore + LimitStore + DriftStore + ApprovalStore + AuditStore {}
+
+impl<T: CallStore + LimitStore + DriftStore + ApprovalStore + AuditStore> JournalStore for T {}
+
+/// What a journal backend keeps of calls and their owners' leases.
+pub trait CallStore: Send + Sync + 'static {
     /// The store's kind and place, for messages (never a password).
     fn describe(&self) -> &str;
 
@@ -257,6 +265,18 @@ pub trait JournalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(false)))
     }
 
+    /// The entries `filter` selects, newest first.
+    fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
+
+    /// Deletes what ended more than `retention_ms` ago (finished entries, entries of owners
+    /// that died, expired owners, drift first seen before, approvals expired before), and the
+    /// arguments of every expired approval; a pending, unexpired approval is left alone.
+    /// Returns how many entries it deleted.
+    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
+}
+
+/// What a journal backend keeps of the limits' buckets.
+pub trait LimitStore: CallStore {
     /// Takes from every bucket of `charge` or from none, in one atomic step judged by the
     /// store's clock (see [`crate::limits::decide`]): a token from each rate, a slot from each
     /// quota, held by `charge.holder` under `charge.owner`'s lease (slots of owners whose lease
@@ -269,7 +289,7 @@ pub trait JournalStore: Send + Sync + 'static {
         ))))
     }
 
-    /// [`claim`](Self::claim) and [`charge`](Self::charge) in one transaction: the charge is
+    /// [`claim`](CallStore::claim) and [`charge`](Self::charge) in one transaction: the charge is
     /// taken only when the claim is new, and a refused charge leaves no claim. Committed
     /// durably before returning [`Claimed::Claimed`]. The default keeps no limits (it fails).
     fn claim_charged<'a>(
@@ -292,7 +312,10 @@ pub trait JournalStore: Send + Sync + 'static {
     fn usage<'a>(&'a self, _names: &'a [String]) -> StoreFuture<'a, Vec<Usage>> {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
+}
 
+/// What a journal backend keeps of drift seen at run time.
+pub trait DriftStore: CallStore {
     /// Records `drift` unless that process recorded the same binding and listing before (its
     /// first sighting stays). Returns whether it did. The default records nothing.
     fn record_drift<'a>(&'a self, _drift: &'a Drift) -> StoreFuture<'a, bool> {
@@ -303,7 +326,10 @@ pub trait JournalStore: Send + Sync + 'static {
     fn drifts(&self, _limit: usize) -> StoreFuture<'_, Vec<Drift>> {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
+}
 
+/// What a journal backend keeps of approvals a person gives for one call.
+pub trait ApprovalStore: CallStore {
     /// For a call held for approval, in one transaction: [`Asked::Journaled`] when the call's
     /// key is in the journal; else the newest unexpired approval of this very call (key,
     /// digest, principal and policy set), approved and unused, denied, or pending; else a new
@@ -316,12 +342,12 @@ pub trait JournalStore: Send + Sync + 'static {
         ))))
     }
 
-    /// [`claim`](Self::claim) (with `charge`, [`claim_charged`](Self::claim_charged)) of a call
+    /// [`claim`](CallStore::claim) (with `charge`, [`claim_charged`](LimitStore::claim_charged)) of a call
     /// held for approval, in one transaction: for a key the journal does not have as sent, the
     /// approval `approval` — approved, unused and unexpired, of this very call (key and
     /// digest), its expiry and signature still those checked — is marked used first, else
     /// nothing is claimed ([`Claimed::Unapproved`]); a key the journal has as sent is claimed
-    /// as [`claim`](Self::claim) does, the approval untouched. A claim that does not commit
+    /// as [`claim`](CallStore::claim) does, the approval untouched. A claim that does not commit
     /// leaves the approval unused. The default keeps no approvals.
     fn claim_approved<'a>(
         &'a self,
@@ -350,7 +376,10 @@ pub trait JournalStore: Send + Sync + 'static {
             "this store keeps no approvals",
         ))))
     }
+}
 
+/// What a journal backend keeps of the audit chain and its checkpoints.
+pub trait AuditStore: CallStore {
     /// Whether the store appends to the audit chain (on by default where it keeps one): off
     /// only when every process on the store has it off, or the chains have gaps.
     fn set_audit(&self, _on: bool) {}
@@ -402,15 +431,6 @@ pub trait JournalStore: Send + Sync + 'static {
     fn prune_audit(&self, _retention_ms: i64) -> StoreFuture<'_, u64> {
         Box::pin(std::future::ready(Ok(0)))
     }
-
-    /// The entries `filter` selects, newest first.
-    fn list<'a>(&'a self, filter: &'a Filter) -> StoreFuture<'a, Vec<Entry>>;
-
-    /// Deletes what ended more than `retention_ms` ago (finished entries, entries of owners
-    /// that died, expired owners, drift first seen before, approvals expired before), and the
-    /// arguments of every expired approval; a pending, unexpired approval is left alone.
-    /// Returns how many entries it deleted.
-    fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64>;
 }
 
 /// One record of an audit chain, as stored.
@@ -482,7 +502,7 @@ pub struct Denial {
 /// whose arguments are larger cannot be shown, so it is never held for approval (refused).
 pub const MAX_APPROVAL_ARGUMENTS: usize = 64 * 1024;
 
-/// What a call held for approval asks the store for ([`super::JournalStore::ask_approval`]).
+/// What a call held for approval asks the store for ([`super::ApprovalStore::ask_approval`]).
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
     /// The call.
@@ -688,7 +708,7 @@ impl Asked {
     }
 }
 
-/// Which approvals [`super::JournalStore::approvals`] returns, newest first.
+/// Which approvals [`super::ApprovalStore::approvals`] returns, newest first.
 #[derive(Debug, Clone, Default)]
 pub struct ApprovalFilter {
     /// Only these tenants' (an approver's tenants). Empty: none.

@@ -195,7 +195,7 @@ impl Approvals {
         }
     }
 
-    /// [`crate::journal::JournalStore::ask_approval`].
+    /// [`crate::journal::ApprovalStore::ask_approval`].
     pub(super) async fn ask(&self, request: &ApprovalRequest) -> Result<Asked, StoreError> {
         let request = request.clone();
         let audit = self.audits();
@@ -219,7 +219,7 @@ impl Approvals {
         .await
     }
 
-    /// [`crate::journal::JournalStore::claim_approved`] without limits.
+    /// [`crate::journal::ApprovalStore::claim_approved`] without limits.
     pub(super) async fn claim(
         &self,
         claim: &Claim,
@@ -249,7 +249,7 @@ impl Approvals {
         .await
     }
 
-    /// [`crate::journal::JournalStore::approvals`].
+    /// [`crate::journal::ApprovalStore::approvals`].
     pub(super) async fn list(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
         let filter = filter.clone();
         self.transaction(move |client| {
@@ -271,7 +271,7 @@ impl Approvals {
         .await
     }
 
-    /// [`crate::journal::JournalStore::decide_approval`].
+    /// [`crate::journal::ApprovalStore::decide_approval`].
     pub(super) async fn decide(&self, decision: &Decision) -> Result<Option<Approval>, StoreError> {
         let decision = decision.clone();
         let state = if decision.approved {

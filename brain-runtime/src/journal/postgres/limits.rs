@@ -146,7 +146,7 @@ impl Limits {
 }
 
 impl Limits {
-    /// [`crate::journal::JournalStore::charge`].
+    /// [`crate::journal::LimitStore::charge`].
     pub(super) async fn verdict(&self, charge: &Charge) -> Result<Verdict, StoreError> {
         Ok(match self.charge(None, charge.clone(), None).await? {
             Claimed::Refused(refusals) => Verdict::Refused(refusals),
@@ -291,7 +291,7 @@ async fn transaction(
     Ok(Claimed::Claimed)
 }
 
-/// [`crate::journal::JournalStore::usage`], on a read connection.
+/// [`crate::journal::LimitStore::usage`], on a read connection.
 pub(super) async fn usage(
     client: &Client,
     names: &[String],

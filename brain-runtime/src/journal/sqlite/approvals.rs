@@ -96,7 +96,7 @@ fn journaled(c: &Connection, key: &Key) -> rusqlite::Result<bool> {
         .is_some())
 }
 
-/// [`crate::journal::JournalStore::ask_approval`]; a new pending approval audited.
+/// [`crate::journal::ApprovalStore::ask_approval`]; a new pending approval audited.
 pub(super) fn ask(
     c: &Connection,
     request: &ApprovalRequest,
@@ -176,7 +176,7 @@ pub(super) fn ask(
     Ok(Asked::Pending(id))
 }
 
-/// [`crate::journal::JournalStore::claim_approved`]: the approval used, the claim inserted
+/// [`crate::journal::ApprovalStore::claim_approved`]: the approval used, the claim inserted
 /// (audited with the approval it used) and the limits charged, or none of them.
 pub(super) fn claim(
     c: &Connection,
@@ -227,7 +227,7 @@ pub(super) fn claim(
     })
 }
 
-/// [`crate::journal::JournalStore::approvals`] (`limit` -1: all).
+/// [`crate::journal::ApprovalStore::approvals`] (`limit` -1: all).
 pub(super) fn list(c: &Connection, filter: &ApprovalFilter) -> rusqlite::Result<Vec<Approval>> {
     let sql = concat!(
         approval_columns!(),
@@ -247,7 +247,7 @@ pub(super) fn list(c: &Connection, filter: &ApprovalFilter) -> rusqlite::Result<
     rows.collect()
 }
 
-/// [`crate::journal::JournalStore::decide_approval`]; the decision audited, with its
+/// [`crate::journal::ApprovalStore::decide_approval`]; the decision audited, with its
 /// signature.
 pub(super) fn decide(
     c: &Connection,

@@ -118,7 +118,7 @@ pub(super) fn savepoint<T>(
     outcome.map(|(_, value)| value)
 }
 
-/// [`crate::journal::JournalStore::charge`].
+/// [`crate::journal::LimitStore::charge`].
 pub(super) fn charge(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdict> {
     savepoint(c, |c| {
         let verdict = take(c, charge)?;
@@ -126,14 +126,14 @@ pub(super) fn charge(c: &Connection, charge: &Charge) -> rusqlite::Result<Verdic
     })
 }
 
-/// [`crate::journal::JournalStore::release`].
+/// [`crate::journal::LimitStore::release`].
 pub(super) fn release(c: &Connection, holder: &str) -> rusqlite::Result<()> {
     c.prepare_cached("DELETE FROM brain_limit_slots WHERE holder = ?1")?
         .execute(params![holder])?;
     Ok(())
 }
 
-/// [`crate::journal::JournalStore::usage`].
+/// [`crate::journal::LimitStore::usage`].
 pub(super) fn usage(c: &Connection, names: &[String]) -> rusqlite::Result<Vec<Usage>> {
     let (now_us, now_ms) = now(c)?;
     let mut usage = Vec::with_capacity(names.len());
