@@ -146,27 +146,7 @@ fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, N
         out.insert("anyOf".into(), Value::Array(branches));
         drop_rest(map, pointer, &[key], notes);
     } else if kinds.len() > 1 {
-        // A `type` list: one branch per type, each with the keywords that belong to it.
-        let branches = kinds
-            .iter()
-            .map(|kind| {
-                let mut branch: Map<String, Value> = map
-                    .iter()
-                    .filter(|(key, _)| belongs(kind, key))
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
-                branch.insert("type".into(), json!(kind));
-                node(&Value::Object(branch), pointer, notes)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        out.insert("anyOf".into(), Value::Array(branches));
-        let carried: Vec<&str> = map
-            .keys()
-            .map(String::as_str)
-            .filter(|key| kinds.iter().any(|kind| belongs(kind, key)))
-            .chain(["type"])
-            .collect();
-        drop_rest(map, pointer, &carried, notes);
+        type_list(&kinds, map, pointer, &mut out, notes)?;
     } else if let Some(&kind) = kinds.first() {
         one_type(kind, (schema, map), pointer, &mut out, notes)?;
     } else {
@@ -187,9 +167,41 @@ fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, N
     Ok(Value::Object(out))
 }
 
-/// A schema of one type (`kind`; `map` is `schema`'s keywords) made strict into `out`: an object's properties, closed; an
-/// array's items; a string's format when strict mode knows it. The keywords left behind are
-/// noted (the gate still enforces them).
+/// A `type` list made strict into `out`: an `anyOf` with one branch per type, each with the
+/// keywords of `map` that belong to it.
+fn type_list(
+    kinds: &[&str],
+    map: &Map<String, Value>,
+    pointer: &str,
+    out: &mut Map<String, Value>,
+    notes: &mut Notes<'_>,
+) -> Result<(), NotStrict> {
+    let branches = kinds
+        .iter()
+        .map(|kind| {
+            let mut branch: Map<String, Value> = map
+                .iter()
+                .filter(|(key, _)| belongs(kind, key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            branch.insert("type".into(), json!(kind));
+            node(&Value::Object(branch), pointer, notes)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    out.insert("anyOf".into(), Value::Array(branches));
+    let carried: Vec<&str> = map
+        .keys()
+        .map(String::as_str)
+        .filter(|key| kinds.iter().any(|kind| belongs(kind, key)))
+        .chain(["type"])
+        .collect();
+    drop_rest(map, pointer, &carried, notes);
+    Ok(())
+}
+
+/// A schema of one type (`kind`; `map` is `schema`'s keywords) made strict into `out`: an
+/// object's properties, closed; an array's items; a string's format when strict mode knows it.
+/// The keywords left behind are noted (the gate still enforces them).
 fn one_type(
     kind: &str,
     (schema, map): (&Value, &Map<String, Value>),
