@@ -571,19 +571,8 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     let faults = &layer.faults;
     let stats = &layer.stats;
     count(stats, request.headers());
-    if let Some(target) = &faults.redirect_to {
-        return (
-            StatusCode::TEMPORARY_REDIRECT,
-            [(header::LOCATION, target.as_str())],
-        )
-            .into_response();
-    }
-    if let Some(token) = &faults.require_token {
-        let expected = format!("Bearer {token}");
-        let given = request.headers().get(header::AUTHORIZATION);
-        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
-            return StatusCode::UNAUTHORIZED.into_response();
-        }
+    if let Some(refused) = entry_fault(faults, request.headers()) {
+        return refused;
     }
     if request.method() != Method::POST && faults.oauth.is_some() {
         let headers = request.headers().clone();
@@ -618,12 +607,7 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         return dropped_connection();
     }
     if method != Some("initialize") {
-        let header = parts
-            .headers
-            .get("mcp-protocol-version")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        lock(&stats.protocol_headers).push(header);
+        record_protocol_header(stats, &parts.headers);
     }
     match method {
         Some("initialize") => {
@@ -682,6 +666,37 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The faults that answer a request before anything else: a redirect, or `401` without the
+/// required bearer token.
+fn entry_fault(faults: &Faults, headers: &HeaderMap) -> Option<Response> {
+    if let Some(target) = &faults.redirect_to {
+        return Some(
+            (
+                StatusCode::TEMPORARY_REDIRECT,
+                [(header::LOCATION, target.as_str())],
+            )
+                .into_response(),
+        );
+    }
+    if let Some(token) = &faults.require_token {
+        let expected = format!("Bearer {token}");
+        let given = headers.get(header::AUTHORIZATION);
+        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+            return Some(StatusCode::UNAUTHORIZED.into_response());
+        }
+    }
+    None
+}
+
+/// Records the `MCP-Protocol-Version` header a request after `initialize` carried (`None`: none).
+fn record_protocol_header(stats: &Stats, headers: &HeaderMap) {
+    let header = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    lock(&stats.protocol_headers).push(header);
 }
 
 /// Counts a request, with an `Authorization` and with a session inspection token.

@@ -248,7 +248,8 @@ async fn server_counts(
     Ok(answer)
 }
 
-async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
+/// Starts the soak's test servers: one per HTTP kind (with its faults), one per tool kind.
+fn start_servers() -> anyhow::Result<(Vec<ServerProcess>, Vec<ServerProcess>)> {
     let servers: Vec<ServerProcess> = KINDS
         .iter()
         .map(|kind| ServerProcess::start_sibling(kind.flags))
@@ -259,6 +260,11 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         .map(|_| ServerProcess::start_sibling(&[]))
         .collect::<std::io::Result<_>>()
         .context("cannot start brain-test-server")?;
+    Ok((servers, tool_servers))
+}
+
+async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
+    let (servers, tool_servers) = start_servers()?;
     let fds_before = open_fds();
     let stats_dir = StatsDir::new()?;
     let tools = soak_tools(&servers, &tool_servers, &stats_dir)?;
