@@ -143,19 +143,201 @@ fn root(
     items: &[TokenStream],
     args: &[String],
 ) -> TokenStream {
-    let api_ident = |api: &ModelApi| -> TokenStream {
-        let variant = format_ident!("{}", format!("{api:?}"));
-        quote!(::brain_runtime::ModelApi::#variant)
-    };
-    let model_apis = option(model_apis.map(|apis| {
-        let apis = apis.iter().map(api_ident);
-        quote!(&[ #( #apis ),* ])
-    }));
-    let serve = option(embedded.serve);
-    let tenant_limits = option(embedded.tenant_limits);
-    let policies = option(embedded.policies);
-    let approvals = option(embedded.approvals);
-    let audit = option(embedded.audit);
+    let names = Names::new(bindings, args);
+    let modules = binding_modules(&names, items);
+    let tool_name = tool_name_items(&names);
+    let tool_call = tool_call_items(&names);
+    let count = bindings.len();
+    let statics = bindings.iter().map(static_binding);
+    let definitions = definitions_items(bindings, compiled);
+    let host_config = host_config_item(model_apis, embedded);
+    quote! {
+        #modules
+        #tool_name
+        #tool_call
+        /// Every binding, in config order, with its schemas embedded.
+        #[allow(clippy::all, dead_code, unreachable_pub)]
+        pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; #count] = [ #( #statics ),* ];
+
+        #definitions
+        #host_config
+    }
+}
+
+/// How the emitted items name each binding, in config order: its module, its variant in
+/// `ToolName` and `ToolCall`, its arguments' type, its name and its doc line.
+struct Names<'a> {
+    modules: Vec<TokenStream>,
+    variants: Vec<syn::Ident>,
+    args: Vec<syn::Ident>,
+    names: Vec<&'a str>,
+    docs: Vec<String>,
+}
+
+impl<'a> Names<'a> {
+    /// The names of `bindings`, whose arguments' types are `args`.
+    fn new(bindings: &'a [ToolBinding], args: &[String]) -> Self {
+        Names {
+            modules: bindings
+                .iter()
+                .map(|b| syn::parse_str(&module_ident(&b.name)).expect("an identifier"))
+                .collect(),
+            variants: bindings
+                .iter()
+                .map(|b| format_ident!("{}", type_ident(&b.name)))
+                .collect(),
+            args: args.iter().map(|name| format_ident!("{name}")).collect(),
+            names: bindings.iter().map(|b| b.name.as_str()).collect(),
+            docs: bindings
+                .iter()
+                .map(|b| format!(" `{}`: {}", b.name, b.description))
+                .collect(),
+        }
+    }
+}
+
+/// One inline module per binding, holding its generated `items`.
+fn binding_modules(names: &Names<'_>, items: &[TokenStream]) -> TokenStream {
+    let Names { modules, docs, .. } = names;
+    quote! {
+    #(
+        #[doc = #docs]
+        #[allow(clippy::all, dead_code, missing_docs, unreachable_pub, unused_imports, irrefutable_let_patterns, unused_qualifications)]
+        pub mod #modules { #items }
+    )*
+    }
+}
+
+/// `ToolName`: the name of each binding, parsed from and shown as the name the model sees.
+fn tool_name_items(names: &Names<'_>) -> TokenStream {
+    let Names {
+        variants,
+        names,
+        docs,
+        ..
+    } = names;
+    let indices = 0..variants.len();
+    quote! {
+    /// The name of each binding.
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    #[derive(::std::fmt::Debug, ::std::clone::Clone, ::std::marker::Copy, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash)]
+    pub enum ToolName {
+        #( #[doc = #docs] #variants, )*
+    }
+
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    impl ToolName {
+        /// Every binding, in config order.
+        pub const ALL: &'static [ToolName] = &[ #( ToolName::#variants ),* ];
+
+        /// The name the model sees.
+        pub fn as_str(self) -> &'static str {
+            match self { #( ToolName::#variants => #names, )* }
+        }
+
+        /// The binding's static description.
+        pub fn binding(self) -> &'static ::brain_runtime::__codegen::StaticBinding {
+            match self { #( ToolName::#variants => &BINDINGS[#indices], )* }
+        }
+    }
+
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    impl ::std::str::FromStr for ToolName {
+        type Err = ::brain_runtime::__codegen::UnknownTool;
+
+        fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
+            match name {
+                #( #names => ::std::result::Result::Ok(ToolName::#variants), )*
+                other => ::std::result::Result::Err(
+                    ::brain_runtime::__codegen::UnknownTool(::std::string::ToString::to_string(other)),
+                ),
+            }
+        }
+    }
+
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    impl ::std::fmt::Display for ToolName {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            f.write_str(self.as_str())
+        }
+    }
+    }
+}
+
+/// `ToolCall`: a call to one binding with its typed arguments, parsed from a name and JSON
+/// arguments (validated first).
+fn tool_call_items(names: &Names<'_>) -> TokenStream {
+    let Names {
+        modules,
+        variants,
+        args,
+        names,
+        docs,
+    } = names;
+    quote! {
+    /// A call to one binding, with its typed arguments.
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    #[derive(::std::fmt::Debug, ::std::clone::Clone)]
+    pub enum ToolCall {
+        #( #[doc = #docs] #variants(#modules::#args), )*
+    }
+
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    impl ToolCall {
+        /// The binding called.
+        pub fn name(&self) -> ToolName {
+            match self { #( ToolCall::#variants(_) => ToolName::#variants, )* }
+        }
+
+        /// A call from a name and JSON arguments: the arguments are validated against the
+        /// binding's `input_schema` first, then parsed into the typed struct.
+        pub fn parse(
+            name: &str,
+            arguments: ::brain_runtime::__codegen::serde_json::Value,
+        ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+            let tool: ToolName = name.parse()?;
+            tool.binding().validate(&arguments)?;
+            match tool {
+                #( ToolName::#variants => ::std::result::Result::Ok(ToolCall::#variants(
+                    ::brain_runtime::__codegen::from_value(#names, arguments)?,
+                )), )*
+            }
+        }
+
+        /// A call from a name and the arguments a model produced from `api`'s definitions:
+        /// a `null` for an optional property that does not accept `null` becomes absent
+        /// (strict definitions make every property required), then as [`ToolCall::parse`].
+        pub fn parse_from(
+            api: ::brain_runtime::ModelApi,
+            name: &str,
+            mut arguments: ::brain_runtime::__codegen::serde_json::Value,
+        ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
+            let tool: ToolName = name.parse()?;
+            tool.binding().unproject(api, &mut arguments);
+            ToolCall::parse(name, arguments)
+        }
+    }
+
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    impl ::brain_runtime::__codegen::TypedCall for ToolCall {
+        fn tool(&self) -> &'static str {
+            self.name().as_str()
+        }
+
+        fn arguments(&self) -> ::brain_runtime::__codegen::serde_json::Value {
+            match self { #( ToolCall::#variants(arguments) => ::brain_runtime::__codegen::to_value(arguments), )* }
+        }
+    }
+    }
+}
+
+/// Each model API's tool definitions, computed now for every tool and for each tenant's (the
+/// tools its policies show): each distinct document once, as a `const`, and the table naming
+/// them, `DEFINITIONS`, with `definitions()` to look one up.
+fn definitions_items(
+    bindings: &[ToolBinding],
+    compiled: Option<&brain_config::policy::Policies>,
+) -> TokenStream {
     // Each API's definitions, for every tool and for each tenant's, computed here.
     let mut tenants: Vec<&str> = bindings
         .iter()
@@ -167,7 +349,7 @@ fn root(
     let mut documents: Vec<String> = Vec::new();
     let mut definitions = Vec::new();
     for api in ModelApi::ALL {
-        let ident = api_ident(api);
+        let ident = api_path(api);
         let mut document = |tenant: Option<&str>| {
             let chosen = bindings
                 .iter()
@@ -197,156 +379,52 @@ fn root(
             const #name: &str = #text;
         }
     });
-    let modules: Vec<TokenStream> = bindings
-        .iter()
-        .map(|b| syn::parse_str(&module_ident(&b.name)).expect("an identifier"))
-        .collect();
-    let variants: Vec<syn::Ident> = bindings
-        .iter()
-        .map(|b| format_ident!("{}", type_ident(&b.name)))
-        .collect();
-    let args: Vec<syn::Ident> = args.iter().map(|name| format_ident!("{name}")).collect();
-    let names: Vec<&str> = bindings.iter().map(|b| b.name.as_str()).collect();
-    let docs: Vec<String> = bindings
-        .iter()
-        .map(|b| format!(" `{}`: {}", b.name, b.description))
-        .collect();
-    let indices = 0..bindings.len();
-    let count = bindings.len();
-    let statics = bindings.iter().map(static_binding);
     quote! {
-        #(
-            #[doc = #docs]
-            #[allow(clippy::all, dead_code, missing_docs, unreachable_pub, unused_imports, irrefutable_let_patterns, unused_qualifications)]
-            pub mod #modules { #items }
-        )*
+    #( #document_consts )*
 
-        /// The name of each binding.
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        #[derive(::std::fmt::Debug, ::std::clone::Clone, ::std::marker::Copy, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash)]
-        pub enum ToolName {
-            #( #[doc = #docs] #variants, )*
-        }
+    /// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
+    /// generated: for every tool, and for each tenant's.
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    pub static DEFINITIONS: &[(::brain_runtime::ModelApi, ::std::option::Option<&str>, &str)] = &[ #( #definitions ),* ];
 
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        impl ToolName {
-            /// Every binding, in config order.
-            pub const ALL: &'static [ToolName] = &[ #( ToolName::#variants ),* ];
-
-            /// The name the model sees.
-            pub fn as_str(self) -> &'static str {
-                match self { #( ToolName::#variants => #names, )* }
-            }
-
-            /// The binding's static description.
-            pub fn binding(self) -> &'static ::brain_runtime::__codegen::StaticBinding {
-                match self { #( ToolName::#variants => &BINDINGS[#indices], )* }
-            }
-        }
-
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        impl ::std::str::FromStr for ToolName {
-            type Err = ::brain_runtime::__codegen::UnknownTool;
-
-            fn from_str(name: &str) -> ::std::result::Result<Self, Self::Err> {
-                match name {
-                    #( #names => ::std::result::Result::Ok(ToolName::#variants), )*
-                    other => ::std::result::Result::Err(
-                        ::brain_runtime::__codegen::UnknownTool(::std::string::ToString::to_string(other)),
-                    ),
-                }
-            }
-        }
-
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        impl ::std::fmt::Display for ToolName {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        /// A call to one binding, with its typed arguments.
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        #[derive(::std::fmt::Debug, ::std::clone::Clone)]
-        pub enum ToolCall {
-            #( #[doc = #docs] #variants(#modules::#args), )*
-        }
-
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        impl ToolCall {
-            /// The binding called.
-            pub fn name(&self) -> ToolName {
-                match self { #( ToolCall::#variants(_) => ToolName::#variants, )* }
-            }
-
-            /// A call from a name and JSON arguments: the arguments are validated against the
-            /// binding's `input_schema` first, then parsed into the typed struct.
-            pub fn parse(
-                name: &str,
-                arguments: ::brain_runtime::__codegen::serde_json::Value,
-            ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
-                let tool: ToolName = name.parse()?;
-                tool.binding().validate(&arguments)?;
-                match tool {
-                    #( ToolName::#variants => ::std::result::Result::Ok(ToolCall::#variants(
-                        ::brain_runtime::__codegen::from_value(#names, arguments)?,
-                    )), )*
-                }
-            }
-
-            /// A call from a name and the arguments a model produced from `api`'s definitions:
-            /// a `null` for an optional property that does not accept `null` becomes absent
-            /// (strict definitions make every property required), then as [`ToolCall::parse`].
-            pub fn parse_from(
-                api: ::brain_runtime::ModelApi,
-                name: &str,
-                mut arguments: ::brain_runtime::__codegen::serde_json::Value,
-            ) -> ::std::result::Result<ToolCall, ::brain_runtime::__codegen::ParseError> {
-                let tool: ToolName = name.parse()?;
-                tool.binding().unproject(api, &mut arguments);
-                ToolCall::parse(name, arguments)
-            }
-        }
-
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        impl ::brain_runtime::__codegen::TypedCall for ToolCall {
-            fn tool(&self) -> &'static str {
-                self.name().as_str()
-            }
-
-            fn arguments(&self) -> ::brain_runtime::__codegen::serde_json::Value {
-                match self { #( ToolCall::#variants(arguments) => ::brain_runtime::__codegen::to_value(arguments), )* }
-            }
-        }
-
-        /// Every binding, in config order, with its schemas embedded.
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; #count] = [ #( #statics ),* ];
-
-        #( #document_consts )*
-
-        /// Each model API's tool definitions (`{"tools": [...]}`), computed when this code was
-        /// generated: for every tool, and for each tenant's.
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        pub static DEFINITIONS: &[(::brain_runtime::ModelApi, ::std::option::Option<&str>, &str)] = &[ #( #definitions ),* ];
-
-        /// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
-        /// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
-        /// the binding's schema (`brain-harness tools --format` says why where not).
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        pub fn definitions(
-            api: ::brain_runtime::ModelApi,
-            tenant: ::std::option::Option<&str>,
-        ) -> ::brain_runtime::__codegen::serde_json::Value {
-            ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
-        }
-
-        /// The host config these bindings were generated from.
-        #[allow(clippy::all, dead_code, unreachable_pub)]
-        pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
-            ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies, #approvals, #audit)
-        }
+    /// `api`'s tool definitions, `{"tools": [...]}`, ready to splice into a request: the
+    /// tools `tenant` may call, or every tool (`None`). Strict where that is faithful to
+    /// the binding's schema (`brain-harness tools --format` says why where not).
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    pub fn definitions(
+        api: ::brain_runtime::ModelApi,
+        tenant: ::std::option::Option<&str>,
+    ) -> ::brain_runtime::__codegen::serde_json::Value {
+        ::brain_runtime::__codegen::definitions(DEFINITIONS, api, tenant)
     }
+    }
+}
+
+/// `host_config()`: the host config the bindings were generated from, its sections beside the
+/// bindings (`model_apis`, `serve`, …) embedded.
+fn host_config_item(model_apis: Option<&[ModelApi]>, embedded: Embedded) -> TokenStream {
+    let model_apis = option(model_apis.map(|apis| {
+        let apis = apis.iter().map(api_path);
+        quote!(&[ #( #apis ),* ])
+    }));
+    let serve = option(embedded.serve);
+    let tenant_limits = option(embedded.tenant_limits);
+    let policies = option(embedded.policies);
+    let approvals = option(embedded.approvals);
+    let audit = option(embedded.audit);
+    quote! {
+    /// The host config these bindings were generated from.
+    #[allow(clippy::all, dead_code, unreachable_pub)]
+    pub fn host_config() -> ::brain_runtime::__codegen::HostConfig {
+        ::brain_runtime::__codegen::StaticBinding::host_config(&BINDINGS, #model_apis, #serve, #tenant_limits, #policies, #approvals, #audit)
+    }
+    }
+}
+
+/// The path of model API `api` in the generated code (`::brain_runtime::ModelApi::OpenAi`).
+fn api_path(api: &ModelApi) -> TokenStream {
+    let variant = format_ident!("{}", format!("{api:?}"));
+    quote!(::brain_runtime::ModelApi::#variant)
 }
 
 /// Whether `tenant`'s definitions show `binding`: the tenant may call it and its policies (if
@@ -407,27 +485,15 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         strict,
         limits,
     } = binding;
-    let option_str = |value: Option<&str>| match value {
-        Some(text) => quote!(::std::option::Option::Some(#text)),
-        None => quote!(::std::option::Option::None),
-    };
-    let json = |value: &serde_json::Value| serde_json::to_string(value).expect("JSON");
-    let input_schema = json(input_schema);
-    let output_schema = option_str(output_schema.as_ref().map(json).as_deref());
+    let input_schema = serde_json::to_string(input_schema).expect("JSON");
+    let output_schema = option_json(output_schema.as_ref().map(serde_json::to_string));
     let url = option_str(url.as_deref());
     let command = match command {
         Some(words) => quote!(::std::option::Option::Some(&[ #( #words ),* ])),
         None => quote!(::std::option::Option::None),
     };
-    let pairs = |map: &Option<std::collections::BTreeMap<String, String>>| match map {
-        Some(map) => {
-            let (names, values): (Vec<&String>, Vec<&String>) = map.iter().unzip();
-            quote!(::std::option::Option::Some(&[ #( (#names, #values) ),* ]))
-        }
-        None => quote!(::std::option::Option::None),
-    };
-    let env = pairs(env);
-    let env_from = pairs(env_from);
+    let env = option_pairs(env);
+    let env_from = option_pairs(env_from);
     let cwd = option_str(cwd.as_deref());
     let ca_file = option_str(ca_file.as_deref());
     let prewarm = option(*prewarm);
@@ -441,34 +507,14 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let protocol_version = option_str(protocol_version.as_deref());
     let on_input_request = option_str(on_input_request.map(|choice| choice.as_str()));
     let on_drift = option_str(on_drift.map(|choice| choice.as_str()));
-    let auth = option_str(
-        auth.as_ref()
-            .map(|auth| serde_json::to_string(auth).expect("JSON"))
-            .as_deref(),
-    );
-    let object = |map: &Option<serde_json::Map<String, serde_json::Value>>| {
-        option_str(
-            map.as_ref()
-                .map(|map| json(&serde_json::Value::Object(map.clone())))
-                .as_deref(),
-        )
-    };
-    let annotations = object(annotations);
-    let execution = object(execution);
+    let auth = option_json(auth.as_ref().map(serde_json::to_string));
+    let annotations = option_json(annotations.as_ref().map(serde_json::to_string));
+    let execution = option_json(execution.as_ref().map(serde_json::to_string));
     let task = option(*task);
     let strict = option(*strict);
-    let limits = option_str(
-        limits
-            .as_ref()
-            .map(|limits| serde_json::to_string(limits).expect("JSON"))
-            .as_deref(),
-    );
+    let limits = option_json(limits.as_ref().map(serde_json::to_string));
     let server_tasks = option(*server_tasks);
-    let pin = option_str(
-        pin.as_ref()
-            .map(|pin| serde_json::to_string(pin).expect("JSON"))
-            .as_deref(),
-    );
+    let pin = option_json(pin.as_ref().map(serde_json::to_string));
     quote! {
         ::brain_runtime::__codegen::StaticBinding {
             name: #name,
@@ -502,5 +548,32 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             limits: #limits,
             input_validator: ::std::sync::OnceLock::new(),
         }
+    }
+}
+
+/// An optional text of a binding in the generated code: `Some("text")` or `None`.
+fn option_str(value: Option<&str>) -> TokenStream {
+    match value {
+        Some(text) => quote!(::std::option::Option::Some(#text)),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
+/// An optional field of a binding as its JSON text (`json`) in the generated code (the runtime
+/// parses it back): `Some("{..}")` or `None`.
+fn option_json(json: Option<serde_json::Result<String>>) -> TokenStream {
+    let text = json.map(|json| json.expect("JSON"));
+    option_str(text.as_deref())
+}
+
+/// An optional map of names to values (a binding's `env`, `env_from`) in the generated code:
+/// `Some(&[("NAME", "value"), ..])` or `None`.
+fn option_pairs(map: &Option<std::collections::BTreeMap<String, String>>) -> TokenStream {
+    match map {
+        Some(map) => {
+            let (names, values): (Vec<&String>, Vec<&String>) = map.iter().unzip();
+            quote!(::std::option::Option::Some(&[ #( (#names, #values) ),* ]))
+        }
+        None => quote!(::std::option::Option::None),
     }
 }

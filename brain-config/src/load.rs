@@ -266,67 +266,15 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
             errors,
         )
     });
-    let policies = root.remove("policies").and_then(|value| {
-        if value.get("sources").is_some() {
-            errors.push(Diagnostic::new(
-                Rule::UnknownField,
-                "/policies/sources",
-                "`policies.sources` is not written in a host config",
-                "name the Cedar files in `policies.files`; brain reads their text when it loads \
-                 the config",
-            ));
-            return None;
-        }
-        read_section::<PolicyConfig>(
-            &value,
-            "policies",
-            "write `{\"files\": [\"policies/*.cedar\"]}`",
-            errors,
-        )
-    });
-    let approvals = root.remove("approvals").and_then(|value| {
-        let approvers = value["approvers"].as_array().map(Vec::as_slice);
-        if let Some(index) = approvers
-            .unwrap_or_default()
-            .iter()
-            .position(|approver| approver.get("public_key_source").is_some())
-        {
-            errors.push(Diagnostic::new(
-                Rule::UnknownField,
-                format!("/approvals/approvers/{index}/public_key_source"),
-                "`public_key_source` is not written in a host config",
-                "name the approver's public key file in `public_key`; brain reads it when it \
-                 loads the config",
-            ));
-            return None;
-        }
-        read_section::<crate::approvals::ApprovalsConfig>(
-            &value,
-            "approvals",
-            "an approver needs `name`, `tenants` and `public_key` (or `token_sha256`): write \
-             `{\"approvers\": [{\"name\": \"ops\", \"tenants\": [\"TENANT\"], \"public_key\": \
-             \"keys/ops.pub\"}]}`",
-            errors,
-        )
-    });
-    let audit = root.remove("audit").and_then(|value| {
-        if value.get("public_key_sources").is_some() {
-            errors.push(Diagnostic::new(
-                Rule::UnknownField,
-                "/audit/public_key_sources",
-                "`audit.public_key_sources` is not written in a host config",
-                "name the public key files in `audit.public_keys`; brain reads them when it \
-                 loads the config",
-            ));
-            return None;
-        }
-        read_section::<crate::audit::AuditConfig>(
-            &value,
-            "audit",
-            "write `{\"retention_days\": 400, \"public_keys\": [\"keys/audit.pub\"]}`",
-            errors,
-        )
-    });
+    let policies = root
+        .remove("policies")
+        .and_then(|value| read_policies(value, errors));
+    let approvals = root
+        .remove("approvals")
+        .and_then(|value| read_approvals(value, errors));
+    let audit = root
+        .remove("audit")
+        .and_then(|value| read_audit(value, errors));
     let tools = match root.remove("tools") {
         Some(Value::Array(tools)) => tools,
         Some(other) => {
@@ -364,6 +312,78 @@ fn read_document(document: Value, errors: &mut Vec<Diagnostic>) -> Document {
         audit,
         drafts,
     }
+}
+
+/// The `policies` section: the Cedar files it names (their text, `sources`, is brain's to read).
+fn read_policies(value: Value, errors: &mut Vec<Diagnostic>) -> Option<PolicyConfig> {
+    if value.get("sources").is_some() {
+        errors.push(Diagnostic::new(
+            Rule::UnknownField,
+            "/policies/sources",
+            "`policies.sources` is not written in a host config",
+            "name the Cedar files in `policies.files`; brain reads their text when it loads \
+             the config",
+        ));
+        return None;
+    }
+    read_section::<PolicyConfig>(
+        &value,
+        "policies",
+        "write `{\"files\": [\"policies/*.cedar\"]}`",
+        errors,
+    )
+}
+
+/// The `approvals` section: the approvers, each with the file of its public key (whose text is
+/// brain's to read) or a token's digest.
+fn read_approvals(
+    value: Value,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<crate::approvals::ApprovalsConfig> {
+    let approvers = value["approvers"].as_array().map(Vec::as_slice);
+    if let Some(index) = approvers
+        .unwrap_or_default()
+        .iter()
+        .position(|approver| approver.get("public_key_source").is_some())
+    {
+        errors.push(Diagnostic::new(
+            Rule::UnknownField,
+            format!("/approvals/approvers/{index}/public_key_source"),
+            "`public_key_source` is not written in a host config",
+            "name the approver's public key file in `public_key`; brain reads it when it \
+             loads the config",
+        ));
+        return None;
+    }
+    read_section::<crate::approvals::ApprovalsConfig>(
+        &value,
+        "approvals",
+        "an approver needs `name`, `tenants` and `public_key` (or `token_sha256`): write \
+         `{\"approvers\": [{\"name\": \"ops\", \"tenants\": [\"TENANT\"], \"public_key\": \
+         \"keys/ops.pub\"}]}`",
+        errors,
+    )
+}
+
+/// The `audit` section: the retention and the files of the audit keys (whose text is brain's to
+/// read).
+fn read_audit(value: Value, errors: &mut Vec<Diagnostic>) -> Option<crate::audit::AuditConfig> {
+    if value.get("public_key_sources").is_some() {
+        errors.push(Diagnostic::new(
+            Rule::UnknownField,
+            "/audit/public_key_sources",
+            "`audit.public_key_sources` is not written in a host config",
+            "name the public key files in `audit.public_keys`; brain reads them when it \
+             loads the config",
+        ));
+        return None;
+    }
+    read_section::<crate::audit::AuditConfig>(
+        &value,
+        "audit",
+        "write `{\"retention_days\": 400, \"public_keys\": [\"keys/audit.pub\"]}`",
+        errors,
+    )
 }
 
 /// A section beside the bindings (`serve`, `tenant_limits`), read whole: the first unknown,

@@ -207,6 +207,17 @@ async fn tool(
                 .chain(stream::once(async { Bytes::from_static(b"\"}") }));
             streamed("application/json", body.map(Ok))
         }
+        sse if sse.starts_with("sse/") => sse_tool(&endpoints, &headers, &arguments, sse),
+        _ => (StatusCode::NOT_FOUND, "no such tool endpoint").into_response(),
+    }
+}
+
+/// The SSE tools (`sse/...`): progress then a result, a flood of progress, the session token's
+/// claims, an error or an image result, and the stream faults (no result, cut mid-stream, an
+/// oversized event, the wrong content type, a stall).
+fn sse_tool(endpoints: &Endpoints, headers: &HeaderMap, arguments: &Value, path: &str) -> Response {
+    let number = |name: &str, default: u64| arguments[name].as_u64().unwrap_or(default);
+    match path {
         "sse/progress" => {
             let (steps, delay) = (number("steps", 3), number("delay_ms", 0));
             let head = stream::iter([
@@ -237,7 +248,7 @@ async fn tool(
             );
             event_stream(progress.chain(stream::iter([result])).map(Ok))
         }
-        "sse/inspect" => inspect(&endpoints, &headers),
+        "sse/inspect" => inspect(endpoints, headers),
         "sse/error" => event_stream(
             stream::iter([sse_event(
                 "result",

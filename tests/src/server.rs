@@ -570,29 +570,9 @@ impl FaultLayer {
 async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Next) -> Response {
     let faults = &layer.faults;
     let stats = &layer.stats;
-    stats.requests.fetch_add(1, Ordering::SeqCst);
-    if request.headers().contains_key(header::AUTHORIZATION) {
-        stats.authorized_requests.fetch_add(1, Ordering::SeqCst);
-    }
-    if request
-        .headers()
-        .contains_key(brain_runtime::SESSION_TOKEN_HEADER)
-    {
-        stats.session_token_requests.fetch_add(1, Ordering::SeqCst);
-    }
-    if let Some(target) = &faults.redirect_to {
-        return (
-            StatusCode::TEMPORARY_REDIRECT,
-            [(header::LOCATION, target.as_str())],
-        )
-            .into_response();
-    }
-    if let Some(token) = &faults.require_token {
-        let expected = format!("Bearer {token}");
-        let given = request.headers().get(header::AUTHORIZATION);
-        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
-            return StatusCode::UNAUTHORIZED.into_response();
-        }
+    count(stats, request.headers());
+    if let Some(refused) = entry_fault(faults, request.headers()) {
+        return refused;
     }
     if request.method() != Method::POST && faults.oauth.is_some() {
         let headers = request.headers().clone();
@@ -627,12 +607,7 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
         return dropped_connection();
     }
     if method != Some("initialize") {
-        let header = parts
-            .headers
-            .get("mcp-protocol-version")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        lock(&stats.protocol_headers).push(header);
+        record_protocol_header(stats, &parts.headers);
     }
     match method {
         Some("initialize") => {
@@ -641,17 +616,7 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
             lock(&stats.offered_revisions).push(offered.to_owned());
             let id = message.get("id").cloned().unwrap_or(Value::Null);
             if faults.refuse_sessions {
-                let body = json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": -32022,
-                    "message": "Unsupported protocol version",
-                    "data": {"supported": ["2026-07-28"], "requested": offered}
-                }});
-                return (
-                    StatusCode::BAD_REQUEST,
-                    [(header::CONTENT_TYPE, "application/json")],
-                    body.to_string(),
-                )
-                    .into_response();
+                return unsupported_revision(id, json!(["2026-07-28"]), offered);
             }
             if let Some(revision) = &faults.initialize_revision {
                 let answer = next
@@ -676,27 +641,7 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
             stats.cancellations.fetch_add(1, Ordering::SeqCst);
         }
         Some("tools/call") => {
-            stats.calls.fetch_add(1, Ordering::SeqCst);
-            if let Some(id) = progress_token(&message) {
-                *lock(&stats.calls_by_id).entry(id).or_default() += 1;
-            }
-            if message["params"]["name"] == "chatty" {
-                let events = chatty_messages(&message).map(|message| {
-                    Ok::<_, std::convert::Infallible>(format!("data: {message}\n\n"))
-                });
-                return (
-                    [(header::CONTENT_TYPE, "text/event-stream")],
-                    Body::from_stream(futures_util::stream::iter(events)),
-                )
-                    .into_response();
-            }
-            if let Some(retry) = faults.close_call_stream {
-                let id = format!("call-{}", layer.closed.fetch_add(1, Ordering::SeqCst) + 1);
-                lock(&layer.pending_calls).insert(id.clone(), message.clone());
-                lock(&stats.closed_streams).push(std::time::Instant::now());
-                return sse_response(format!("id: {id}\nretry: {retry}\ndata:\n\n"));
-            }
-            if let Some(response) = call_fault(faults, &message).await {
+            if let Some(response) = tools_call(&layer, &message).await {
                 return response;
             }
         }
@@ -705,17 +650,7 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
                 && let Some(supported) = &faults.reject_revision_once
             {
                 let id = message.get("id").cloned().unwrap_or(Value::Null);
-                let body = json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": -32022,
-                    "message": "Unsupported protocol version",
-                    "data": {"supported": supported, "requested": "2026-07-28"}
-                }});
-                return (
-                    StatusCode::BAD_REQUEST,
-                    [(header::CONTENT_TYPE, "application/json")],
-                    body.to_string(),
-                )
-                    .into_response();
+                return unsupported_revision(id, json!(supported), "2026-07-28");
             }
         }
         None if message.get("id").is_some() => {
@@ -731,6 +666,92 @@ async fn inject(State(layer): State<Arc<FaultLayer>>, request: Request, next: Ne
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The faults that answer a request before anything else: a redirect, or `401` without the
+/// required bearer token.
+fn entry_fault(faults: &Faults, headers: &HeaderMap) -> Option<Response> {
+    if let Some(target) = &faults.redirect_to {
+        return Some(
+            (
+                StatusCode::TEMPORARY_REDIRECT,
+                [(header::LOCATION, target.as_str())],
+            )
+                .into_response(),
+        );
+    }
+    if let Some(token) = &faults.require_token {
+        let expected = format!("Bearer {token}");
+        let given = headers.get(header::AUTHORIZATION);
+        if given.and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+            return Some(StatusCode::UNAUTHORIZED.into_response());
+        }
+    }
+    None
+}
+
+/// Records the `MCP-Protocol-Version` header a request after `initialize` carried (`None`: none).
+fn record_protocol_header(stats: &Stats, headers: &HeaderMap) {
+    let header = headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    lock(&stats.protocol_headers).push(header);
+}
+
+/// Counts a request, with an `Authorization` and with a session inspection token.
+fn count(stats: &Stats, headers: &HeaderMap) {
+    stats.requests.fetch_add(1, Ordering::SeqCst);
+    if headers.contains_key(header::AUTHORIZATION) {
+        stats.authorized_requests.fetch_add(1, Ordering::SeqCst);
+    }
+    if headers.contains_key(brain_runtime::SESSION_TOKEN_HEADER) {
+        stats.session_token_requests.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A `tools/call` (counted, by call id too): the chatty tool's stream of requests, a call stream
+/// closed to be resumed, or the configured call fault; `None` to let the server answer.
+async fn tools_call(layer: &FaultLayer, message: &Value) -> Option<Response> {
+    let (faults, stats) = (&layer.faults, &layer.stats);
+    stats.calls.fetch_add(1, Ordering::SeqCst);
+    if let Some(id) = progress_token(message) {
+        *lock(&stats.calls_by_id).entry(id).or_default() += 1;
+    }
+    if message["params"]["name"] == "chatty" {
+        let events = chatty_messages(message)
+            .map(|message| Ok::<_, std::convert::Infallible>(format!("data: {message}\n\n")));
+        return Some(
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                Body::from_stream(futures_util::stream::iter(events)),
+            )
+                .into_response(),
+        );
+    }
+    if let Some(retry) = faults.close_call_stream {
+        let id = format!("call-{}", layer.closed.fetch_add(1, Ordering::SeqCst) + 1);
+        lock(&layer.pending_calls).insert(id.clone(), message.clone());
+        lock(&stats.closed_streams).push(std::time::Instant::now());
+        return Some(sse_response(format!("id: {id}\nretry: {retry}\ndata:\n\n")));
+    }
+    call_fault(faults, message).await
+}
+
+/// The `-32022` error (with HTTP 400) of a server that does not speak revision `requested`, and
+/// speaks `supported`, answering request `id`.
+fn unsupported_revision(id: Value, supported: Value, requested: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32022,
+        "message": "Unsupported protocol version",
+        "data": {"supported": supported, "requested": requested}
+    }});
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// `answer` (to initialize) with its `protocolVersion` replaced by `revision`.
@@ -1159,20 +1180,7 @@ impl TestTools {
             "progress" => {
                 let steps = number("steps") as u64;
                 let delay = Duration::from_millis(number("delay_ms") as u64);
-                if let Some(token) = context.meta.get_progress_token() {
-                    for step in 1..=steps {
-                        let param = ProgressNotificationParam::new(token.clone(), step as f64)
-                            .with_total(steps as f64)
-                            .with_message(format!("step {step}/{steps}"));
-                        let _ = context.peer.notify_progress(param).await;
-                        if !delay.is_zero() {
-                            tokio::time::sleep(delay).await;
-                        }
-                    }
-                }
-                result(
-                    json!({"content": [{"type": "text", "text": format!("done {steps} steps")}]}),
-                )
+                progress(&context, steps, delay).await
             }
             "progress_jumbled" => {
                 if let Some(token) = context.meta.get_progress_token() {
@@ -1232,100 +1240,140 @@ impl TestTools {
                 let text = "x".repeat(number("bytes") as usize);
                 result(json!({"content": [{"type": "text", "text": text}]}))
             }
-            "elicit" => {
-                let params: ElicitRequestParams = serde_json::from_value(json!({
-                    "mode": "form",
-                    "message": "Approve?",
-                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-                }))
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-                match context.peer.create_elicitation(params).await {
-                    Ok(answer) => result(
-                        json!({"content": [{"type": "text", "text": format!("elicited: {answer:?}")}]}),
-                    ),
-                    Err(error) => result(
-                        json!({"content": [{"type": "text", "text": format!("elicitation failed: {error}")}], "isError": true}),
-                    ),
-                }
-            }
-            "sample" => {
-                #[allow(deprecated)] // sampling: deprecated by SEP-2577, still sent by servers
-                let params: rmcp::model::CreateMessageRequestParams = serde_json::from_value(json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
-                    "maxTokens": 10
-                }))
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-                #[allow(deprecated)]
-                let answer = context.peer.create_message(params).await;
-                let text = match answer {
-                    Ok(answer) => format!("sampled: {answer:?}"),
-                    Err(error) => format!("sampling failed: {error}"),
-                };
-                result(json!({"content": [{"type": "text", "text": text}]}))
-            }
-            "roots" => {
-                #[allow(deprecated)]
-                let answer = context.peer.list_roots().await;
-                let text = match answer {
-                    Ok(answer) => format!("roots: {answer:?}"),
-                    Err(error) => format!("roots failed: {error}"),
-                };
-                result(json!({"content": [{"type": "text", "text": text}]}))
-            }
-            "input_required" => {
-                let rounds = args.get("rounds").and_then(Value::as_u64).unwrap_or(1);
-                let round = request
-                    .request_state
-                    .as_deref()
-                    .and_then(|state| state.strip_prefix("round-"))
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(0);
-                if round >= rounds {
-                    let responses =
-                        serde_json::to_value(&request.input_responses).unwrap_or_default();
-                    return result(json!({"content": [{"type": "text", "text": format!(
-                        "completed after {round} rounds, input responses: {responses}"
-                    )}]}));
-                }
-                let mut asked = json!({
-                    "resultType": "input_required",
-                    "requestState": format!("round-{}", round + 1)
-                });
-                match args.get("ask").and_then(Value::as_str) {
-                    Some("elicitation") => {
-                        asked["inputRequests"] = json!({"approval": {
-                            "method": "elicitation/create",
-                            "params": {
-                                "message": "Go ahead?",
-                                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-                            }
-                        }});
-                    }
-                    Some("sampling") => {
-                        asked["inputRequests"] = json!({"llm": {
-                            "method": "sampling/createMessage",
-                            "params": {
-                                "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
-                                "maxTokens": 10
-                            }
-                        }});
-                    }
-                    Some("roots") => {
-                        asked["inputRequests"] =
-                            json!({"where": {"method": "roots/list", "params": {}}});
-                    }
-                    _ => {}
-                }
-                serde_json::from_value::<InputRequiredResult>(asked)
-                    .map(CallToolResponse::InputRequired)
-                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))
-            }
+            "elicit" | "sample" | "roots" => ask_client(&request.name, &context).await,
+            "input_required" => input_required(&args, &request),
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool {other}"),
                 None,
             )),
         }
     }
+}
+
+/// `progress`: `steps` progress notifications, `delay` apart, then "done N steps".
+async fn progress(
+    context: &RequestContext<RoleServer>,
+    steps: u64,
+    delay: Duration,
+) -> Result<CallToolResponse, ErrorData> {
+    if let Some(token) = context.meta.get_progress_token() {
+        for step in 1..=steps {
+            let param = ProgressNotificationParam::new(token.clone(), step as f64)
+                .with_total(steps as f64)
+                .with_message(format!("step {step}/{steps}"));
+            let _ = context.peer.notify_progress(param).await;
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+    result(json!({"content": [{"type": "text", "text": format!("done {steps} steps")}]}))
+}
+
+/// `elicit`, `sample` and `roots` (tool `name`): a request to the client in the call (an
+/// elicitation, a sampling, its roots), answered with what the client said.
+async fn ask_client(
+    name: &str,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    match name {
+        "elicit" => {
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "mode": "form",
+                "message": "Approve?",
+                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+            }))
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+            match context.peer.create_elicitation(params).await {
+                Ok(answer) => result(
+                    json!({"content": [{"type": "text", "text": format!("elicited: {answer:?}")}]}),
+                ),
+                Err(error) => result(
+                    json!({"content": [{"type": "text", "text": format!("elicitation failed: {error}")}], "isError": true}),
+                ),
+            }
+        }
+        "sample" => {
+            #[allow(deprecated)] // sampling: deprecated by SEP-2577, still sent by servers
+            let params: rmcp::model::CreateMessageRequestParams = serde_json::from_value(json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
+                "maxTokens": 10
+            }))
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+            #[allow(deprecated)]
+            let answer = context.peer.create_message(params).await;
+            let text = match answer {
+                Ok(answer) => format!("sampled: {answer:?}"),
+                Err(error) => format!("sampling failed: {error}"),
+            };
+            result(json!({"content": [{"type": "text", "text": text}]}))
+        }
+        "roots" => {
+            #[allow(deprecated)]
+            let answer = context.peer.list_roots().await;
+            let text = match answer {
+                Ok(answer) => format!("roots: {answer:?}"),
+                Err(error) => format!("roots failed: {error}"),
+            };
+            result(json!({"content": [{"type": "text", "text": text}]}))
+        }
+        other => Err(ErrorData::invalid_params(
+            format!("unknown tool {other}"),
+            None,
+        )),
+    }
+}
+
+/// `input_required`: asks for the input `args` names (`ask`: elicitation, sampling, roots) for
+/// `rounds` rounds, carrying the round in `requestState`, then completes with the responses.
+fn input_required(
+    args: &Value,
+    request: &CallToolRequestParams,
+) -> Result<CallToolResponse, ErrorData> {
+    let rounds = args.get("rounds").and_then(Value::as_u64).unwrap_or(1);
+    let round = request
+        .request_state
+        .as_deref()
+        .and_then(|state| state.strip_prefix("round-"))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    if round >= rounds {
+        let responses = serde_json::to_value(&request.input_responses).unwrap_or_default();
+        return result(json!({"content": [{"type": "text", "text": format!(
+            "completed after {round} rounds, input responses: {responses}"
+        )}]}));
+    }
+    let mut asked = json!({
+        "resultType": "input_required",
+        "requestState": format!("round-{}", round + 1)
+    });
+    match args.get("ask").and_then(Value::as_str) {
+        Some("elicitation") => {
+            asked["inputRequests"] = json!({"approval": {
+                "method": "elicitation/create",
+                "params": {
+                    "message": "Go ahead?",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+                }
+            }});
+        }
+        Some("sampling") => {
+            asked["inputRequests"] = json!({"llm": {
+                "method": "sampling/createMessage",
+                "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise"}}],
+                    "maxTokens": 10
+                }
+            }});
+        }
+        Some("roots") => {
+            asked["inputRequests"] = json!({"where": {"method": "roots/list", "params": {}}});
+        }
+        _ => {}
+    }
+    serde_json::from_value::<InputRequiredResult>(asked)
+        .map(CallToolResponse::InputRequired)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
 }
 
 fn headers_json(headers: &HeaderMap) -> serde_json::Map<String, Value> {

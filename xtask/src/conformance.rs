@@ -73,6 +73,8 @@ pub(crate) struct ConformanceArgs {
     server: bool,
 }
 
+/// `cargo xtask conformance`: the official MCP conformance suite's client scenarios against
+/// brain's client (and its server scenarios against `brain-harness serve`), held to the baseline.
 pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let dir = workspace_root().join("tests/conformance");
     install(&dir)?;
@@ -102,47 +104,7 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
     let results = workspace_root().join("target/conformance");
     let mut failed = Vec::new();
     let mut ran = 0;
-    let mut runs: Vec<Run> = Vec::new();
-    for &(package, version, revision) in RUNS {
-        let wanted = match &args.scenario {
-            Some(scenario) => lists(&node, &dir, package, scenario, revision)?,
-            None => true,
-        };
-        if wanted {
-            runs.push(Run {
-                package,
-                version,
-                revision: Some(revision),
-                scenario: args.scenario.clone(),
-                force: false,
-            });
-        }
-    }
-    for &(package, version, scenarios, revisions) in EXTENSIONS {
-        for scenario in scenarios
-            .iter()
-            .filter(|s| args.scenario.as_deref().is_none_or(|only| only == **s))
-        {
-            if revisions.is_empty() {
-                runs.push(Run {
-                    package,
-                    version,
-                    revision: None,
-                    scenario: Some((*scenario).to_owned()),
-                    force: false,
-                });
-            }
-            for &revision in revisions {
-                runs.push(Run {
-                    package,
-                    version,
-                    revision: Some(revision),
-                    scenario: Some((*scenario).to_owned()),
-                    force: true,
-                });
-            }
-        }
-    }
+    let runs = planned_runs(args, &node, &dir)?;
     for run in runs {
         if let Some(only) = args.spec_version.as_deref()
             && run.revision.is_some_and(|revision| revision != only)
@@ -203,6 +165,53 @@ pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
         failed.extend(crate::conformance_server::run(&dir, &node, &baseline)?);
     }
     verdict(failed, ran, &baseline)
+}
+
+/// The suite runs `args` asks for: each suite version's client scenarios at each revision it
+/// covers (the ones with `--scenario`, when given), then the extension scenarios.
+fn planned_runs(args: &ConformanceArgs, node: &Path, dir: &Path) -> anyhow::Result<Vec<Run>> {
+    let mut runs: Vec<Run> = Vec::new();
+    for &(package, version, revision) in RUNS {
+        let wanted = match &args.scenario {
+            Some(scenario) => lists(node, dir, package, scenario, revision)?,
+            None => true,
+        };
+        if wanted {
+            runs.push(Run {
+                package,
+                version,
+                revision: Some(revision),
+                scenario: args.scenario.clone(),
+                force: false,
+            });
+        }
+    }
+    for &(package, version, scenarios, revisions) in EXTENSIONS {
+        for scenario in scenarios
+            .iter()
+            .filter(|s| args.scenario.as_deref().is_none_or(|only| only == **s))
+        {
+            if revisions.is_empty() {
+                runs.push(Run {
+                    package,
+                    version,
+                    revision: None,
+                    scenario: Some((*scenario).to_owned()),
+                    force: false,
+                });
+            }
+            for &revision in revisions {
+                runs.push(Run {
+                    package,
+                    version,
+                    revision: Some(revision),
+                    scenario: Some((*scenario).to_owned()),
+                    force: true,
+                });
+            }
+        }
+    }
+    Ok(runs)
 }
 
 /// The run's verdict: every run matched the baseline, or which did not.

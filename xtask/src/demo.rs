@@ -19,32 +19,15 @@ use serde_json::{Value, json};
 
 use crate::workspace::workspace_root;
 
+/// `cargo xtask demo`: the five steps of the module's doc, on the default config, then the test
+/// server stopped and the demo's directory removed (unless `keep`).
 pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
-    let path = workspace_root().join("bindings/host.json");
     println!("== 1. validate the default config: cargo xtask check --config bindings/host.json");
-    let config = match brain_config::load_file(&path) {
-        Ok(config) => config,
-        Err(ConfigError::Invalid(diagnostics)) => {
-            eprintln!("{diagnostics}");
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(error) => return Err(error.into()),
+    let Some(config) = validate_default()? else {
+        return Ok(ExitCode::FAILURE);
     };
-    println!(
-        "ok: bindings/host.json: {}\n",
-        crate::check::summary(&config)
-    );
     print_bindings(&config);
-
-    println!("\n== 2. the same config with three mistakes a reviewer might miss");
-    let broken = break_config(&config)?;
-    println!("   - `inspect_session` on an MCP binding");
-    println!("   - `timeout_secs` instead of `timeout_seconds`");
-    println!("   - a second binding named `echo`\n");
-    match brain_config::parse(broken.as_bytes(), "broken-host.json") {
-        Err(diagnostics) => println!("{diagnostics}"),
-        Ok(_) => bail!("the broken config was accepted"),
-    }
+    show_mistakes(&config)?;
 
     println!("\n== 3. discover tools from a live MCP server (the test server, on loopback)");
     build_binaries()?;
@@ -52,6 +35,92 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
     // test server's SSE tool): a fresh one per run, shared through BRAIN_SESSION_TOKEN_KEY.
     let session_key = uuid::Uuid::new_v4().simple().to_string();
     let server = TestServer::start(&session_key)?;
+    discover_from(&server)?;
+
+    println!("\n== 4. calls through brain-harness, against the same server");
+    let dir = std::env::temp_dir().join(format!("brain-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let demo_config = dir.join("host.json");
+    std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
+    // Every call is journaled; the harness's default journal is
+    // `$XDG_STATE_HOME/brain/state.db`, the demo keeps its own.
+    let state = format!("sqlite:{}", dir.join("state.db").display());
+    let h = HarnessEnv {
+        session_key: &session_key,
+        state: &state,
+        config: &demo_config,
+    };
+    call_tools(&h)?;
+    retry_once(&h, &server)?;
+    let verify = journal_and_audit(&h, &dir)?;
+    drop(server);
+    println!("\n   test server stopped");
+    if keep {
+        println!(
+            "   the demo's config and journal are kept in {}: try\n   \
+             BRAIN_STATE_URL={state} target/debug/brain-harness --config {} {}",
+            dir.display(),
+            demo_config.display(),
+            verify.join(" ")
+        );
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    println!("\n== more");
+    println!("   typed bindings: bindings/src/generated (cargo xtask codegen); drift against live");
+    println!(
+        "   servers: cargo xtask discover --check bindings/host.json; the official MCP client"
+    );
+    println!("   conformance suite: cargo xtask conformance; performance targets measured side by");
+    println!("   side: cargo xtask bench; many calls under random faults: cargo xtask soak");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What each `brain-harness` run of the demo is given: the session token key, the journal's
+/// URL and the demo's host config (pointed at the test server).
+struct HarnessEnv<'a> {
+    session_key: &'a str,
+    state: &'a str,
+    config: &'a std::path::Path,
+}
+
+/// Step 1: loads and validates the default host config, `bindings/host.json`; `None` (the
+/// diagnostics printed) when it is invalid.
+fn validate_default() -> anyhow::Result<Option<HostConfig>> {
+    let path = workspace_root().join("bindings/host.json");
+    let config = match brain_config::load_file(&path) {
+        Ok(config) => config,
+        Err(ConfigError::Invalid(diagnostics)) => {
+            eprintln!("{diagnostics}");
+            return Ok(None);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    println!(
+        "ok: bindings/host.json: {}\n",
+        crate::check::summary(&config)
+    );
+    Ok(Some(config))
+}
+
+/// Step 2: what the config compiler says about a copy of `config` with three typical mistakes.
+fn show_mistakes(config: &HostConfig) -> anyhow::Result<()> {
+    println!("\n== 2. the same config with three mistakes a reviewer might miss");
+    let broken = break_config(config)?;
+    println!("   - `inspect_session` on an MCP binding");
+    println!("   - `timeout_secs` instead of `timeout_seconds`");
+    println!("   - a second binding named `echo`\n");
+    match brain_config::parse(broken.as_bytes(), "broken-host.json") {
+        Err(diagnostics) => println!("{diagnostics}"),
+        Ok(_) => bail!("the broken config was accepted"),
+    }
+    Ok(())
+}
+
+/// Step 3: discovers two tools of the test `server` and shows the bindings made from them, and
+/// that they pass every config rule.
+fn discover_from(server: &TestServer) -> anyhow::Result<()> {
     println!(
         "   cargo xtask discover --url {} --tenant local --tools echo,weather\n",
         server.url
@@ -104,15 +173,12 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
         discovery.protocol_version,
         errors.is_empty()
     );
+    Ok(())
+}
 
-    println!("\n== 4. calls through brain-harness, against the same server");
-    let dir = std::env::temp_dir().join(format!("brain-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let demo_config = dir.join("host.json");
-    std::fs::write(&demo_config, retarget(&config, &server.url)?)?;
-    // Every call is journaled; the harness's default journal is
-    // `$XDG_STATE_HOME/brain/state.db`, the demo keeps its own.
-    let state = format!("sqlite:{}", dir.join("state.db").display());
+/// Step 4: calls through `brain-harness`: a plain call, live progress, MCP 2026-07-28, a stdio
+/// server, an HTTP tool, an SSE tool checking the session token, a refused and a failing call.
+fn call_tools(h: &HarnessEnv<'_>) -> anyhow::Result<()> {
     let calls: [(&str, &str, &str, &str); 8] = [
         (
             "a plain call",
@@ -169,16 +235,21 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
     for (what, tenant, tool, args) in calls {
         println!("\n-- {what}: brain-harness call --tenant {tenant} {tool} '{args}'");
         let status = Command::new(harness())
-            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, &session_key)
-            .env("BRAIN_STATE_URL", &state)
+            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, h.session_key)
+            .env("BRAIN_STATE_URL", h.state)
             .arg("--config")
-            .arg(&demo_config)
+            .arg(h.config)
             .args(["call", "--tenant", tenant, tool, args])
             .status()
             .context("cannot run brain-harness")?;
         println!("   (exit {})", status.code().unwrap_or(-1));
     }
+    Ok(())
+}
 
+/// Step 5: one call id sent twice: the retry is answered from the call journal, and the
+/// `server` runs the tool once.
+fn retry_once(h: &HarnessEnv<'_>, server: &TestServer) -> anyhow::Result<()> {
     println!("\n== 5. at most once across retries: the call journal (SQLite, embedded)");
     let call_id = format!("demo-{}", std::process::id());
     let runs = || -> anyhow::Result<u64> {
@@ -191,10 +262,10 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
         );
         let before = runs()?;
         let status = Command::new(harness())
-            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, &session_key)
-            .env("BRAIN_STATE_URL", &state)
+            .env(brain_runtime::SESSION_TOKEN_KEY_ENV, h.session_key)
+            .env("BRAIN_STATE_URL", h.state)
             .arg("--config")
-            .arg(&demo_config)
+            .arg(h.config)
             .args(["call", "--tenant", "local", "--call-id", &call_id, "echo"])
             .arg(r#"{"message": "once"}"#)
             .status()
@@ -205,9 +276,15 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
             runs()? - before
         );
     }
+    Ok(())
+}
+
+/// The journal's listing and the audit chain verified (with the public half of
+/// `BRAIN_AUDIT_KEY_FILE`'s key, written to `dir`, when set); the `verify` command's words.
+fn journal_and_audit(h: &HarnessEnv<'_>, dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
     println!("\n-- the calls journaled: brain-harness journal");
     Command::new(harness())
-        .env("BRAIN_STATE_URL", &state)
+        .env("BRAIN_STATE_URL", h.state)
         .arg("journal")
         .status()
         .context("cannot run brain-harness")?;
@@ -224,34 +301,13 @@ pub(crate) fn run(keep: bool) -> anyhow::Result<ExitCode> {
         verify.join(" ")
     );
     Command::new(harness())
-        .env("BRAIN_STATE_URL", &state)
+        .env("BRAIN_STATE_URL", h.state)
         .arg("--config")
-        .arg(&demo_config)
+        .arg(h.config)
         .args(&verify)
         .status()
         .context("cannot run brain-harness")?;
-    drop(server);
-    println!("\n   test server stopped");
-    if keep {
-        println!(
-            "   the demo's config and journal are kept in {}: try\n   \
-             BRAIN_STATE_URL={state} target/debug/brain-harness --config {} {}",
-            dir.display(),
-            demo_config.display(),
-            verify.join(" ")
-        );
-    } else {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    println!("\n== more");
-    println!("   typed bindings: bindings/src/generated (cargo xtask codegen); drift against live");
-    println!(
-        "   servers: cargo xtask discover --check bindings/host.json; the official MCP client"
-    );
-    println!("   conformance suite: cargo xtask conformance; performance targets measured side by");
-    println!("   side: cargo xtask bench; many calls under random faults: cargo xtask soak");
-    Ok(ExitCode::SUCCESS)
+    Ok(verify)
 }
 
 fn target_dir() -> std::path::PathBuf {

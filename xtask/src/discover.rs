@@ -104,6 +104,8 @@ pub(crate) fn go_style_flags(args: impl Iterator<Item = String>) -> Vec<String> 
     .collect()
 }
 
+/// `cargo xtask discover`: the bindings of the named tools of a live server, printed or written
+/// into a host config (or, with `--check`, a config's bindings checked against their servers).
 pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -111,50 +113,10 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     if let Some(config) = &args.check {
         return tokio.block_on(check(config));
     }
-    let server = match (&args.url, &args.command) {
-        (Some(url), _) => Server::Url(url.clone()),
-        (None, Some(command)) => match stdio_server(command, &args.env, &args.env_from) {
-            Ok(server) => server,
-            Err(message) => return usage(&message),
-        },
-        (None, None) => {
-            return usage(
-                "--url or --command is required: the server's Streamable HTTP endpoint, or the \
-                 command that starts a stdio server",
-            );
-        }
+    let (server, names) = match requested(&args) {
+        Ok(requested) => requested,
+        Err(message) => return usage(&message),
     };
-    if matches!(server, Server::Command { .. }) && args.auth.is_some() {
-        return usage(
-            "--auth is for servers at a URL; a stdio server gets its secrets from --env-from",
-        );
-    }
-    if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
-        return usage(
-            "--token-env is for servers at a URL; pass a stdio server's secrets with \
-             --env-from CHILD=HOST",
-        );
-    }
-    if args.tenant.is_empty() {
-        return usage("--tenant is required: the tenant(s) allowed to use the tools");
-    }
-    let mut names: Vec<String> = Vec::new();
-    for name in args
-        .tools
-        .iter()
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-    {
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_owned());
-        }
-    }
-    if names.is_empty() || names.len() > MAX_TOOLS {
-        return usage(&format!(
-            "--tools names {} tools; name 1 to {MAX_TOOLS}, comma-separated",
-            names.len()
-        ));
-    }
     let discovery = tokio.block_on(list(
         &server,
         args.token_env.as_deref(),
@@ -167,25 +129,7 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
         .collect();
     if !missing.is_empty() {
-        let list = |names: Vec<&str>| {
-            names
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        eprintln!(
-            "error: the server {} has no tool named {}\n  help: it has {}",
-            where_(&server),
-            list(missing.iter().map(|s| s.as_str()).collect()),
-            list(
-                discovery
-                    .tools
-                    .iter()
-                    .filter_map(|t| t["name"].as_str())
-                    .collect()
-            )
-        );
+        report_missing(&server, &missing, &discovery);
         return Ok(ExitCode::FAILURE);
     }
     let settings = BindingSettings {
@@ -219,6 +163,101 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|name| discovery.tools.iter().find(|t| t["name"] == name.as_str()))
         .map(|tool| binding_from_tool(tool, &settings))
         .collect();
+    if !runnable(&bindings, &discovery, &settings.server) {
+        return Ok(ExitCode::FAILURE);
+    }
+    let prefix = args.prefix.as_deref().unwrap_or_default();
+    if !name_bindings(prefix, &mut bindings) {
+        return Ok(ExitCode::FAILURE);
+    }
+    for lint in bindings.iter().flat_map(lint) {
+        eprintln!("{lint}");
+    }
+    match &args.write {
+        Some(path) => write(path, bindings, args.replace),
+        None => {
+            println!("{}", serde_json::to_string_pretty(&bindings)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The server and the tool names (each once) that `args` asks to bind; `Err` says what is missing
+/// or does not fit.
+fn requested(args: &DiscoverArgs) -> Result<(Server, Vec<String>), String> {
+    let server = match (&args.url, &args.command) {
+        (Some(url), _) => Server::Url(url.clone()),
+        (None, Some(command)) => stdio_server(command, &args.env, &args.env_from)?,
+        (None, None) => {
+            return Err(
+                "--url or --command is required: the server's Streamable HTTP endpoint, \
+                        or the command that starts a stdio server"
+                    .to_owned(),
+            );
+        }
+    };
+    if matches!(server, Server::Command { .. }) && args.auth.is_some() {
+        return Err(
+            "--auth is for servers at a URL; a stdio server gets its secrets from --env-from"
+                .to_owned(),
+        );
+    }
+    if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
+        return Err(
+            "--token-env is for servers at a URL; pass a stdio server's secrets with \
+                    --env-from CHILD=HOST"
+                .to_owned(),
+        );
+    }
+    if args.tenant.is_empty() {
+        return Err("--tenant is required: the tenant(s) allowed to use the tools".to_owned());
+    }
+    let mut names: Vec<String> = Vec::new();
+    for name in args
+        .tools
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+    {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    if names.is_empty() || names.len() > MAX_TOOLS {
+        return Err(format!(
+            "--tools names {} tools; name 1 to {MAX_TOOLS}, comma-separated",
+            names.len()
+        ));
+    }
+    Ok((server, names))
+}
+
+/// Reports the tools named that the `server` does not have, and the tools it has.
+fn report_missing(server: &Server, missing: &[&String], discovery: &Discovery) {
+    let list = |names: Vec<&str>| {
+        names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    eprintln!(
+        "error: the server {} has no tool named {}\n  help: it has {}",
+        where_(server),
+        list(missing.iter().map(|s| s.as_str()).collect()),
+        list(
+            discovery
+                .tools
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect()
+        )
+    );
+}
+
+/// Whether `bindings` can run: a tool that runs only as an MCP task is bound only where brain
+/// can run its tasks (the revision and the `server`'s declaration); else reports why not.
+fn runnable(bindings: &[ToolBinding], discovery: &Discovery, server: &Server) -> bool {
     // A tool that runs only as an MCP task is bound only where brain can run its tasks.
     let unrunnable: Vec<String> = bindings
         .iter()
@@ -246,15 +285,20 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
              \"required\"`), and brain cannot run them there: {why}\n  help: leave {} out of \
              --tools; tools whose taskSupport is \"optional\" or \"forbidden\" (or absent) can \
              be bound",
-            where_(&settings.server),
+            where_(server),
             unrunnable.join(", "),
             if unrunnable.len() == 1 { "it" } else { "them" }
         );
-        return Ok(ExitCode::FAILURE);
+        return false;
     }
+    true
+}
+
+/// Gives `bindings` their model-visible names: `prefix`, and the characters a binding name
+/// cannot hold rewritten (noted); `false` (reported) when two would have the same name.
+fn name_bindings(prefix: &str, bindings: &mut [ToolBinding]) -> bool {
     // The model-visible names: the prefix, and characters a binding name cannot hold rewritten.
-    let prefix = args.prefix.as_deref().unwrap_or_default();
-    for binding in &mut bindings {
+    for binding in bindings.iter_mut() {
         let wanted = format!("{prefix}{}", binding.name);
         binding.name = binding_name(prefix, &binding.name);
         if binding.name != wanted {
@@ -277,19 +321,10 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
                 binding.mcp_tool.as_deref().unwrap_or_default(),
                 binding.name
             );
-            return Ok(ExitCode::FAILURE);
+            return false;
         }
     }
-    for lint in bindings.iter().flat_map(lint) {
-        eprintln!("{lint}");
-    }
-    match &args.write {
-        Some(path) => write(path, bindings, args.replace),
-        None => {
-            println!("{}", serde_json::to_string_pretty(&bindings)?);
-            Ok(ExitCode::SUCCESS)
-        }
-    }
+    true
 }
 
 fn parse_on_input_request(text: &str) -> Result<OnInputRequest, String> {
@@ -584,29 +619,7 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         for binding in &bindings {
             checked += 1;
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
-            let live = discovery.tools.iter().find(|t| t["name"] == mcp_tool);
-            let mut lines = drift(binding, live);
-            if live.is_none() {
-                let bound: Vec<&str> = bindings
-                    .iter()
-                    .filter_map(|b| b.mcp_tool.as_deref())
-                    .collect();
-                if let Some(new_name) = likely_rename(binding, &discovery.tools, &bound) {
-                    lines.push(format!(
-                        "it was most likely renamed to {new_name:?} (an unbound tool with the \
-                         same input schema); bind it with --tools {new_name}"
-                    ));
-                }
-            }
-            if let Some(pinned) = binding.pinned_revision()
-                && live.is_some()
-                && pinned != discovery.protocol_version
-            {
-                lines.push(format!(
-                    "protocol_version: pinned {pinned}, the server now speaks {}",
-                    discovery.protocol_version
-                ));
-            }
+            let (live, lines) = live_drift(binding, &bindings, &discovery);
             if lines.is_empty() {
                 continue;
             }
@@ -638,6 +651,41 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
     }
     println!("ok: {checked} MCP bindings match their servers");
     Ok(ExitCode::SUCCESS)
+}
+
+/// How `binding` drifted from its live tool in `discovery` (`bindings`: the ones bound on the
+/// same server): its schemas and description, a likely rename when it is gone, the protocol
+/// revision it pins; with the live tool (`None`: gone).
+fn live_drift<'a>(
+    binding: &ToolBinding,
+    bindings: &[&ToolBinding],
+    discovery: &'a Discovery,
+) -> (Option<&'a serde_json::Value>, Vec<String>) {
+    let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();
+    let live = discovery.tools.iter().find(|t| t["name"] == mcp_tool);
+    let mut lines = drift(binding, live);
+    if live.is_none() {
+        let bound: Vec<&str> = bindings
+            .iter()
+            .filter_map(|b| b.mcp_tool.as_deref())
+            .collect();
+        if let Some(new_name) = likely_rename(binding, &discovery.tools, &bound) {
+            lines.push(format!(
+                "it was most likely renamed to {new_name:?} (an unbound tool with the \
+                 same input schema); bind it with --tools {new_name}"
+            ));
+        }
+    }
+    if let Some(pinned) = binding.pinned_revision()
+        && live.is_some()
+        && pinned != discovery.protocol_version
+    {
+        lines.push(format!(
+            "protocol_version: pinned {pinned}, the server now speaks {}",
+            discovery.protocol_version
+        ));
+    }
+    (live, lines)
 }
 
 /// Which policies the drift breaks: the config's policies compiled against the bindings as

@@ -5,7 +5,7 @@ use url::Url;
 
 use super::context::{Draft, is_env_name, loopback};
 use crate::diagnostic::{Diagnostic, Rule};
-use crate::model::BindingKind;
+use crate::model::{Auth, BindingKind, Grant};
 
 /// A bearer token (`token_env`, or OAuth tokens with `auth`) is sent over `http` only to a
 /// loopback host (`localhost`, 127.0.0.0/8, `::1`); anywhere else it needs `https`.
@@ -89,7 +89,12 @@ pub(super) fn auth(draft: &Draft, out: &mut Vec<Diagnostic>) {
              server, not both",
         ));
     }
-    use crate::model::Grant;
+    grant_fields(draft, auth, out);
+    auth_values(draft, auth, out);
+}
+
+/// `auth` holds the fields its grant requires and no field the grant does not use.
+fn grant_fields(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
     let fields: [(&str, bool); 11] = [
         ("client_id", auth.client_id.is_some()),
         ("client_secret_env", auth.client_secret_env.is_some()),
@@ -156,6 +161,11 @@ pub(super) fn auth(draft: &Draft, out: &mut Vec<Diagnostic>) {
             ));
         }
     }
+}
+
+/// Each `auth` field is usable: one way for the client to authenticate, variable names,
+/// non-empty client ids, URLs where a token endpoint or metadata can be, scopes without spaces.
+fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
     let mut invalid = |field: &str, message: String, help: &str| {
         out.push(draft.error(Rule::AuthInvalid, &format!("auth/{field}"), message, help));
     };

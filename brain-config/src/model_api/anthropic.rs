@@ -146,92 +146,9 @@ fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, N
         out.insert("anyOf".into(), Value::Array(branches));
         drop_rest(map, pointer, &[key], notes);
     } else if kinds.len() > 1 {
-        // A `type` list: one branch per type, each with the keywords that belong to it.
-        let branches = kinds
-            .iter()
-            .map(|kind| {
-                let mut branch: Map<String, Value> = map
-                    .iter()
-                    .filter(|(key, _)| belongs(kind, key))
-                    .map(|(key, value)| (key.clone(), value.clone()))
-                    .collect();
-                branch.insert("type".into(), json!(kind));
-                node(&Value::Object(branch), pointer, notes)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        out.insert("anyOf".into(), Value::Array(branches));
-        let carried: Vec<&str> = map
-            .keys()
-            .map(String::as_str)
-            .filter(|key| kinds.iter().any(|kind| belongs(kind, key)))
-            .chain(["type"])
-            .collect();
-        drop_rest(map, pointer, &carried, notes);
+        type_list(&kinds, map, pointer, &mut out, notes)?;
     } else if let Some(&kind) = kinds.first() {
-        out.insert("type".into(), json!(kind));
-        match kind {
-            "object" => {
-                if let Some(why) = free_form(schema) {
-                    return Err(not_strict(
-                        pointer,
-                        format!(
-                            "a free-form object ({why}): strict mode would refuse every property \
-                             it was not told of"
-                        ),
-                    ));
-                }
-                let mut properties = Map::new();
-                for (name, property) in map["properties"].as_object().into_iter().flatten() {
-                    let here = format!("{pointer}/properties/{}", escape_token(name));
-                    properties.insert(name.clone(), node(property, &here, notes)?);
-                }
-                out.insert("properties".into(), Value::Object(properties));
-                out.insert("additionalProperties".into(), Value::Bool(false));
-                if let Some(required) = map.get("required") {
-                    out.insert("required".into(), required.clone());
-                }
-                drop_rest(
-                    map,
-                    pointer,
-                    &["type", "properties", "additionalProperties", "required"],
-                    notes,
-                );
-            }
-            "array" => {
-                let Some(items) = map.get("items") else {
-                    return Err(not_strict(
-                        pointer,
-                        "an array without `items` (elements of any type), which strict mode \
-                         cannot state",
-                    ));
-                };
-                out.insert(
-                    "items".into(),
-                    node(items, &format!("{pointer}/items"), notes)?,
-                );
-                let mut kept = vec!["type", "items"];
-                if let Some(min) = map
-                    .get("minItems")
-                    .filter(|m| **m == json!(0) || **m == json!(1))
-                {
-                    out.insert("minItems".into(), min.clone());
-                    kept.push("minItems");
-                }
-                drop_rest(map, pointer, &kept, notes);
-            }
-            "string" => {
-                let mut kept = vec!["type"];
-                match map.get("format").and_then(Value::as_str) {
-                    Some(format) if FORMATS.contains(&format) => {
-                        out.insert("format".into(), json!(format));
-                        kept.push("format");
-                    }
-                    _ => {}
-                }
-                drop_rest(map, pointer, &kept, notes);
-            }
-            _ => drop_rest(map, pointer, &["type"], notes),
-        }
+        one_type(kind, (schema, map), pointer, &mut out, notes)?;
     } else {
         return Err(not_strict(
             pointer,
@@ -248,6 +165,115 @@ fn node(schema: &Value, pointer: &str, notes: &mut Notes<'_>) -> Result<Value, N
         .collect();
     describe_moved(&mut out, &moved, pointer, notes);
     Ok(Value::Object(out))
+}
+
+/// A `type` list made strict into `out`: an `anyOf` with one branch per type, each with the
+/// keywords of `map` that belong to it.
+fn type_list(
+    kinds: &[&str],
+    map: &Map<String, Value>,
+    pointer: &str,
+    out: &mut Map<String, Value>,
+    notes: &mut Notes<'_>,
+) -> Result<(), NotStrict> {
+    let branches = kinds
+        .iter()
+        .map(|kind| {
+            let mut branch: Map<String, Value> = map
+                .iter()
+                .filter(|(key, _)| belongs(kind, key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            branch.insert("type".into(), json!(kind));
+            node(&Value::Object(branch), pointer, notes)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    out.insert("anyOf".into(), Value::Array(branches));
+    let carried: Vec<&str> = map
+        .keys()
+        .map(String::as_str)
+        .filter(|key| kinds.iter().any(|kind| belongs(kind, key)))
+        .chain(["type"])
+        .collect();
+    drop_rest(map, pointer, &carried, notes);
+    Ok(())
+}
+
+/// A schema of one type (`kind`; `map` is `schema`'s keywords) made strict into `out`: an
+/// object's properties, closed; an array's items; a string's format when strict mode knows it.
+/// The keywords left behind are noted (the gate still enforces them).
+fn one_type(
+    kind: &str,
+    (schema, map): (&Value, &Map<String, Value>),
+    pointer: &str,
+    out: &mut Map<String, Value>,
+    notes: &mut Notes<'_>,
+) -> Result<(), NotStrict> {
+    out.insert("type".into(), json!(kind));
+    match kind {
+        "object" => {
+            if let Some(why) = free_form(schema) {
+                return Err(not_strict(
+                    pointer,
+                    format!(
+                        "a free-form object ({why}): strict mode would refuse every property \
+                         it was not told of"
+                    ),
+                ));
+            }
+            let mut properties = Map::new();
+            for (name, property) in map["properties"].as_object().into_iter().flatten() {
+                let here = format!("{pointer}/properties/{}", escape_token(name));
+                properties.insert(name.clone(), node(property, &here, notes)?);
+            }
+            out.insert("properties".into(), Value::Object(properties));
+            out.insert("additionalProperties".into(), Value::Bool(false));
+            if let Some(required) = map.get("required") {
+                out.insert("required".into(), required.clone());
+            }
+            drop_rest(
+                map,
+                pointer,
+                &["type", "properties", "additionalProperties", "required"],
+                notes,
+            );
+        }
+        "array" => {
+            let Some(items) = map.get("items") else {
+                return Err(not_strict(
+                    pointer,
+                    "an array without `items` (elements of any type), which strict mode \
+                     cannot state",
+                ));
+            };
+            out.insert(
+                "items".into(),
+                node(items, &format!("{pointer}/items"), notes)?,
+            );
+            let mut kept = vec!["type", "items"];
+            if let Some(min) = map
+                .get("minItems")
+                .filter(|m| **m == json!(0) || **m == json!(1))
+            {
+                out.insert("minItems".into(), min.clone());
+                kept.push("minItems");
+            }
+            drop_rest(map, pointer, &kept, notes);
+        }
+        "string" => {
+            let mut kept = vec!["type"];
+            match map.get("format").and_then(Value::as_str) {
+                Some(format) if FORMATS.contains(&format) => {
+                    out.insert("format".into(), json!(format));
+                    kept.push("format");
+                }
+                _ => {}
+            }
+            drop_rest(map, pointer, &kept, notes);
+        }
+        _ => drop_rest(map, pointer, &["type"], notes),
+    }
+    Ok(())
 }
 
 /// Notes every keyword of `map` not kept (`kept`), not carried as description or title and not

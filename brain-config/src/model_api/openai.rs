@@ -139,6 +139,51 @@ fn node(
         ));
     }
     let mut out = Map::new();
+    let moved = keywords(map, pointer, &mut out, changes);
+    if let Some((key, branches)) = union {
+        let branches = branches
+            .iter()
+            .enumerate()
+            .map(|(i, branch)| node(branch, &format!("{pointer}/{key}/{i}"), true, changes))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.insert("anyOf".into(), Value::Array(branches));
+    }
+    let kinds = types(schema);
+    if kinds.contains(&"object") || map.contains_key("properties") {
+        strict_object(schema, map, (pointer, in_union), &kinds, &mut out, changes)?;
+    }
+    if kinds.contains(&"array") {
+        match map.get("items") {
+            Some(items) => {
+                let inner = node(items, &format!("{pointer}/items"), in_union, changes)?;
+                out.insert("items".into(), inner);
+            }
+            None => {
+                return Err(not_strict(
+                    pointer,
+                    "an array without `items` (elements of any type), which strict mode cannot \
+                     state",
+                ));
+            }
+        }
+    }
+    let moved: Vec<(String, Value)> = moved
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.clone()))
+        .collect();
+    describe_moved(&mut out, &moved, pointer, changes);
+    Ok(Value::Object(out))
+}
+
+/// The keywords of `map` strict mode keeps, into `out`; the annotations (and formats it does not
+/// know) to move into the description, returned; the rest dropped with a note. The structural
+/// keywords are left to the caller.
+fn keywords<'a>(
+    map: &'a Map<String, Value>,
+    pointer: &str,
+    out: &mut Map<String, Value>,
+    changes: &mut Notes<'_>,
+) -> Vec<(&'a str, &'a Value)> {
     let mut moved = Vec::new();
     for (key, value) in map {
         let here = || format!("{pointer}/{}", escape_token(key));
@@ -173,92 +218,74 @@ fn node(
             ),
         }
     }
-    if let Some((key, branches)) = union {
-        let branches = branches
-            .iter()
-            .enumerate()
-            .map(|(i, branch)| node(branch, &format!("{pointer}/{key}/{i}"), true, changes))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.insert("anyOf".into(), Value::Array(branches));
+    moved
+}
+
+/// An object schema made strict into `out`: every property required, an optional one as
+/// nullable (refused in a union branch, or when it already accepts `null`), no other property.
+fn strict_object(
+    schema: &Value,
+    map: &Map<String, Value>,
+    (pointer, in_union): (&str, bool),
+    kinds: &[&str],
+    out: &mut Map<String, Value>,
+    changes: &mut Notes<'_>,
+) -> Result<(), NotStrict> {
+    if let Some(why) = free_form(schema) {
+        return Err(not_strict(
+            pointer,
+            format!(
+                "a free-form object ({why}): strict mode would refuse every property it was \
+                 not told of"
+            ),
+        ));
     }
-    let kinds = types(schema);
-    if kinds.contains(&"object") || map.contains_key("properties") {
-        if let Some(why) = free_form(schema) {
+    let empty = Map::new();
+    let properties = map["properties"].as_object().unwrap_or(&empty);
+    let required: Vec<&str> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut projected = Map::new();
+    for (name, property) in properties {
+        let here = format!("{pointer}/properties/{}", escape_token(name));
+        let inner = node(property, &here, false, changes)?;
+        if required.contains(&name.as_str()) {
+            projected.insert(name.clone(), inner);
+            continue;
+        }
+        if in_union {
             return Err(not_strict(
-                pointer,
-                format!(
-                    "a free-form object ({why}): strict mode would refuse every property it was \
-                     not told of"
-                ),
+                &here,
+                "an optional property inside a union branch: its `null` could not be told \
+                 apart from another branch's when the arguments are mapped back",
             ));
         }
-        let empty = Map::new();
-        let properties = map["properties"].as_object().unwrap_or(&empty);
-        let required: Vec<&str> = map
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut projected = Map::new();
-        for (name, property) in properties {
-            let here = format!("{pointer}/properties/{}", escape_token(name));
-            let inner = node(property, &here, false, changes)?;
-            if required.contains(&name.as_str()) {
-                projected.insert(name.clone(), inner);
-                continue;
-            }
-            if in_union {
-                return Err(not_strict(
-                    &here,
-                    "an optional property inside a union branch: its `null` could not be told \
-                     apart from another branch's when the arguments are mapped back",
-                ));
-            }
-            if accepts_null(property, property) {
-                return Err(not_strict(
-                    &here,
-                    "an optional property that already accepts `null`: as a required, nullable \
-                     property its `null` would be ambiguous",
-                ));
-            }
-            let null = object([("type", Value::from("null"))]);
-            projected.insert(
-                name.clone(),
-                object([("anyOf", Value::Array(vec![inner, null]))]),
-            );
+        if accepts_null(property, property) {
+            return Err(not_strict(
+                &here,
+                "an optional property that already accepts `null`: as a required, nullable \
+                 property its `null` would be ambiguous",
+            ));
         }
-        let names: Vec<Value> = properties
-            .keys()
-            .map(|name| Value::from(name.as_str()))
-            .collect();
-        out.insert("properties".into(), Value::Object(projected));
-        out.insert("required".into(), Value::Array(names));
-        out.insert("additionalProperties".into(), Value::Bool(false));
-        if !kinds.contains(&"object") && !map.contains_key("type") {
-            out.insert("type".into(), json!("object"));
-        }
+        let null = object([("type", Value::from("null"))]);
+        projected.insert(
+            name.clone(),
+            object([("anyOf", Value::Array(vec![inner, null]))]),
+        );
     }
-    if kinds.contains(&"array") {
-        match map.get("items") {
-            Some(items) => {
-                let inner = node(items, &format!("{pointer}/items"), in_union, changes)?;
-                out.insert("items".into(), inner);
-            }
-            None => {
-                return Err(not_strict(
-                    pointer,
-                    "an array without `items` (elements of any type), which strict mode cannot \
-                     state",
-                ));
-            }
-        }
-    }
-    let moved: Vec<(String, Value)> = moved
-        .into_iter()
-        .map(|(key, value)| (key.to_owned(), value.clone()))
+    let names: Vec<Value> = properties
+        .keys()
+        .map(|name| Value::from(name.as_str()))
         .collect();
-    describe_moved(&mut out, &moved, pointer, changes);
-    Ok(Value::Object(out))
+    out.insert("properties".into(), Value::Object(projected));
+    out.insert("required".into(), Value::Array(names));
+    out.insert("additionalProperties".into(), Value::Bool(false));
+    if !kinds.contains(&"object") && !map.contains_key("type") {
+        out.insert("type".into(), json!("object"));
+    }
+    Ok(())
 }
 
 /// OpenAI's documented limits on a strict schema.

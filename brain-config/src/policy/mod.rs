@@ -43,14 +43,13 @@ mod suite;
 mod types;
 mod upstream;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::str::FromStr;
 
 use cedar_policy::{
-    Authorizer, Context, Effect, Entities, Entity, EntityId, EntityTypeName, EntityUid, Policy,
-    PolicyId, PolicySet, Request, RestrictedExpression, Schema, SchemaFragment, ValidationMode,
-    Validator,
+    Authorizer, Context, Effect, Entities, EntityUid, Policy, PolicyId, PolicySet, Request,
+    RestrictedExpression, Schema, SchemaFragment, ValidationMode, Validator,
 };
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -63,7 +62,8 @@ pub use upstream::upstream_id;
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::{HostConfig, ToolBinding};
 use render::{from_cedar, policy_diagnostic};
-use types::{Enums, LeftOut, NAMESPACE, Shape};
+use request::principal_entity;
+use types::{Enums, LeftOut, NAMESPACE, Shape, entity_uid};
 
 /// The annotations a policy may carry.
 const ANNOTATIONS: &[&str] = &["id", "reason", "approval"];
@@ -326,28 +326,6 @@ impl Policies {
     }
 }
 
-/// The principal's uid, and its entity when it has a parent (a user in a tenant).
-fn principal_entity(principal: &Principal) -> (EntityUid, Option<Entity>) {
-    let uid = |ty: &str, id: &str| {
-        EntityUid::from_type_name_and_id(
-            EntityTypeName::from_str(&format!("{NAMESPACE}::{ty}")).expect("a Cedar name"),
-            EntityId::new(id),
-        )
-    };
-    match principal {
-        Principal::Tenant(tenant) => (uid("Tenant", tenant), None),
-        Principal::User {
-            tenant,
-            issuer,
-            subject,
-        } => {
-            let user = uid("User", &format!("{issuer}|{subject}"));
-            let entity = Entity::new_no_attrs(user.clone(), HashSet::from([uid("Tenant", tenant)]));
-            (user, Some(entity))
-        }
-    }
-}
-
 /// The Cedar schema of `config`'s bindings, in Cedar's schema syntax, whether or not the config
 /// has policies yet (what `cargo xtask policy schema` writes, to write the first ones against).
 pub fn cedar_schema(config: &HostConfig) -> String {
@@ -360,13 +338,6 @@ fn print_schema(json: &Value) -> String {
     fragment
         .to_cedarschema()
         .unwrap_or_else(|e| panic!("the derived schema prints: {e}"))
-}
-
-fn entity_uid(ty: &str, id: &str) -> EntityUid {
-    EntityUid::from_type_name_and_id(
-        EntityTypeName::from_str(&format!("{NAMESPACE}::{ty}")).expect("a Cedar name"),
-        EntityId::new(id),
-    )
 }
 
 /// The Cedar schema of the bindings (JSON format), and what brain knows of each binding.
@@ -436,8 +407,6 @@ pub(crate) fn compile_in(
         return Ok(None);
     };
     let sources = &policy_config.sources;
-    let display = |i: usize| dir.join(&sources[i].path).display().to_string();
-    let mut errors = Vec::new();
     if !sources.iter().any(|s| s.kind == SourceKind::Policies) {
         return Err(vec![Diagnostic::new(
             Rule::PolicyFiles,
@@ -460,176 +429,30 @@ pub(crate) fn compile_in(
         }
     };
 
-    let mut set = PolicySet::new();
-    let mut warnings = Vec::new();
-    let look_alikes = lint::look_alike_groups(&config.tools);
-    let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
-    let mut explained = std::collections::BTreeSet::new();
+    let mut compiling = Compiling {
+        sources,
+        dir,
+        tools: &tools,
+        look_alikes: lint::look_alike_groups(&config.tools),
+        set: PolicySet::new(),
+        origins: BTreeMap::new(),
+        explained: BTreeSet::new(),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
     for (index, source) in sources.iter().enumerate() {
-        if source.kind != SourceKind::Policies {
-            continue;
-        }
-        let file = display(index);
-        let parsed = match PolicySet::from_str(&source.text) {
-            Ok(parsed) => parsed,
-            Err(parse_errors) => {
-                for error in parse_errors.iter() {
-                    errors.push(from_cedar(
-                        Rule::PolicySyntax,
-                        error,
-                        &file,
-                        &source.text,
-                        None,
-                        None,
-                        "fix the Cedar syntax here (https://docs.cedarpolicy.com/policies/syntax-policy.html)",
-                    ));
-                }
-                continue;
-            }
-        };
-        if parsed.templates().next().is_some() {
-            errors.push(policy_diagnostic(
-                Rule::PolicyInvalid,
-                &file,
-                &source.text,
-                None,
-                None,
-                "the file holds a template (`?principal` or `?resource`)".to_owned(),
-                "write static policies: brain links no templates".to_owned(),
-            ));
-        }
-        let mut policies: Vec<(Option<usize>, &Policy)> = parsed
-            .policies()
-            .map(|p| {
-                let offset = p.to_cedar().and_then(|text| source.text.find(&text));
-                (offset, p)
-            })
-            .collect();
-        policies.sort_by_key(|(offset, _)| *offset);
-        for (offset, policy) in policies {
-            let diagnostic = |rule, id: Option<&str>, message: String, help: &str| {
-                policy_diagnostic(
-                    rule,
-                    &file,
-                    &source.text,
-                    offset,
-                    id,
-                    message,
-                    help.to_owned(),
-                )
-            };
-            for (key, _) in policy.annotations() {
-                if !ANNOTATIONS.contains(&key) {
-                    errors.push(diagnostic(
-                        Rule::PolicyAnnotation,
-                        policy.annotation("id"),
-                        format!("brain does not know the annotation `@{key}`"),
-                        "use only `@id(\"...\")`, `@reason(\"...\")` and `@approval`",
-                    ));
-                }
-            }
-            let id = match policy.annotation("id") {
-                Some(id) if !id.trim().is_empty() => id.to_owned(),
-                _ => {
-                    errors.push(diagnostic(
-                        Rule::PolicyAnnotation,
-                        None,
-                        "this policy has no `@id`".to_owned(),
-                        "put `@id(\"refund-limit\")` (a name unique among the policies) above it: \
-                         a refusal names the policies that decided it",
-                    ));
-                    continue;
-                }
-            };
-            if let Some(first) = origins.get(&id) {
-                let at = first
-                    .offset
-                    .map(|o| format!(":{}", render::location(&sources[first.source].text, o)))
-                    .unwrap_or_default();
-                errors.push(diagnostic(
-                    Rule::PolicyAnnotation,
-                    Some(&id),
-                    format!(
-                        "the id is also the id of a policy at {}{at}",
-                        display(first.source)
-                    ),
-                    "give every policy its own `@id`",
-                ));
-                continue;
-            }
-            lint::policy(policy, &id, &mut |message, help| {
-                errors.push(diagnostic(Rule::PolicyTrap, Some(&id), message, help));
-            });
-            for (message, help) in lint::look_alikes(policy, &look_alikes) {
-                warnings.push(diagnostic(Rule::PolicyLookAlike, Some(&id), message, &help));
-            }
-            let read = policy
-                .to_json()
-                .map(|est| lint::input_pointers(&est))
-                .unwrap_or_default();
-            for (name, left) in tools
-                .iter()
-                .flat_map(|(n, t)| t.left_out.iter().map(move |l| (n, l)))
-            {
-                if read.contains(&left.pointer) {
-                    explained.insert(id.clone());
-                    errors.push(diagnostic(
-                        Rule::PolicyTrap,
-                        Some(&id),
-                        format!(
-                            "reads the argument `{}` of {name:?}, which the Cedar schema leaves out: {}",
-                            left.pointer, left.why
-                        ),
-                        "a policy cannot test an argument without a faithful Cedar type; narrow the \
-                         tool's input schema (an integer, a string enum, a record with \
-                         `properties`), or decide on other arguments",
-                    ));
-                }
-            }
-            if let Err(e) = set.add(policy.new_id(PolicyId::new(&id))) {
-                errors.push(diagnostic(
-                    Rule::PolicyInvalid,
-                    Some(&id),
-                    e.to_string(),
-                    "report this",
-                ));
-            }
-            origins.insert(
-                id,
-                Origin {
-                    source: index,
-                    offset,
-                },
-            );
+        if source.kind == SourceKind::Policies {
+            compiling.read(index);
         }
     }
+    compiling.validate(&schema);
 
-    let validation = Validator::new(schema.clone()).validate(&set, ValidationMode::Strict);
-    let found = validation
-        .validation_errors()
-        .map(|e| (e.policy_id().to_string(), e as &dyn miette::Diagnostic))
-        .chain(
-            validation
-                .validation_warnings()
-                .map(|w| (w.policy_id().to_string(), w as &dyn miette::Diagnostic)),
-        );
-    for (id, diagnostic) in found {
-        let Some(origin) = origins.get(&id).filter(|_| !explained.contains(&id)) else {
-            continue;
-        };
-        let source = &sources[origin.source];
-        let rendered = from_cedar(
-            Rule::PolicyInvalid,
-            diagnostic,
-            &display(origin.source),
-            &source.text,
-            Some(&id),
-            origin.offset,
-            "fix the policy to match the bindings' schema (`cargo xtask policy schema` writes it)",
-        );
-        errors.push(rendered);
-    }
-
+    let Compiling {
+        set,
+        mut errors,
+        warnings,
+        ..
+    } = compiling;
     let policies = match build(set, schema, schema_json, tools, sources) {
         Ok(policies) => Policies {
             warnings,
@@ -671,6 +494,212 @@ pub(crate) fn compile_in(
         Ok(Some(policies))
     } else {
         Err(errors)
+    }
+}
+
+/// The policy set as [`compile_in`] builds it from the policy files, with what it found wrong.
+struct Compiling<'a> {
+    sources: &'a [PolicySource],
+    dir: &'a Path,
+    tools: &'a HashMap<String, Tool>,
+    look_alikes: Vec<lint::LookAlikes<'a>>,
+    set: PolicySet,
+    /// Where each policy id was first written.
+    origins: BTreeMap<String, Origin>,
+    /// The policies whose validation errors a trap already explains (an argument left out).
+    explained: BTreeSet<String>,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Compiling<'_> {
+    /// Policy file `index`'s path as diagnostics name it.
+    fn display(&self, index: usize) -> String {
+        self.dir
+            .join(&self.sources[index].path)
+            .display()
+            .to_string()
+    }
+
+    /// Parses policy file `index` (no templates) and adds its policies in the order written.
+    fn read(&mut self, index: usize) {
+        let source = &self.sources[index];
+        let file = self.display(index);
+        let parsed = match PolicySet::from_str(&source.text) {
+            Ok(parsed) => parsed,
+            Err(parse_errors) => {
+                for error in parse_errors.iter() {
+                    self.errors.push(from_cedar(
+                        Rule::PolicySyntax,
+                        error,
+                        &file,
+                        &source.text,
+                        None,
+                        None,
+                        "fix the Cedar syntax here (https://docs.cedarpolicy.com/policies/syntax-policy.html)",
+                    ));
+                }
+                return;
+            }
+        };
+        if parsed.templates().next().is_some() {
+            self.errors.push(policy_diagnostic(
+                Rule::PolicyInvalid,
+                &file,
+                &source.text,
+                None,
+                None,
+                "the file holds a template (`?principal` or `?resource`)".to_owned(),
+                "write static policies: brain links no templates".to_owned(),
+            ));
+        }
+        let mut policies: Vec<(Option<usize>, &Policy)> = parsed
+            .policies()
+            .map(|p| {
+                let offset = p.to_cedar().and_then(|text| source.text.find(&text));
+                (offset, p)
+            })
+            .collect();
+        policies.sort_by_key(|(offset, _)| *offset);
+        for (offset, policy) in policies {
+            self.add(index, &file, offset, policy);
+        }
+    }
+
+    /// Adds `policy` (of policy file `index`, named `file`, at `offset`) to the set under its
+    /// `@id`, once its annotations, its id and the traps Cedar accepts are checked.
+    fn add(&mut self, index: usize, file: &str, offset: Option<usize>, policy: &Policy) {
+        let diagnostic = |rule, id: Option<&str>, message: String, help: &str| {
+            policy_diagnostic(
+                rule,
+                file,
+                &self.sources[index].text,
+                offset,
+                id,
+                message,
+                help.to_owned(),
+            )
+        };
+        for (key, _) in policy.annotations() {
+            if !ANNOTATIONS.contains(&key) {
+                self.errors.push(diagnostic(
+                    Rule::PolicyAnnotation,
+                    policy.annotation("id"),
+                    format!("brain does not know the annotation `@{key}`"),
+                    "use only `@id(\"...\")`, `@reason(\"...\")` and `@approval`",
+                ));
+            }
+        }
+        let id = match policy.annotation("id") {
+            Some(id) if !id.trim().is_empty() => id.to_owned(),
+            _ => {
+                self.errors.push(diagnostic(
+                    Rule::PolicyAnnotation,
+                    None,
+                    "this policy has no `@id`".to_owned(),
+                    "put `@id(\"refund-limit\")` (a name unique among the policies) above it: \
+                         a refusal names the policies that decided it",
+                ));
+                return;
+            }
+        };
+        if let Some(first) = self.origins.get(&id) {
+            let at = first
+                .offset
+                .map(|o| format!(":{}", render::location(&self.sources[first.source].text, o)))
+                .unwrap_or_default();
+            self.errors.push(diagnostic(
+                Rule::PolicyAnnotation,
+                Some(&id),
+                format!(
+                    "the id is also the id of a policy at {}{at}",
+                    self.display(first.source)
+                ),
+                "give every policy its own `@id`",
+            ));
+            return;
+        }
+        lint::policy(policy, &id, &mut |message, help| {
+            self.errors
+                .push(diagnostic(Rule::PolicyTrap, Some(&id), message, help));
+        });
+        for (message, help) in lint::look_alikes(policy, &self.look_alikes) {
+            self.warnings
+                .push(diagnostic(Rule::PolicyLookAlike, Some(&id), message, &help));
+        }
+        let read = policy
+            .to_json()
+            .map(|est| lint::input_pointers(&est))
+            .unwrap_or_default();
+        for (name, left) in self
+            .tools
+            .iter()
+            .flat_map(|(n, t)| t.left_out.iter().map(move |l| (n, l)))
+        {
+            if read.contains(&left.pointer) {
+                self.explained.insert(id.clone());
+                self.errors.push(diagnostic(
+                        Rule::PolicyTrap,
+                        Some(&id),
+                        format!(
+                            "reads the argument `{}` of {name:?}, which the Cedar schema leaves out: {}",
+                            left.pointer, left.why
+                        ),
+                        "a policy cannot test an argument without a faithful Cedar type; narrow the \
+                         tool's input schema (an integer, a string enum, a record with \
+                         `properties`), or decide on other arguments",
+                    ));
+            }
+        }
+        if let Err(e) = self.set.add(policy.new_id(PolicyId::new(&id))) {
+            self.errors.push(diagnostic(
+                Rule::PolicyInvalid,
+                Some(&id),
+                e.to_string(),
+                "report this",
+            ));
+        }
+        self.origins.insert(
+            id,
+            Origin {
+                source: index,
+                offset,
+            },
+        );
+    }
+
+    /// Validates the set strictly against the bindings' `schema`: each error and warning at the
+    /// policy it is about (none for a policy a trap already explains).
+    fn validate(&mut self, schema: &Schema) {
+        let validation = Validator::new(schema.clone()).validate(&self.set, ValidationMode::Strict);
+        let found = validation
+            .validation_errors()
+            .map(|e| (e.policy_id().to_string(), e as &dyn miette::Diagnostic))
+            .chain(
+                validation
+                    .validation_warnings()
+                    .map(|w| (w.policy_id().to_string(), w as &dyn miette::Diagnostic)),
+            );
+        for (id, diagnostic) in found {
+            let Some(origin) = self
+                .origins
+                .get(&id)
+                .filter(|_| !self.explained.contains(&id))
+            else {
+                continue;
+            };
+            let source = &self.sources[origin.source];
+            let rendered = from_cedar(
+                Rule::PolicyInvalid,
+                diagnostic,
+                &self.display(origin.source),
+                &source.text,
+                Some(&id),
+                origin.offset,
+                "fix the policy to match the bindings' schema (`cargo xtask policy schema` writes it)",
+            );
+            self.errors.push(rendered);
+        }
     }
 }
 

@@ -1,9 +1,12 @@
 //! The request a call makes of the policies, and their decision.
 
+use std::collections::HashSet;
+
+use cedar_policy::{Entity, EntityUid};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::types::NAMESPACE;
+use super::types::{NAMESPACE, entity_uid};
 
 /// Who calls, as the policies see it: built only from the authenticated identity, never from
 /// arguments, `_meta` or headers.
@@ -105,4 +108,21 @@ pub enum Decision {
         /// would permit it).
         approvable: bool,
     },
+}
+
+/// The principal's uid, and its entity when it has a parent (a user in a tenant).
+pub(super) fn principal_entity(principal: &Principal) -> (EntityUid, Option<Entity>) {
+    let uid = entity_uid;
+    match principal {
+        Principal::Tenant(tenant) => (uid("Tenant", tenant), None),
+        Principal::User {
+            tenant,
+            issuer,
+            subject,
+        } => {
+            let user = uid("User", &format!("{issuer}|{subject}"));
+            let entity = Entity::new_no_attrs(user.clone(), HashSet::from([uid("Tenant", tenant)]));
+            (user, Some(entity))
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! is never loosened into a type that compares wrongly.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 use cedar_policy::{EntityId, EntityTypeName, EntityUid, RestrictedExpression};
 use serde_json::{Map, Value, json};
@@ -131,30 +132,10 @@ fn shape_of(
                 .to_owned(),
         ),
         "null" => leave("`null` has no Cedar type".to_owned()),
-        "string" => {
-            if let Some(values) = object.get("enum") {
-                let strings: Option<Vec<String>> = values
-                    .as_array()
-                    .map(|values| {
-                        values
-                            .iter()
-                            .map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or(None);
-                return match strings {
-                    Some(values) if !values.is_empty() => {
-                        Some(Shape::Enum(enums.add(binding, path, values)))
-                    }
-                    _ => leave("an `enum` that is not a list of strings".to_owned()),
-                };
-            }
-            match object.get("format").and_then(Value::as_str) {
-                Some("date-time") => Some(Shape::DateTime),
-                Some("ipv4" | "ipv6") => Some(Shape::Ip),
-                _ => Some(Shape::String),
-            }
-        }
+        "string" => match string_shape(binding, object, path, enums) {
+            Ok(shape) => Some(shape),
+            Err(why) => leave(why),
+        },
         "array" => match object.get("items") {
             Some(items @ Value::Object(_)) if !object.contains_key("prefixItems") => {
                 path.push("items".to_owned());
@@ -190,6 +171,44 @@ fn shape_of(
         }
         other => leave(format!("`type: {other}` is not a JSON Schema type")),
     }
+}
+
+/// The Cedar type of a string property: an enum of its values (named after `binding` and
+/// `path`), a datetime, an IP address or a string; `Err` says why it has none.
+fn string_shape(
+    binding: &str,
+    object: &Map<String, Value>,
+    path: &[String],
+    enums: &mut Enums,
+) -> Result<Shape, String> {
+    if let Some(values) = object.get("enum") {
+        let strings: Option<Vec<String>> = values
+            .as_array()
+            .map(|values| {
+                values
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or(None);
+        return match strings {
+            Some(values) if !values.is_empty() => Ok(Shape::Enum(enums.add(binding, path, values))),
+            _ => Err("an `enum` that is not a list of strings".to_owned()),
+        };
+    }
+    Ok(match object.get("format").and_then(Value::as_str) {
+        Some("date-time") => Shape::DateTime,
+        Some("ipv4" | "ipv6") => Shape::Ip,
+        _ => Shape::String,
+    })
+}
+
+/// The uid of entity `id` of type `ty` in brain's namespace.
+pub(super) fn entity_uid(ty: &str, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(
+        EntityTypeName::from_str(&format!("{NAMESPACE}::{ty}")).expect("a Cedar name"),
+        EntityId::new(id),
+    )
 }
 
 fn pointer(path: &[String]) -> String {

@@ -505,14 +505,10 @@ fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
         .context("callgrind's output has no totals")
 }
 
-/// In the process under callgrind: warm up, then the measured calls; prints the server's counts
-/// per measured call as JSON.
-fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
+/// The host config measured: one `echo` binding at `url`, at `args`' revision (with its CA file,
+/// pin, limits and twenty policies when `args` asks for them).
+fn gate_config(url: &str, args: &Args) -> anyhow::Result<brain_config::HostConfig> {
     let (revision, ca_file) = (args.revision.as_str(), args.ca_file.as_deref());
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let _entered = tokio.enter();
     let mut binding = json!({
         "name": "echo",
         "description": "Echo.",
@@ -537,6 +533,18 @@ fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
     if args.policies {
         config = tests::policies::with_twenty(config, "echo");
     }
+    Ok(config)
+}
+
+/// In the process under callgrind: warm up, then the measured calls; prints the server's counts
+/// per measured call as JSON.
+fn measure(url: &str, args: &Args) -> anyhow::Result<()> {
+    let ca_file = args.ca_file.as_deref();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let _entered = tokio.enter();
+    let mut config = gate_config(url, args)?;
     // A key approver's key pair, in the journal's directory.
     let approver_key = match (args.approved_by_key, &args.journal) {
         (true, Some(dir)) => Some(tests::audit::openssl_key_pair(dir, "gate")),

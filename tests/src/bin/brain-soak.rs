@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use brain_runtime::journal::{Durability, Journal};
-use brain_runtime::{CallRequest, Runtime, Scope};
+use brain_runtime::{CallRequest, Runtime, Scope, ToolResult};
 use clap::Parser;
 use serde_json::{Value, json};
 use tests::process::{ServerProcess, children, memory_mb};
@@ -248,7 +248,8 @@ async fn server_counts(
     Ok(answer)
 }
 
-async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
+/// Starts the soak's test servers: one per HTTP kind (with its faults), one per tool kind.
+fn start_servers() -> anyhow::Result<(Vec<ServerProcess>, Vec<ServerProcess>)> {
     let servers: Vec<ServerProcess> = KINDS
         .iter()
         .map(|kind| ServerProcess::start_sibling(kind.flags))
@@ -259,9 +260,120 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         .map(|_| ServerProcess::start_sibling(&[]))
         .collect::<std::io::Result<_>>()
         .context("cannot start brain-test-server")?;
+    Ok((servers, tool_servers))
+}
+
+async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
+    let (servers, tool_servers) = start_servers()?;
     let fds_before = open_fds();
+    let stats_dir = StatsDir::new()?;
+    let tools = soak_tools(&servers, &tool_servers, &stats_dir)?;
+    let children_before = children().len();
+    let text = json!({"tools": tools}).to_string();
+    let config =
+        brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let journal = Journal::sqlite(&stats_dir.path().join("state.db"), Durability::Normal)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtime = Runtime::builder(&config).journal(journal).build()?;
+
+    // The plan: for each call, its server and revision, and whether its call id is sent again.
+    let (plan, extras) = planned(args);
+    let extras = Arc::new(extras);
+    let plan = Arc::new(plan);
+    let mislabel = Arc::new(args.mislabel.clone());
+
+    let started = Instant::now();
+    let rows = KINDS.len() + STDIO_KINDS.len() + TOOL_KINDS.len();
+    let tally = Arc::new(Tally {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        violations: Mutex::new(Vec::new()),
+        // One row per HTTP kind, then one per stdio kind, then one per tool kind.
+        outcomes: Mutex::new(vec![[0usize; 3]; rows]),
+        rss: Mutex::new(vec![None::<f64>; 4]),
+        figures: Figures::new(rows),
+    });
+    let mut workers = Vec::new();
+    for _ in 0..args.concurrency {
+        let lists = (Arc::clone(&plan), Arc::clone(&extras));
+        let (mislabel, tally) = (Arc::clone(&mislabel), Arc::clone(&tally));
+        workers.push(tokio::spawn(work(
+            runtime.clone(),
+            lists,
+            mislabel,
+            tally,
+            args.calls,
+        )));
+    }
+    let mut panics = 0;
+    for worker in workers {
+        if worker.await.is_err() {
+            panics += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    let mut violations =
+        std::mem::take(&mut *tally.violations.lock().unwrap_or_else(|p| p.into_inner()));
+    let panicked = PANICS.load(Ordering::SeqCst);
+    if panicked > 0 {
+        violations.push(format!("{panicked} panics (the runtime's tasks included)"));
+    }
+    if panics > 0 {
+        violations.push(format!("{panics} workers panicked"));
+    }
+
+    // Each server counted exactly the calls that reached it, and each call id as often as its
+    // kind allows (once for a healthy call, retried or not).
+    let routed = routed(&plan, &extras);
+    let outcomes = tally
+        .outcomes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let table = check_counts(
+        (&servers, &tool_servers),
+        &stats_dir,
+        &routed,
+        &outcomes,
+        &mut violations,
+    )
+    .await?;
+
+    let rss = tally.rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let leak_per_call_kib = leak_per_call(args.calls, &rss, &mut violations);
+    drop(runtime);
+    let (fds_after, children_after) = leftovers(fds_before, children_before, &mut violations).await;
+
+    print_table(&violations, &table, &tally.figures);
+    let shown: Vec<String> = rss
+        .iter()
+        .map(|mb| mb.map_or("-".to_owned(), |mb| format!("{mb:.1}")))
+        .collect();
+    println!(
+        "anonymous RSS by quarter (MB): {} ({}); open fds: {fds_before} before, {fds_after} after; \
+         child processes: {children_before} before, {children_after} after",
+        shown.join(" "),
+        leak_per_call_kib.map_or("growth not measured".to_owned(), |kib| format!(
+            "{kib:.2} KiB per call from the second quarter to the last"
+        ))
+    );
+    print_summary(args, &extras, elapsed, violations.len());
+    Ok(violations)
+}
+
+/// A row of the soak's table: the kind's name, the calls routed to it, the calls its server
+/// counted, and their outcomes (ok, error, unknown).
+type Row = (&'static str, usize, usize, [usize; 3]);
+
+/// The soak's bindings: an HTTP or SSE tool on each of `tool_servers`, two revisions of a tool
+/// on each of `servers`, and a stdio server per stdio kind (counting into `stats_dir`).
+fn soak_tools(
+    servers: &[ServerProcess],
+    tool_servers: &[ServerProcess],
+    stats_dir: &StatsDir,
+) -> anyhow::Result<Vec<Value>> {
     let mut tools = Vec::new();
-    for (index, (kind, server)) in TOOL_KINDS.iter().zip(&tool_servers).enumerate() {
+    for (index, (kind, server)) in TOOL_KINDS.iter().zip(tool_servers).enumerate() {
         tools.push(json!({
             "name": format!("tool{index}"),
             "description": "An HTTP or SSE tool on a soak server.",
@@ -290,7 +402,6 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             }));
         }
     }
-    let stats_dir = StatsDir::new()?;
     let server_binary = std::env::current_exe()?
         .parent()
         .context("no parent")?
@@ -316,148 +427,104 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": "2025-11-25"
         }));
     }
-    let children_before = children().len();
-    let text = json!({"tools": tools}).to_string();
-    let config =
-        brain_config::parse(text.as_bytes(), "soak.json").map_err(|e| anyhow::anyhow!("{e}"))?;
-    let journal = Journal::sqlite(&stats_dir.path().join("state.db"), Durability::Normal)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let runtime = Runtime::builder(&config).journal(journal).build()?;
+    Ok(tools)
+}
 
-    // The plan: for each call, its server and revision, and whether its call id is sent again.
-    let plan = plan::routes(
-        args.calls,
-        args.seed,
-        args.stdio_share,
-        args.tool_share,
-        args.fault_rate,
-    );
-    let extras = Arc::new(plan::extras(
-        &plan,
-        args.seed,
-        args.retry_share,
-        args.kill_share,
-    ));
-    let plan = Arc::new(plan);
-    let mislabel = Arc::new(args.mislabel.clone());
+/// What the workers share: the next planned call to take, how many ended, the violations
+/// found, the outcomes by row (ok, error, unknown), the anonymous RSS at each quarter, and the
+/// journal's figures.
+struct Tally {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    violations: Mutex<Vec<String>>,
+    outcomes: Mutex<Vec<[usize; 3]>>,
+    rss: Mutex<Vec<Option<f64>>>,
+    figures: Figures,
+}
 
-    let started = Instant::now();
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let violations = Arc::new(Mutex::new(Vec::<String>::new()));
-    // One row per HTTP kind, then one per stdio kind, then one per tool kind.
-    let outcomes = Arc::new(Mutex::new(vec![
-        [0usize; 3];
-        KINDS.len()
-            + STDIO_KINDS.len()
-            + TOOL_KINDS.len()
-    ]));
-    let rss = Arc::new(Mutex::new(vec![None::<f64>; 4]));
-    let figures = Arc::new(Figures::new(
-        KINDS.len() + STDIO_KINDS.len() + TOOL_KINDS.len(),
-    ));
-    let mut workers = Vec::new();
-    for _ in 0..args.concurrency {
-        let (runtime, plan, extras, next, done) = (
-            runtime.clone(),
-            Arc::clone(&plan),
-            Arc::clone(&extras),
-            Arc::clone(&next),
-            Arc::clone(&done),
-        );
-        let (violations, outcomes, rss, mislabel, figures) = (
-            Arc::clone(&violations),
-            Arc::clone(&outcomes),
-            Arc::clone(&rss),
-            Arc::clone(&mislabel),
-            Arc::clone(&figures),
-        );
-        let total = args.calls;
-        workers.push(tokio::spawn(async move {
-            loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= total {
-                    break;
-                }
-                let sending = sending(&runtime, plan[index], index, mislabel.as_deref());
-                let (name, row) = (sending.name, sending.row);
-                // The call's one result (a killed call's: its retry's), and what was wrong.
-                let (result, problems) = match extras[index] {
-                    Extra::Kill(delay) => journal::kill(&sending, delay, &figures).await,
-                    extra => {
-                        let call = runtime.call(sending.request.clone());
-                        match journal::results(call).await {
-                            None => (
-                                None,
-                                vec![format!(
-                                    "call {index} ({name}) did not end within {:?}",
-                                    journal::BOUND
-                                )],
-                            ),
-                            Some(mut results) if results.len() == 1 => {
-                                let first = results.remove(0);
-                                let mut problems: Vec<String> =
-                                    journal::judge(&first, sending.expected, sending.says)
-                                        .map(|problem| format!("call {index} ({name}) {problem}"))
-                                        .into_iter()
-                                        .collect();
-                                if extra == Extra::Retry {
-                                    problems
-                                        .extend(journal::retry(&sending, &first, &figures).await);
-                                }
-                                (Some(first), problems)
-                            }
-                            Some(results) => (
-                                None,
-                                vec![format!("call {index} ended with {} results", results.len())],
-                            ),
-                        }
-                    }
-                };
-                violations
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend(problems);
-                if let Some(result) = result {
-                    let slot = match journal::flags(&result) {
-                        (false, _) => 0,
-                        (true, false) => 1,
-                        (true, true) => 2,
-                    };
-                    outcomes.lock().unwrap_or_else(|p| p.into_inner())[row][slot] += 1;
-                }
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if finished % (total / 4).max(1) == 0 && finished / (total / 4).max(1) <= 4 {
-                    rss.lock().unwrap_or_else(|p| p.into_inner())
-                        [finished / (total / 4).max(1) - 1] = memory_mb("RssAnon:");
-                }
-            }
-        }));
-    }
-    let mut panics = 0;
-    for worker in workers {
-        if worker.await.is_err() {
-            panics += 1;
+/// One worker: takes the next planned call until all `total` are taken, sends it and tallies
+/// its result, its problems and, as each quarter of the calls ends, the RSS.
+async fn work(
+    runtime: Runtime,
+    (plan, extras): (Arc<Vec<Route>>, Arc<Vec<Extra>>),
+    mislabel: Arc<Option<String>>,
+    tally: Arc<Tally>,
+    total: usize,
+) {
+    loop {
+        let index = tally.next.fetch_add(1, Ordering::Relaxed);
+        if index >= total {
+            break;
+        }
+        let sending = sending(&runtime, plan[index], index, mislabel.as_deref());
+        let row = sending.row;
+        let (result, problems) = send(&sending, extras[index], &tally.figures).await;
+        tally
+            .violations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(problems);
+        if let Some(result) = result {
+            let slot = match journal::flags(&result) {
+                (false, _) => 0,
+                (true, false) => 1,
+                (true, true) => 2,
+            };
+            tally.outcomes.lock().unwrap_or_else(|p| p.into_inner())[row][slot] += 1;
+        }
+        let finished = tally.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if finished.is_multiple_of((total / 4).max(1)) && finished / (total / 4).max(1) <= 4 {
+            tally.rss.lock().unwrap_or_else(|p| p.into_inner())
+                [finished / (total / 4).max(1) - 1] = memory_mb("RssAnon:");
         }
     }
-    let elapsed = started.elapsed();
-    let mut violations = Arc::try_unwrap(violations)
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .unwrap_or_default();
-    let panicked = PANICS.load(Ordering::SeqCst);
-    if panicked > 0 {
-        violations.push(format!("{panicked} panics (the runtime's tasks included)"));
-    }
-    if panics > 0 {
-        violations.push(format!("{panics} workers panicked"));
-    }
+}
 
-    // Each server counted exactly the calls that reached it, and each call id as often as its
-    // kind allows (once for a healthy call, retried or not).
-    let http = reqwest::Client::new();
-    let mut table = Vec::new();
+/// Sends one planned call as its `extra` says (killed then retried, retried, or once): its one
+/// result (a killed call's: its retry's), and what was wrong with it.
+async fn send(
+    sending: &Sending<'_>,
+    extra: Extra,
+    figures: &Figures,
+) -> (Option<ToolResult>, Vec<String>) {
+    let (index, name) = (sending.index, sending.name);
+    match extra {
+        Extra::Kill(delay) => journal::kill(sending, delay, figures).await,
+        extra => {
+            let call = sending.runtime.call(sending.request.clone());
+            match journal::results(call).await {
+                None => (
+                    None,
+                    vec![format!(
+                        "call {index} ({name}) did not end within {:?}",
+                        journal::BOUND
+                    )],
+                ),
+                Some(mut results) if results.len() == 1 => {
+                    let first = results.remove(0);
+                    let mut problems: Vec<String> =
+                        journal::judge(&first, sending.expected, sending.says)
+                            .map(|problem| format!("call {index} ({name}) {problem}"))
+                            .into_iter()
+                            .collect();
+                    if extra == Extra::Retry {
+                        problems.extend(journal::retry(sending, &first, figures).await);
+                    }
+                    (Some(first), problems)
+                }
+                Some(results) => (
+                    None,
+                    vec![format!("call {index} ended with {} results", results.len())],
+                ),
+            }
+        }
+    }
+}
+
+/// The call ids routed to each row (HTTP kinds, then stdio kinds, then tool kinds), with what
+/// its server may count of each.
+fn routed(plan: &[Route], extras: &[Extra]) -> Vec<Vec<(usize, (usize, bool))>> {
     let rows = KINDS.len() + STDIO_KINDS.len() + TOOL_KINDS.len();
-    // The call ids routed to each row, with what its server may count of each.
     let mut routed = vec![Vec::new(); rows];
     for (index, route) in plan.iter().enumerate() {
         let (row, name, counted, flags) = match *route {
@@ -483,7 +550,21 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         let not_sent = plan::not_sent(name, flags);
         routed[row].push((index, journal::allowed(extras[index], counted, not_sent)));
     }
-    for (index, (kind, server)) in KINDS.iter().zip(&servers).enumerate() {
+    routed
+}
+
+/// Checks that each server counted exactly the calls that reached it, and each call id as often
+/// as its kind allows (`routed`); the table of calls, counts and `outcomes` by row.
+async fn check_counts(
+    (servers, tool_servers): (&[ServerProcess], &[ServerProcess]),
+    stats_dir: &StatsDir,
+    routed: &[Vec<(usize, (usize, bool))>],
+    outcomes: &[[usize; 3]],
+    violations: &mut Vec<String>,
+) -> anyhow::Result<Vec<Row>> {
+    let http = reqwest::Client::new();
+    let mut table = Vec::new();
+    for (index, (kind, server)) in KINDS.iter().zip(servers).enumerate() {
         let stats_url = server.url.replace("/mcp", "/stats?by_id=1");
         let calls = &routed[index];
         let (counted, expected, wrong) =
@@ -495,7 +576,7 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 kind.name
             ));
         }
-        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[index];
+        let outcome = outcomes[index];
         table.push((kind.name, calls.len(), counted, outcome));
     }
 
@@ -505,18 +586,18 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
         let file = stats_dir.path().join(index.to_string());
         let counted = tests::stdio::count(&file, "tools/call");
         let by_id = tests::stdio::count_by_id(&file);
-        let expected = journal::check_ids(kind.name, &by_id, calls, &mut violations);
+        let expected = journal::check_ids(kind.name, &by_id, calls, violations);
         if counted != expected {
             violations.push(format!(
                 "{}: the servers counted {counted} tools/call, {expected} reached them",
                 kind.name
             ));
         }
-        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[row];
+        let outcome = outcomes[row];
         table.push((kind.name, calls.len(), counted, outcome));
     }
 
-    for (index, (kind, server)) in TOOL_KINDS.iter().zip(&tool_servers).enumerate() {
+    for (index, (kind, server)) in TOOL_KINDS.iter().zip(tool_servers).enumerate() {
         let row = KINDS.len() + STDIO_KINDS.len() + index;
         let calls = &routed[row];
         let stats_url = server.url.replace("/mcp", "/stats?by_id=1");
@@ -529,28 +610,19 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
                 kind.name
             ));
         }
-        let outcome = outcomes.lock().unwrap_or_else(|p| p.into_inner())[row];
+        let outcome = outcomes[row];
         table.push((kind.name, calls.len(), counted, outcome));
     }
+    Ok(table)
+}
 
-    let rss = rss.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    // Growth against the calls made between the second quarter and the last (the first warms
-    // pools and caches up): a leak of 1 KiB per call shows at CI's 2,000 calls.
-    let calls_between = (args.calls / 2).max(1) as f64;
-    let leak_per_call_kib = match (rss[1], rss[3]) {
-        (Some(second), Some(last)) => Some((last - second) * 1024.0 / calls_between),
-        _ => None,
-    };
-    match leak_per_call_kib {
-        Some(kib) if kib > MAX_GROWTH_PER_CALL_KIB => violations.push(format!(
-            "anonymous RSS grew {kib:.2} KiB per call between the second quarter and the last (at most \
-             {MAX_GROWTH_PER_CALL_KIB} KiB)"
-        )),
-        Some(_) => {}
-        None => println!("RSS not measured (no /proc here)"),
-    }
-    drop(runtime);
-    drop(http);
+/// Waits for the runtime's cleanup to close its file descriptors and shut its stdio servers down
+/// (a violation when it does not): the open descriptors and child processes after.
+async fn leftovers(
+    fds_before: usize,
+    children_before: usize,
+    violations: &mut Vec<String>,
+) -> (usize, usize) {
     // Cleanup (DELETE, cancellation) runs in tasks bounded by 5 s; the pool closes with them.
     let mut fds_after = open_fds();
     for _ in 0..100 {
@@ -580,31 +652,64 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             "open file descriptors: {fds_before} before, {fds_after} after"
         ));
     }
+    (fds_after, children_after)
+}
 
-    for violation in &violations {
+/// The plan of `args`' calls (each one's server and revision, from the seed) and what else each
+/// call does (sent again, or killed and sent again).
+fn planned(args: &Args) -> (Vec<Route>, Vec<Extra>) {
+    let plan = plan::routes(
+        args.calls,
+        args.seed,
+        args.stdio_share,
+        args.tool_share,
+        args.fault_rate,
+    );
+    let extras = plan::extras(&plan, args.seed, args.retry_share, args.kill_share);
+    (plan, extras)
+}
+
+/// The anonymous RSS's growth per call, in KiB, between the second quarter of the `calls` and
+/// the last (`rss`: at each quarter); a violation when it is over the bound.
+fn leak_per_call(calls: usize, rss: &[Option<f64>], violations: &mut Vec<String>) -> Option<f64> {
+    // Growth against the calls made between the second quarter and the last (the first warms
+    // pools and caches up): a leak of 1 KiB per call shows at CI's 2,000 calls.
+    let calls_between = (calls / 2).max(1) as f64;
+    let leak_per_call_kib = match (rss[1], rss[3]) {
+        (Some(second), Some(last)) => Some((last - second) * 1024.0 / calls_between),
+        _ => None,
+    };
+    match leak_per_call_kib {
+        Some(kib) if kib > MAX_GROWTH_PER_CALL_KIB => violations.push(format!(
+            "anonymous RSS grew {kib:.2} KiB per call between the second quarter and the last (at most \
+             {MAX_GROWTH_PER_CALL_KIB} KiB)"
+        )),
+        Some(_) => {}
+        None => println!("RSS not measured (no /proc here)"),
+    }
+    leak_per_call_kib
+}
+
+/// Prints the violations, then the table of calls, counts and outcomes by server, then the
+/// journal's `figures`.
+fn print_table(violations: &[String], table: &[Row], figures: &Figures) {
+    for violation in violations {
         println!("violation: {violation}");
     }
     println!(
         "{:<26} {:>7} {:>9} {:>7} {:>9} {:>9}",
         "server", "calls", "counted", "ok", "error", "unknown"
     );
-    for (name, calls, counted, [ok, error, unknown]) in &table {
+    for (name, calls, counted, [ok, error, unknown]) in table {
         println!("{name:<26} {calls:>7} {counted:>9} {ok:>7} {error:>9} {unknown:>9}");
     }
     let names: Vec<&str> = table.iter().map(|(name, ..)| *name).collect();
     figures.print(&names);
-    let shown: Vec<String> = rss
-        .iter()
-        .map(|mb| mb.map_or("-".to_owned(), |mb| format!("{mb:.1}")))
-        .collect();
-    println!(
-        "anonymous RSS by quarter (MB): {} ({}); open fds: {fds_before} before, {fds_after} after; \
-         child processes: {children_before} before, {children_after} after",
-        shown.join(" "),
-        leak_per_call_kib.map_or("growth not measured".to_owned(), |kib| format!(
-            "{kib:.2} KiB per call from the second quarter to the last"
-        ))
-    );
+}
+
+/// Prints the soak's summary line: what `args` asked, the calls retried and killed (`extras`),
+/// the time taken and the rate, and how many violations.
+fn print_summary(args: &Args, extras: &[Extra], elapsed: Duration, violations: usize) {
     println!(
         "soak: {} calls ({:.0} % stdio, {:.0} % HTTP and SSE tools), concurrency {}, fault rate {}, journal on ({} call ids retried, {} killed and retried), {:.1} s ({:.0} calls/s), {} violations",
         args.calls,
@@ -619,7 +724,6 @@ async fn soak(args: &Args) -> anyhow::Result<Vec<String>> {
             .count(),
         elapsed.as_secs_f64(),
         args.calls as f64 / elapsed.as_secs_f64(),
-        violations.len()
+        violations
     );
-    Ok(violations)
 }

@@ -51,7 +51,7 @@ fn written_at(tokens: &[(String, usize)], at: usize, path: &[String]) -> bool {
 
 /// The tokens of Rust `source` that paths are made of, each with its byte offset: identifiers
 /// (raw ones without `r#`), `::` and single punctuation; comments and literals left out.
-fn lex(source: &str) -> Vec<(String, usize)> {
+pub(super) fn lex(source: &str) -> Vec<(String, usize)> {
     let bytes = source.as_bytes();
     let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
     let word = |i: usize| at(i).is_ascii_alphanumeric() || at(i) == b'_' || at(i) >= 0x80;

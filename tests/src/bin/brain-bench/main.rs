@@ -31,7 +31,7 @@ use brain_runtime::journal::{Claim, Durability, Journal, Key};
 use brain_runtime::{CallRequest, Runtime};
 use clap::Parser;
 use serde_json::{Value, json};
-use tests::process::{children, memory_mb};
+use tests::process::{ServerProcess, children, memory_mb};
 
 mod audit;
 mod harness;
@@ -128,6 +128,8 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// Measures every target (or the ones an `--only-*` flag names, or one `--profile` or probe);
+/// whether all were met.
 async fn run(args: &Args) -> anyhow::Result<bool> {
     let plan = if args.quick {
         Plan {
@@ -183,112 +185,166 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
         return Ok(true);
     }
     if let Some(profile) = &args.profile {
-        let mut _telemetry = None;
-        // Stopped when the profile ends.
-        let mut _cluster = None;
-        let mut _state_dir = None;
-        if profile[0] == "brain-otel" {
-            _telemetry = Some(install_telemetry().await?);
-            TRACING.store(true, Ordering::Relaxed);
-        }
-        let driver = match profile[0].as_str() {
-            "brain-otel" => Driver::brain(&server.url, "2025-11-25")?,
-            "brain-2025" => Driver::brain(&server.url, "2025-11-25")?,
-            "brain-2026" => Driver::brain(&server.url, "2026-07-28")?,
-            "brain-2026-sqlite" => {
-                let dir = _state_dir.insert(tempfile::tempdir()?);
-                let journal = Journal::sqlite(&dir.path().join("state.db"), Durability::Normal)?;
-                let config = echo_config(&server.url, "2026-07-28", "echo")?;
-                Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
-            }
-            "brain-2026-memory" => {
-                let config = echo_config(&server.url, "2026-07-28", "echo")?;
-                Driver::Brain(
-                    Runtime::builder(&config)
-                        .journal(Journal::memory())
-                        .build()?,
-                )
-            }
-            "brain-2026-postgres" => {
-                let cluster = _cluster.insert(tests::postgres::Cluster::start());
-                let journal = Journal::postgres(&cluster.url).await?;
-                let config = echo_config(&server.url, "2026-07-28", "echo")?;
-                Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
-            }
-            "floor" => Driver::floor(&server.url)?,
-            "session-floor" => Driver::session_floor(&server.url)?,
-            // brain at 2026-07-28 against another server, e.g. `brain-harness serve
-            // --anonymous-tenant local` in front of a test server.
-            other if other.starts_with("brain-2026@") => {
-                Driver::brain(&other["brain-2026@".len()..], "2026-07-28")?
-            }
-            other => bail!("--profile: unknown client {other}"),
-        };
-        let calls: usize = profile[1].parse().context("--profile: CALLS")?;
-        let concurrency: usize = profile[2].parse().context("--profile: CONCURRENCY")?;
-        let measured = measure(&Arc::new(driver), calls, concurrency).await?;
-        let stats: Value = reqwest::get(server.url.replace("/mcp", "/stats"))
-            .await?
-            .json()
-            .await?;
-        eprintln!(
-            "{:.0} calls/s; the server accepted {} connections",
-            measured.rate, stats["accepted"]
-        );
-        return Ok(true);
+        return profile_one(profile, &server.url).await;
     }
+    if let Some(met) = only_one(args, &plan, &server).await? {
+        return Ok(met);
+    }
+    let mut targets = Vec::new();
+    let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
+    clients(args, &plan, &server.url, &mut targets, &mut scenarios).await?;
+
+    tls::ratios(&plan, &mut targets, &mut scenarios).await?;
+    tls::cpu(args.require_sdks, &mut targets).await?;
+    let (stdio_targets, stdio_scenarios) = stdio(&plan, args.require_sdks).await?;
+    targets.extend(stdio_targets);
+    scenarios.extend(stdio_scenarios);
+    targets.push(per_call_work(&server.url, plan.rounds)?);
+    targets.extend(memory(&server.url).await?);
+    tls::memory(args.require_sdks, &mut targets).await?;
+    targets.extend(discovery_and_codegen(plan.rounds).await?);
+    journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
+    model_apis::targets(&mut targets)?;
+    serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
+    limits::targets(&plan, &server.url, &mut targets).await?;
+    policies::targets(&plan, &server.url, &mut targets).await?;
+    pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
+    audit::targets(&plan, &mut targets).await?;
+    // Last: it installs a global tracing subscriber and meter provider.
+    telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
+
+    Ok(report(&targets, &scenarios))
+}
+
+/// `--profile CLIENT CALLS CONCURRENCY`: one client's calls against the test server at
+/// `server_url` (for a profiler), with its rate and the connections the server accepted.
+async fn profile_one(profile: &[String], server_url: &str) -> anyhow::Result<bool> {
+    let mut _telemetry = None;
+    // Stopped when the profile ends.
+    let mut _cluster = None;
+    let mut _state_dir = None;
+    if profile[0] == "brain-otel" {
+        _telemetry = Some(install_telemetry().await?);
+        TRACING.store(true, Ordering::Relaxed);
+    }
+    let driver = match profile[0].as_str() {
+        "brain-otel" => Driver::brain(server_url, "2025-11-25")?,
+        "brain-2025" => Driver::brain(server_url, "2025-11-25")?,
+        "brain-2026" => Driver::brain(server_url, "2026-07-28")?,
+        "brain-2026-sqlite" => {
+            let dir = _state_dir.insert(tempfile::tempdir()?);
+            let journal = Journal::sqlite(&dir.path().join("state.db"), Durability::Normal)?;
+            let config = echo_config(server_url, "2026-07-28", "echo")?;
+            Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
+        }
+        "brain-2026-memory" => {
+            let config = echo_config(server_url, "2026-07-28", "echo")?;
+            Driver::Brain(
+                Runtime::builder(&config)
+                    .journal(Journal::memory())
+                    .build()?,
+            )
+        }
+        "brain-2026-postgres" => {
+            let cluster = _cluster.insert(tests::postgres::Cluster::start());
+            let journal = Journal::postgres(&cluster.url).await?;
+            let config = echo_config(server_url, "2026-07-28", "echo")?;
+            Driver::Brain(Runtime::builder(&config).journal(journal).build()?)
+        }
+        "floor" => Driver::floor(server_url)?,
+        "session-floor" => Driver::session_floor(server_url)?,
+        // brain at 2026-07-28 against another server, e.g. `brain-harness serve
+        // --anonymous-tenant local` in front of a test server.
+        other if other.starts_with("brain-2026@") => {
+            Driver::brain(&other["brain-2026@".len()..], "2026-07-28")?
+        }
+        other => bail!("--profile: unknown client {other}"),
+    };
+    let calls: usize = profile[1].parse().context("--profile: CALLS")?;
+    let concurrency: usize = profile[2].parse().context("--profile: CONCURRENCY")?;
+    let measured = measure(&Arc::new(driver), calls, concurrency).await?;
+    let stats: Value = reqwest::get(server_url.replace("/mcp", "/stats"))
+        .await?
+        .json()
+        .await?;
+    eprintln!(
+        "{:.0} calls/s; the server accepted {} connections",
+        measured.rate, stats["accepted"]
+    );
+    Ok(true)
+}
+
+/// The targets of the one group an `--only-*` flag names (model APIs, limits, policies, audit,
+/// pins, serve, journal, telemetry), measured against `server`; whether they were met, or
+/// `None` without such a flag.
+async fn only_one(
+    args: &Args,
+    plan: &Plan,
+    server: &ServerProcess,
+) -> anyhow::Result<Option<bool>> {
     if args.only_model_apis {
         let mut targets = Vec::new();
         model_apis::targets(&mut targets)?;
-        return Ok(report(&targets, &[]));
+        return Ok(Some(report(&targets, &[])));
     }
     if args.only_limits {
         let mut targets = Vec::new();
-        limits::targets(&plan, &server.url, &mut targets).await?;
-        return Ok(report(&targets, &[]));
+        limits::targets(plan, &server.url, &mut targets).await?;
+        return Ok(Some(report(&targets, &[])));
     }
     if args.only_policies {
         let mut targets = Vec::new();
-        policies::targets(&plan, &server.url, &mut targets).await?;
-        return Ok(report(&targets, &[]));
+        policies::targets(plan, &server.url, &mut targets).await?;
+        return Ok(Some(report(&targets, &[])));
     }
     if args.only_audit {
         let mut targets = Vec::new();
-        audit::targets(&plan, &mut targets).await?;
-        return Ok(report(&targets, &[]));
+        audit::targets(plan, &mut targets).await?;
+        return Ok(Some(report(&targets, &[])));
     }
     if args.only_pins {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
-        return Ok(report(&targets, &scenarios));
+        pins::targets(plan, &server.url, &mut targets, &mut scenarios).await?;
+        return Ok(Some(report(&targets, &scenarios)));
     }
     if args.only_serve {
         let mut targets = Vec::new();
-        serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
-        return Ok(report(&targets, &[]));
+        serve::targets(plan, &server.url, server.pid(), &mut targets).await?;
+        return Ok(Some(report(&targets, &[])));
     }
     if args.only_journal {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
-        return Ok(report(&targets, &scenarios));
+        journal(&server.url, plan, &mut targets, &mut scenarios).await?;
+        return Ok(Some(report(&targets, &scenarios)));
     }
     if args.only_telemetry {
         let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
-        return Ok(report(&targets, &scenarios));
+        telemetry(&server.url, plan, &mut targets, &mut scenarios).await?;
+        return Ok(Some(report(&targets, &scenarios)));
     }
-    let nagle = start_server(&["--nagle"])?;
-    let brain_2025 = Arc::new(Driver::brain(&server.url, "2025-11-25")?);
-    let brain_2025_nagle = Arc::new(Driver::brain(&nagle.url, "2025-11-25")?);
-    let brain_2026 = Arc::new(Driver::brain(&server.url, "2026-07-28")?);
-    let naive = Arc::new(Driver::Naive {
-        url: server.url.clone(),
-    });
-    let floor = Arc::new(Driver::floor(&server.url)?);
-    let session_floor = Arc::new(Driver::session_floor(&server.url)?);
+    Ok(None)
+}
 
-    let mut targets = Vec::new();
-    let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
+/// P1, P1', P2, P3' and the SDKs' P7 at concurrency 1 and 32: brain's clients (2025-11-25
+/// sessions, against a Nagle-on server too, 2026-07-28) against naive rmcp, the raw HTTP floors,
+/// the HTTP tools and the SDKs' clients, on the test server at `server_url`.
+async fn clients(
+    args: &Args,
+    plan: &Plan,
+    server_url: &str,
+    targets: &mut Vec<Target>,
+    scenarios: &mut Vec<(String, usize, Measure)>,
+) -> anyhow::Result<()> {
+    let nagle = start_server(&["--nagle"])?;
+    let brain_2025 = Arc::new(Driver::brain(server_url, "2025-11-25")?);
+    let brain_2025_nagle = Arc::new(Driver::brain(&nagle.url, "2025-11-25")?);
+    let brain_2026 = Arc::new(Driver::brain(server_url, "2026-07-28")?);
+    let naive = Arc::new(Driver::Naive {
+        url: server_url.to_owned(),
+    });
+    let floor = Arc::new(Driver::floor(server_url)?);
+    let session_floor = Arc::new(Driver::session_floor(server_url)?);
+
     for concurrency in [1, 32] {
         let calls = plan.calls(concurrency);
         eprintln!("measuring at concurrency {concurrency} ({calls} calls a round)...");
@@ -355,49 +411,22 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             concurrency,
             three.pooled(),
         ));
-        http_tools(
-            &server.url,
-            &plan,
-            concurrency,
-            &mut targets,
-            &mut scenarios,
-        )
-        .await?;
+        http_tools(server_url, plan, concurrency, targets, scenarios).await?;
         for sdk in [Sdk::TypeScript, Sdk::Python] {
             sdk_clients(
                 sdk,
                 &brain_2025,
-                &server.url,
-                &plan,
+                server_url,
+                plan,
                 concurrency,
                 args.require_sdks,
-                &mut targets,
-                &mut scenarios,
+                targets,
+                scenarios,
             )
             .await?;
         }
     }
-
-    tls::ratios(&plan, &mut targets, &mut scenarios).await?;
-    tls::cpu(args.require_sdks, &mut targets).await?;
-    let (stdio_targets, stdio_scenarios) = stdio(&plan, args.require_sdks).await?;
-    targets.extend(stdio_targets);
-    scenarios.extend(stdio_scenarios);
-    targets.push(per_call_work(&server.url, plan.rounds)?);
-    targets.extend(memory(&server.url).await?);
-    tls::memory(args.require_sdks, &mut targets).await?;
-    targets.extend(discovery_and_codegen(plan.rounds).await?);
-    journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
-    model_apis::targets(&mut targets)?;
-    serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
-    limits::targets(&plan, &server.url, &mut targets).await?;
-    policies::targets(&plan, &server.url, &mut targets).await?;
-    pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
-    audit::targets(&plan, &mut targets).await?;
-    // Last: it installs a global tracing subscriber and meter provider.
-    telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
-
-    Ok(report(&targets, &scenarios))
+    Ok(())
 }
 
 /// P7: brain (a fresh 2025-11-25 session per call) against an SDK's client (a new session per
