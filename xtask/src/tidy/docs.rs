@@ -258,6 +258,40 @@ pub(super) fn oversized(base: &Path, path: &str, max: u64) -> Option<String> {
     (size > max).then(|| format!("{path}: {size} bytes, over {max}"))
 }
 
+/// The MCP revisions, whose names are dates.
+const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Whether `word` is a date (`YYYY-MM-DD`) other than an MCP revision's name.
+pub(super) fn dated(word: &str) -> bool {
+    let b = word.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
+        && !REVISIONS.contains(&word)
+}
+
+/// Whether `word` looks like a commit id: 7 to 40 lowercase hex digits, digits and letters
+/// among them.
+pub(super) fn commit_id(word: &str) -> bool {
+    (7..=40).contains(&word.len())
+        && word
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+        && word.bytes().any(|c| c.is_ascii_digit())
+        && word.bytes().any(|c| c.is_ascii_alphabetic())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,6 +342,15 @@ mod tests {
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(found[0].starts_with("b.md:6: marked ignore"), "{found:?}");
         assert!(found[1].starts_with("b.md:9: not compiled"), "{found:?}");
+    }
+
+    #[test]
+    fn dates_and_commit_ids_are_found() {
+        assert!(dated("2026-12-07"));
+        assert!(!dated("2025-11-25"), "an MCP revision's name");
+        assert!(!dated("2026-12-7"));
+        assert!(commit_id("b00c647") && commit_id("704c778"));
+        assert!(!commit_id("ed25519-dalek") && !commit_id("1234567") && !commit_id("decade"));
     }
 
     #[test]
