@@ -376,6 +376,18 @@ pub(super) async fn used(
     Ok(again.get(0))
 }
 
+/// Whether the call `key` is in the journal (claimed, not merely `not_sent`), as committed now.
+async fn journaled(client: &Client, key: &Key) -> Result<bool, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT 1 FROM brain_calls WHERE tenant = $1 AND session = $2 AND call_id = $3 \
+             AND state <> 'not_sent'",
+            &[&key.tenant, &key.session, &key.call_id],
+        )
+        .await?;
+    Ok(row.is_some())
+}
+
 async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_postgres::Error> {
     let key = &request.key;
     // The key's parts with their lengths: unambiguous, and text PostgreSQL takes (no NUL). Two
@@ -394,14 +406,7 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
             &[&lock],
         )
         .await?;
-    let journaled = client
-        .query_opt(
-            "SELECT 1 FROM brain_calls WHERE tenant = $1 AND session = $2 AND call_id = $3 \
-             AND state <> 'not_sent'",
-            &[&key.tenant, &key.session, &key.call_id],
-        )
-        .await?;
-    if journaled.is_some() {
+    if journaled(client, key).await? {
         return Ok(Asked::Journaled);
     }
     let sql = concat!(
@@ -434,6 +439,12 @@ async fn ask(client: &Client, request: &ApprovalRequest) -> Result<Asked, tokio_
             row.get(3),
             signature,
         ));
+    }
+    // Each statement reads what is committed when it starts (READ COMMITTED), and a claim of
+    // an approved call commits its entry and the approval's use at once, without this lock: an
+    // approval used between the check above and the lookup means the call is journaled now.
+    if journaled(client, key).await? {
+        return Ok(Asked::Journaled);
     }
     let id = new_id();
     let sql = concat!(
