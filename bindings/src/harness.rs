@@ -258,29 +258,15 @@ fn run(cli: Cli) -> ExitCode {
             json,
             limit,
         } => {
-            let within_ms = match since.as_deref().map(crate::journal::parse_duration) {
-                None => None,
-                Some(Ok(since)) => Some(i64::try_from(since.as_millis()).unwrap_or(i64::MAX)),
-                Some(Err(error)) => {
-                    eprintln!("error: --since: {error}");
-                    return ExitCode::from(2);
-                }
+            let filter = brain_runtime::journal::Filter {
+                tenant,
+                session,
+                call_id,
+                within_ms: None,
+                results,
+                limit,
             };
-            let audit = crate::journal::Audit {
-                filter: brain_runtime::journal::Filter {
-                    tenant,
-                    session,
-                    call_id,
-                    within_ms,
-                    results,
-                    limit,
-                },
-                json,
-            };
-            finish(crate::journal::tokio().block_on(async {
-                let journal = crate::journal::open(&config, state).await?;
-                crate::journal::list(&journal, &audit).await
-            }))
+            list_journal(&config, state, filter, since.as_deref(), json)
         }
         Command::Serve(args) => match journaled_runtime(&config, state) {
             Ok((tokio, journal, runtime)) => {
@@ -293,15 +279,7 @@ fn run(cli: Cli) -> ExitCode {
             crate::limits::show(&config, &journal, tenant.as_deref(), json).await
         })),
         Command::Drift { live, json, limit } => {
-            let report = crate::drift::Report { live, json, limit };
-            let shown = crate::journal::tokio().block_on(async {
-                let journal = crate::journal::state_store(&config, state).await?;
-                crate::drift::show(&config, &journal, &report).await
-            });
-            match shown {
-                Ok(drifted) => ExitCode::from(u8::from(drifted)),
-                Err(message) => finish(Err(message)),
-            }
+            show_drift(&config, state, crate::drift::Report { live, json, limit })
         }
         Command::Approvals {
             action,
@@ -312,16 +290,7 @@ fn run(cli: Cli) -> ExitCode {
             let action = action.unwrap_or(crate::approvals::Action::List { all: false });
             crate::approvals::run(&config, journal, action, tenant.as_deref(), json).await
         })),
-        Command::Audit { action } => {
-            let done = crate::journal::tokio().block_on(async {
-                let journal = crate::journal::open(&config, state).await?;
-                crate::audit::run(&config, journal, action).await
-            });
-            match done {
-                Ok(holds) => ExitCode::from(u8::from(!holds)),
-                Err(message) => finish(Err(message)),
-            }
-        }
+        Command::Audit { action } => audit(&config, state, action),
         Command::Login { tenant, tool } => crate::login::login(&config, state, &tenant, &tool),
         Command::Logout { tenant, tool } => crate::login::logout(&config, state, &tenant, &tool),
         Command::Tokens { json } => finish(crate::journal::tokio().block_on(async {
@@ -332,14 +301,7 @@ fn run(cli: Cli) -> ExitCode {
             format,
             json,
             tenant,
-        } => match runtime(&config, None) {
-            Ok(runtime) => {
-                let format = if json { ToolsFormat::Json } else { format };
-                tools(&config, &runtime, format, tenant.as_deref());
-                ExitCode::SUCCESS
-            }
-            Err(code) => code,
-        },
+        } => list_tools(&config, format, json, tenant.as_deref()),
         Command::Call {
             tenant,
             session,
@@ -356,15 +318,6 @@ fn run(cli: Cli) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let (tokio, runtime) = match journaled_runtime(&config, state) {
-                Ok((tokio, _, runtime)) => (tokio, runtime),
-                Err(code) => return code,
-            };
-            // The root of the call's trace: the runtime's `tools/call` span is its child.
-            let root = tracing::info_span!(
-                "brain-harness call",
-                otel.name = format!("brain-harness call {tool}"),
-            );
             let request = CallRequest::new(
                 tool,
                 Scope {
@@ -374,20 +327,107 @@ fn run(cli: Cli) -> ExitCode {
                 arguments,
             )
             .with_optional_call_id(call_id)
-            .with_via(brain_runtime::Via::Call)
-            .with_parent(root);
+            .with_via(brain_runtime::Via::Call);
             let request = match from {
                 Some(api) => request.with_from(api),
                 None => request,
             };
-            let json = json || !std::io::stdout().is_terminal();
-            let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
-            match interrupted {
-                Some(signal) => ExitCode::from(signal.exit_code()),
-                None if result.is_error => ExitCode::FAILURE,
-                None => ExitCode::SUCCESS,
-            }
+            call_tool(&config, state, request, json)
         }
+    }
+}
+
+/// `brain-harness journal`: the state's call journal, filtered (`since` parsed into the
+/// filter's window; a bad one exits 2).
+fn list_journal(
+    config: &HostConfig,
+    state: Option<&str>,
+    mut filter: brain_runtime::journal::Filter,
+    since: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    filter.within_ms = match since.map(crate::journal::parse_duration) {
+        None => None,
+        Some(Ok(since)) => Some(i64::try_from(since.as_millis()).unwrap_or(i64::MAX)),
+        Some(Err(error)) => {
+            eprintln!("error: --since: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let audit = crate::journal::Audit { filter, json };
+    finish(crate::journal::tokio().block_on(async {
+        let journal = crate::journal::open(config, state).await?;
+        crate::journal::list(&journal, &audit).await
+    }))
+}
+
+/// `brain-harness drift`: the pinned tools whose servers changed; exits 1 when one drifted.
+fn show_drift(config: &HostConfig, state: Option<&str>, report: crate::drift::Report) -> ExitCode {
+    let shown = crate::journal::tokio().block_on(async {
+        let journal = crate::journal::state_store(config, state).await?;
+        crate::drift::show(config, &journal, &report).await
+    });
+    match shown {
+        Ok(drifted) => ExitCode::from(u8::from(drifted)),
+        Err(message) => finish(Err(message)),
+    }
+}
+
+/// `brain-harness audit`: the audit chain's `action`; exits 1 when the chain does not hold.
+fn audit(config: &HostConfig, state: Option<&str>, action: crate::audit::Action) -> ExitCode {
+    let done = crate::journal::tokio().block_on(async {
+        let journal = crate::journal::open(config, state).await?;
+        crate::audit::run(config, journal, action).await
+    });
+    match done {
+        Ok(holds) => ExitCode::from(u8::from(!holds)),
+        Err(message) => finish(Err(message)),
+    }
+}
+
+/// `brain-harness tools`: the bindings as `tenant` would see them, in `format` (JSON with
+/// `json`).
+fn list_tools(
+    config: &HostConfig,
+    format: ToolsFormat,
+    json: bool,
+    tenant: Option<&str>,
+) -> ExitCode {
+    match runtime(config, None) {
+        Ok(runtime) => {
+            let format = if json { ToolsFormat::Json } else { format };
+            tools(config, &runtime, format, tenant);
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// `brain-harness call`: runs `request` on the journaled runtime, as the root of its trace, and
+/// prints its result (JSON with `json`, or when stdout is not a terminal); exits 1 on an error
+/// result, with the signal's code when interrupted.
+fn call_tool(
+    config: &HostConfig,
+    state: Option<&str>,
+    request: CallRequest,
+    json: bool,
+) -> ExitCode {
+    let (tokio, runtime) = match journaled_runtime(config, state) {
+        Ok((tokio, _, runtime)) => (tokio, runtime),
+        Err(code) => return code,
+    };
+    // The root of the call's trace: the runtime's `tools/call` span is its child.
+    let root = tracing::info_span!(
+        "brain-harness call",
+        otel.name = format!("brain-harness call {}", request.tool),
+    );
+    let request = request.with_parent(root);
+    let json = json || !std::io::stdout().is_terminal();
+    let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
+    match interrupted {
+        Some(signal) => ExitCode::from(signal.exit_code()),
+        None if result.is_error => ExitCode::FAILURE,
+        None => ExitCode::SUCCESS,
     }
 }
 

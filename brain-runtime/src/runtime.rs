@@ -16,7 +16,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::approver::{approval_ms, signed::ApproverKeys};
-use crate::auth::{Credentials, OAuth, Token, TokenStore, UserAgent};
+use crate::auth::{OAuth, TokenStore, UserAgent};
 use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
 use crate::gate::{Gate, Gated};
@@ -225,79 +225,16 @@ impl<'a> RuntimeBuilder<'a> {
         // Bindings of one server with the same `auth` share its tokens.
         let mut oauths: HashMap<(String, String), Arc<OAuth>> = HashMap::new();
         for binding in &self.config.tools {
-            let compile = |field, schema: &Value| {
-                compile_schema(schema).map_err(|error| RuntimeError::Schema {
-                    tool: binding.name.clone(),
-                    field,
-                    message: error.message,
-                })
-            };
-            let input = compile("input_schema", &binding.input_schema)?;
-            let output = match &binding.output_schema {
-                Some(schema) => Some(compile("output_schema", schema)?),
-                None => None,
-            };
+            let (input, output) = schemas(binding)?;
             let mut missing_auth = Vec::new();
-            let (credentials, missing_token) = match (&binding.token_env, &binding.auth) {
-                (None, Some(auth)) => {
-                    for (field, var) in auth.env_vars() {
-                        if (self.env)(var).is_none() {
-                            missing
-                                .entry(var.to_owned())
-                                .or_default()
-                                .push(format!("auth.{field} of {}", binding.name));
-                            missing_auth.push(var.to_owned());
-                        }
-                    }
-                    if missing_auth.is_empty() {
-                        let url = binding.url.clone().unwrap_or_default();
-                        let key = (url.clone(), serde_json::to_string(auth).unwrap_or_default());
-                        let oauth =
-                            match oauths.get(&key) {
-                                Some(oauth) => oauth.clone(),
-                                None => {
-                                    let oauth = OAuth::new(
-                                        &binding.name,
-                                        &url,
-                                        auth.clone(),
-                                        http.clone(),
-                                        &*self.env,
-                                        Arc::clone(&token_store),
-                                        self.user_agent.clone(),
-                                    )
-                                    .map_err(|message| RuntimeError::Auth {
-                                        tool: binding.name.clone(),
-                                        message,
-                                    })?;
-                                    let oauth = Arc::new(oauth);
-                                    oauths.insert(key, oauth.clone());
-                                    oauth
-                                }
-                            };
-                        (Credentials::OAuth(oauth), false)
-                    } else {
-                        (Credentials::None, false)
-                    }
-                }
-                (None, None) => (Credentials::None, false),
-                (Some(var), _) => match (self.env)(var) {
-                    Some(value) => {
-                        let token =
-                            Token::new(&value).ok_or_else(|| RuntimeError::InvalidToken {
-                                var: var.clone(),
-                                tool: binding.name.clone(),
-                            })?;
-                        (Credentials::Static(token), false)
-                    }
-                    None => {
-                        missing
-                            .entry(var.clone())
-                            .or_default()
-                            .push(format!("token_env of {}", binding.name));
-                        (Credentials::None, true)
-                    }
-                },
-            };
+            let (credentials, missing_token) = self.credentials(
+                binding,
+                &http,
+                &token_store,
+                &mut oauths,
+                &mut missing,
+                &mut missing_auth,
+            )?;
             let (route, route_missing) =
                 Route::of(binding, &*self.env, session_key.as_ref(), &mut missing);
             let unavailable = Unavailable::of(
@@ -338,6 +275,20 @@ impl<'a> RuntimeBuilder<'a> {
                 bound.route.refill(&bound.tool, &pins);
             }
         }
+        self.runtime(tools, instruments, pins, http, cleanups, journal)
+    }
+
+    /// The runtime of the bound `tools`, with the config's policies and approvals compiled
+    /// into its gate, and what its calls share.
+    fn runtime(
+        &self,
+        tools: HashMap<String, Arc<Bound>>,
+        instruments: Arc<Instruments>,
+        pins: Arc<crate::pins::Pins>,
+        http: HttpClient,
+        cleanups: TaskTracker,
+        journal: Option<Arc<Journaling>>,
+    ) -> Result<Runtime, RuntimeError> {
         let policies = Policies::compile(self.config)
             .map_err(|errors| {
                 RuntimeError::Policies(brain_config::Diagnostics {
@@ -371,6 +322,25 @@ impl<'a> RuntimeBuilder<'a> {
             }),
         })
     }
+}
+
+/// `binding`'s input schema and output schema (if any), compiled.
+fn schemas(
+    binding: &ToolBinding,
+) -> Result<(jsonschema::Validator, Option<jsonschema::Validator>), RuntimeError> {
+    let compile = |field, schema: &Value| {
+        compile_schema(schema).map_err(|error| RuntimeError::Schema {
+            tool: binding.name.clone(),
+            field,
+            message: error.message,
+        })
+    };
+    let input = compile("input_schema", &binding.input_schema)?;
+    let output = match &binding.output_schema {
+        Some(schema) => Some(compile("output_schema", schema)?),
+        None => None,
+    };
+    Ok((input, output))
 }
 
 impl RuntimeBuilder<'_> {
@@ -552,26 +522,7 @@ impl Runtime {
         let (bound, hold) = match self.inner.gate.check(&request, &call_id) {
             Ok(checked) => checked,
             Err(failure) => {
-                self.inner.instruments.refused(&request.tool);
-                let (result, kind) = failure.into_result(&call_id);
-                if kind == crate::event::OutcomeKind::PolicyDenied
-                    && let (Some(journaling), Some(bound)) = (
-                        &self.inner.journal,
-                        self.inner.gate.tools.get(&request.tool),
-                    )
-                {
-                    crate::audit::denial::record(journaling, &request, &call_id, &bound.tool);
-                }
-                crate::telemetry::refused_span(
-                    &parent,
-                    &request.tool,
-                    &call_id,
-                    &request.scope.tenant_id,
-                    kind.error_type(),
-                );
-                sender
-                    .try_send(Box::new(Event::Result(result)))
-                    .expect("a new channel has room");
+                self.refused(&request, &call_id, failure, &parent, &sender);
                 return call;
             }
         };
@@ -628,6 +579,38 @@ impl Runtime {
             let _ = sender.send(Box::new(Event::Result(result))).await;
         });
         call
+    }
+
+    /// A call the gate refused, before any I/O: counted, audited when a policy denied it,
+    /// recorded as a refused span under `parent`, and its result sent to its events.
+    fn refused(
+        &self,
+        request: &CallRequest,
+        call_id: &str,
+        failure: crate::outcome::Failure,
+        parent: &tracing::Span,
+        sender: &mpsc::Sender<Box<Event>>,
+    ) {
+        self.inner.instruments.refused(&request.tool);
+        let (result, kind) = failure.into_result(call_id);
+        if kind == crate::event::OutcomeKind::PolicyDenied
+            && let (Some(journaling), Some(bound)) = (
+                &self.inner.journal,
+                self.inner.gate.tools.get(&request.tool),
+            )
+        {
+            crate::audit::denial::record(journaling, request, call_id, &bound.tool);
+        }
+        crate::telemetry::refused_span(
+            parent,
+            &request.tool,
+            call_id,
+            &request.scope.tenant_id,
+            kind.error_type(),
+        );
+        sender
+            .try_send(Box::new(Event::Result(result)))
+            .expect("a new channel has room");
     }
 
     /// Waits until every call started on this runtime has ended and its cleanup is done: the
@@ -782,3 +765,4 @@ impl std::fmt::Debug for Call {
 /// Not API: the runtime's own work for one call without the network, for benchmarks (P4).
 #[doc(hidden)]
 pub mod __bench;
+mod credentials;

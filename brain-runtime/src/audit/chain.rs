@@ -256,123 +256,173 @@ pub(crate) async fn walk(
     signed: &BTreeMap<i64, (String, i64)>,
     approvers: Option<&crate::approver::signed::ApproverKeys>,
 ) -> Result<Walked, StoreError> {
-    let mut walked = Walked::default();
-    let fault = |seq: i64, fault: Fault| {
-        Some(Break {
-            tenant: tenant.to_owned(),
-            seq,
-            fault,
-        })
+    let mut walk = Walk {
+        tenant,
+        from,
+        signed,
+        approvers,
+        walked: Walked::default(),
+        previous: None,
+        unproven: None,
+        started: false,
+        matched: 0,
+        asked: BTreeSet::new(),
+        approved: BTreeSet::new(),
     };
-    // The record before (seq, hash), once known; a chain that starts after seq 1 keeps its
-    // first record until the pruned_through record that names its start proves its link.
-    let mut previous: Option<(i64, String)> = None;
-    let mut unproven: Option<AuditRecord> = None;
-    let mut started = false;
-    let mut matched = 0;
-    // Approvals asked in the chain, and those decided approved.
-    let (mut asked, mut approved) = (BTreeSet::new(), BTreeSet::new());
     let mut next = if from > 1 { from - 1 } else { 1 };
     loop {
         let page = store.audit_records(tenant, next, PAGE).await?;
         let full = page.len() == PAGE;
         for record in page {
             next = record.seq + 1;
-            if !started {
-                started = true;
-                if from > 1 && record.seq == from - 1 {
-                    previous = Some((record.seq, record.hash));
-                    continue;
-                }
-                if record.seq == 1 {
-                    previous = Some((0, genesis(tenant)));
-                    walked.start = Some((1, record.hash.clone()));
-                } else if from <= 1 {
-                    unproven = Some(record.clone());
-                }
+            if let Err(broken) = walk.record(record) {
+                walk.walked.broken = Some(broken);
+                return Ok(walk.walked);
             }
-            walked.first.get_or_insert((record.seq, record.at_ms));
-            if let Some((seq, _)) = &previous
-                && record.seq != seq + 1
-            {
-                let deleted = Fault::Deleted {
-                    from: seq + 1,
-                    through: record.seq - 1,
-                };
-                walked.broken = fault(record.seq, deleted);
-                return Ok(walked);
-            }
-            let value = match check(tenant, &record, previous.as_ref().map(|(_, hash)| &**hash)) {
-                Ok(value) => value,
-                Err(broken) => {
-                    walked.broken = Some(broken);
-                    return Ok(walked);
-                }
-            };
-            let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
-            let call = (text("session"), text("call_id"));
-            match value["kind"].as_str().unwrap_or_default() {
-                "claimed" | "resumed" => {
-                    walked
-                        .open
-                        .insert(call, (record.seq, text("owner"), record.at_ms));
-                }
-                "finished" | "not_sent" | "taken_over_as_unknown" => {
-                    walked.open.remove(&call);
-                }
-                _ => {}
-            }
-            let pruned = from > 1 || walked.start.as_ref().is_none_or(|(seq, _)| *seq != 1);
-            let unapproved = approval(
-                tenant,
-                record.seq,
-                &value,
-                approvers,
-                pruned,
-                (&mut asked, &mut approved),
-            );
-            walked.unapproved.extend(unapproved);
-            if let Some(first) = &unproven
-                && value["kind"] == "pruned_through"
-                && let (Some(seq), Some(hash)) = (
-                    value["through_seq"].as_i64(),
-                    value["through_hash"].as_str(),
-                )
-                && seq == first.seq - 1
-            {
-                if link(hash, &first.record) != first.hash {
-                    walked.broken = fault(first.seq, Fault::Edited);
-                    return Ok(walked);
-                }
-                walked.start = Some((record.seq, record.hash.clone()));
-                unproven = None;
-            }
-            if let Some((hash, checkpoint)) = signed.get(&record.seq) {
-                if *hash != record.hash {
-                    let checkpoint = *checkpoint;
-                    walked.broken = fault(
-                        record.seq,
-                        Fault::NotAsSigned {
-                            checkpoint,
-                            after: matched,
-                        },
-                    );
-                    return Ok(walked);
-                }
-                matched = record.seq;
-            }
-            walked.records += 1;
-            walked.last = Some((record.seq, record.hash.clone(), record.at_ms));
-            previous = Some((record.seq, record.hash));
         }
         if !full {
             break;
         }
     }
-    if let Some(first) = unproven {
-        walked.broken = fault(first.seq, Fault::StartUnproven);
+    if let Some(first) = &walk.unproven {
+        walk.walked.broken = Some(walk.fault(first.seq, Fault::StartUnproven));
     }
-    Ok(walked)
+    Ok(walk.walked)
+}
+
+/// A [`walk`] under way: what it checks against, what it found so far, and where it is.
+struct Walk<'a> {
+    tenant: &'a str,
+    from: i64,
+    signed: &'a BTreeMap<i64, (String, i64)>,
+    approvers: Option<&'a crate::approver::signed::ApproverKeys>,
+    walked: Walked,
+    /// The record before (seq, hash), once known.
+    previous: Option<(i64, String)>,
+    /// A chain that starts after seq 1 keeps its first record until the pruned_through record
+    /// that names its start proves its link.
+    unproven: Option<AuditRecord>,
+    /// Whether the walk has read its first record.
+    started: bool,
+    /// The last seq whose hash a checkpoint signed and the chain matched.
+    matched: i64,
+    /// Approvals asked in the chain.
+    asked: BTreeSet<String>,
+    /// Approvals decided approved in the chain.
+    approved: BTreeSet<String>,
+}
+
+impl Walk<'_> {
+    /// The break of this chain at `seq`.
+    fn fault(&self, seq: i64, fault: Fault) -> Break {
+        Break {
+            tenant: self.tenant.to_owned(),
+            seq,
+            fault,
+        }
+    }
+
+    /// Checks the chain's next `record`: its link to the record before, its hash against a
+    /// checkpoint's, the calls it opens or ends, its approval; the chain's first break, if any.
+    fn record(&mut self, record: AuditRecord) -> Result<(), Break> {
+        if !self.started {
+            self.started = true;
+            if self.from > 1 && record.seq == self.from - 1 {
+                self.previous = Some((record.seq, record.hash));
+                return Ok(());
+            }
+            if record.seq == 1 {
+                self.previous = Some((0, genesis(self.tenant)));
+                self.walked.start = Some((1, record.hash.clone()));
+            } else if self.from <= 1 {
+                self.unproven = Some(record.clone());
+            }
+        }
+        self.walked.first.get_or_insert((record.seq, record.at_ms));
+        if let Some((seq, _)) = &self.previous
+            && record.seq != seq + 1
+        {
+            let deleted = Fault::Deleted {
+                from: seq + 1,
+                through: record.seq - 1,
+            };
+            return Err(self.fault(record.seq, deleted));
+        }
+        let previous = self.previous.as_ref().map(|(_, hash)| &**hash);
+        let value = check(self.tenant, &record, previous)?;
+        self.calls(&record, &value);
+        let pruned = self.from > 1 || self.walked.start.as_ref().is_none_or(|(seq, _)| *seq != 1);
+        let unapproved = approval(
+            self.tenant,
+            record.seq,
+            &value,
+            self.approvers,
+            pruned,
+            (&mut self.asked, &mut self.approved),
+        );
+        self.walked.unapproved.extend(unapproved);
+        self.prove_start(&record, &value)?;
+        self.as_signed(&record)?;
+        self.walked.records += 1;
+        self.walked.last = Some((record.seq, record.hash.clone(), record.at_ms));
+        self.previous = Some((record.seq, record.hash));
+        Ok(())
+    }
+
+    /// The calls `record` (read as `value`) opens (claimed, resumed) or ends.
+    fn calls(&mut self, record: &AuditRecord, value: &Value) {
+        let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
+        let call = (text("session"), text("call_id"));
+        match value["kind"].as_str().unwrap_or_default() {
+            "claimed" | "resumed" => {
+                self.walked
+                    .open
+                    .insert(call, (record.seq, text("owner"), record.at_ms));
+            }
+            "finished" | "not_sent" | "taken_over_as_unknown" => {
+                self.walked.open.remove(&call);
+            }
+            _ => {}
+        }
+    }
+
+    /// Where `record` (read as `value`) is the pruned_through record that names the record
+    /// before the unproven first one, proves the first record's link: the chain starts there.
+    fn prove_start(&mut self, record: &AuditRecord, value: &Value) -> Result<(), Break> {
+        if let Some(first) = &self.unproven
+            && value["kind"] == "pruned_through"
+            && let (Some(seq), Some(hash)) = (
+                value["through_seq"].as_i64(),
+                value["through_hash"].as_str(),
+            )
+            && seq == first.seq - 1
+        {
+            if link(hash, &first.record) != first.hash {
+                return Err(self.fault(first.seq, Fault::Edited));
+            }
+            self.walked.start = Some((record.seq, record.hash.clone()));
+            self.unproven = None;
+        }
+        Ok(())
+    }
+
+    /// Checks `record`'s hash against the one a checkpoint signed at its seq, if any.
+    fn as_signed(&mut self, record: &AuditRecord) -> Result<(), Break> {
+        if let Some((hash, checkpoint)) = self.signed.get(&record.seq) {
+            if *hash != record.hash {
+                let checkpoint = *checkpoint;
+                return Err(self.fault(
+                    record.seq,
+                    Fault::NotAsSigned {
+                        checkpoint,
+                        after: self.matched,
+                    },
+                ));
+            }
+            self.matched = record.seq;
+        }
+        Ok(())
+    }
 }
 
 /// What an approval's record says, checked: a claim's approval decided approved before it in

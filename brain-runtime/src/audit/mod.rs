@@ -26,7 +26,7 @@ pub use chain::{Break, Fault};
 pub use export::{ExportFormat, export};
 pub use keys::{AuditKey, KEY_FILE_VAR, KeyError, Keyring};
 
-use chain::walk;
+use chain::{Walked, walk};
 use checkpoint::{digest, now_ms, start_faults};
 use keys::Signed;
 
@@ -218,6 +218,74 @@ pub async fn verify(
     options: &VerifyOptions,
 ) -> Result<Verification, StoreError> {
     let mut verification = Verification::default();
+    let valid = checkpoints(store, options, &mut verification).await?;
+    verification.checkpoints = valid.len();
+    let newest = valid
+        .iter()
+        .max_by_key(|(_, heads)| (heads.at_ms, heads.id))
+        .map(|(_, heads)| heads.clone());
+    let (signed, reach) = signed_seqs(&valid);
+    let valid_heads: Vec<SignedHeads> = valid.iter().map(|(_, heads)| heads.clone()).collect();
+    let now = now_ms();
+    let heads = store.audit_heads().await?;
+    let stored_heads: BTreeMap<&str, i64> = heads
+        .heads
+        .iter()
+        .map(|h| (h.tenant.as_str(), h.seq))
+        .collect();
+    let mut tenants: BTreeSet<String> = store.audit_tenants().await?.into_iter().collect();
+    tenants.extend(reach.keys().cloned());
+    if let Some(only) = &options.tenant {
+        tenants.retain(|t| t == only);
+    }
+    let against = Against {
+        options,
+        from: options.from.unwrap_or(1),
+        signed,
+        reach,
+        valid_heads,
+        newest,
+        stored_heads,
+        now,
+    };
+    for tenant in &tenants {
+        chain(store, tenant, &against, &mut verification).await?;
+    }
+    overall(&against, heads.now_ms, &mut verification);
+    verification.checkpoint = against.newest;
+    Ok(verification)
+}
+
+/// Each seq a valid checkpoint signed, per tenant: (hash, checkpoint id).
+type SignedSeqs = BTreeMap<String, BTreeMap<i64, (String, i64)>>;
+
+/// What each chain is checked against: the options, the valid checkpoints and what they sign,
+/// the store's heads and this clock.
+struct Against<'a> {
+    options: &'a VerifyOptions,
+    /// The seq the walks start from.
+    from: i64,
+    /// Each seq a valid checkpoint signed, per tenant.
+    signed: SignedSeqs,
+    /// The highest seq a valid checkpoint signed, per tenant: (seq, checkpoint id).
+    reach: BTreeMap<String, (i64, i64)>,
+    /// The valid checkpoints' heads.
+    valid_heads: Vec<SignedHeads>,
+    /// The newest valid checkpoint.
+    newest: Option<SignedHeads>,
+    /// The store's head seq of each chain.
+    stored_heads: BTreeMap<&'a str, i64>,
+    /// Now, in Unix milliseconds.
+    now: i64,
+}
+
+/// The store's checkpoints (and `options.anchor`) checked: the valid ones, in order; their
+/// faults, and a warning when no key checks their signatures, go to `verification`.
+async fn checkpoints(
+    store: &dyn JournalStore,
+    options: &VerifyOptions,
+    verification: &mut Verification,
+) -> Result<Vec<(Checkpoint, SignedHeads)>, StoreError> {
     let stored = store.audit_checkpoints().await?;
     let mut valid = checked(&stored, &options.keys, &mut verification.broken);
     if options.keys.is_empty() {
@@ -243,15 +311,15 @@ pub async fn verify(
         }
         valid.extend(anchored);
     }
-    verification.checkpoints = valid.len();
-    let newest = valid
-        .iter()
-        .max_by_key(|(_, heads)| (heads.at_ms, heads.id))
-        .map(|(_, heads)| heads.clone());
-    // Each seq a valid checkpoint signed, per tenant: (hash, checkpoint id).
-    let mut signed: BTreeMap<String, BTreeMap<i64, (String, i64)>> = BTreeMap::new();
+    Ok(valid)
+}
+
+/// What the `valid` checkpoints sign: each seq per tenant (hash, checkpoint id), and the
+/// highest seq per tenant (seq, checkpoint id).
+fn signed_seqs(valid: &[(Checkpoint, SignedHeads)]) -> (SignedSeqs, BTreeMap<String, (i64, i64)>) {
+    let mut signed: SignedSeqs = BTreeMap::new();
     let mut reach: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for (_, heads) in &valid {
+    for (_, heads) in valid {
         for (tenant, head) in &heads.heads {
             let signed = signed.entry(tenant.clone()).or_default();
             signed
@@ -268,128 +336,155 @@ pub async fn verify(
             }
         }
     }
-    let valid_heads: Vec<SignedHeads> = valid.iter().map(|(_, heads)| heads.clone()).collect();
-    let now = now_ms();
-    let heads = store.audit_heads().await?;
-    let stored_heads: BTreeMap<&str, i64> = heads
-        .heads
-        .iter()
-        .map(|h| (h.tenant.as_str(), h.seq))
-        .collect();
-    let mut tenants: BTreeSet<String> = store.audit_tenants().await?.into_iter().collect();
-    tenants.extend(reach.keys().cloned());
-    if let Some(only) = &options.tenant {
-        tenants.retain(|t| t == only);
-    }
-    let from = options.from.unwrap_or(1);
+    (signed, reach)
+}
+
+/// Checks `tenant`'s chain: walks it, names its open calls (when it holds), then checks its
+/// start and its end ([`chain_end`]); what it finds goes to `verification`.
+async fn chain(
+    store: &dyn JournalStore,
+    tenant: &str,
+    against: &Against<'_>,
+    verification: &mut Verification,
+) -> Result<(), StoreError> {
+    verification.tenants += 1;
     let empty = BTreeMap::new();
-    for tenant in &tenants {
-        verification.tenants += 1;
-        let signed_here = signed.get(tenant).unwrap_or(&empty);
-        let approvers = options.approvers.as_ref();
-        let walked = walk(store, tenant, from, signed_here, approvers).await?;
-        verification.records += walked.records;
-        verification
-            .broken
-            .extend(walked.unapproved.iter().cloned());
-        // Only a chain that holds says which calls are open.
-        let open = if walked.broken.is_none() {
-            walked.open.iter()
-        } else {
-            Default::default()
-        };
-        for ((session, call_id), (seq, owner, at_ms)) in open {
-            let key = crate::journal::store::Key {
-                tenant: tenant.clone(),
-                session: session.clone(),
-                call_id: call_id.clone(),
-            };
-            let owner_live = store.lookup(&key).await?.map(|entry| entry.owner_live);
-            verification.open.push(OpenCall {
-                tenant: tenant.clone(),
-                session: session.clone(),
-                call_id: call_id.clone(),
-                seq: *seq,
-                owner: owner.clone(),
-                at_ms: *at_ms,
-                owner_live,
-            });
-        }
-        if let Some((_, at)) = walked.first {
-            verification.since_ms = Some(verification.since_ms.map_or(at, |s| s.min(at)));
-        }
-        if let Some(broken) = walked.broken {
-            verification.broken.push(broken);
-            continue;
-        }
-        // A chain shorter at its start than a checkpoint signed it: pruned by its retention
-        // (as signed checkpoints and this clock say), or records were deleted.
-        if let (Some((first, _)), true) = (walked.first, from <= 1) {
-            let proven = !options.keys.is_empty();
-            if let Some(broken) = start_faults(tenant, first, &valid_heads, now, proven) {
-                verification.broken.push(broken);
-                continue;
-            }
-        }
-        if !options.keys.is_empty()
-            && newest.is_some()
-            && walked.records > 0
-            && !reach.contains_key(tenant)
-        {
-            verification.warnings.push(format!(
-                "tenant {tenant:?} is in no signed checkpoint: its {} records are unsigned",
-                walked.records
-            ));
-        }
-        let last = walked.last.as_ref().map_or(0, |(seq, _, _)| *seq);
-        if let Some((seq, _, at)) = &walked.last
-            && verification
-                .newest
-                .as_ref()
-                .is_none_or(|(_, _, newest)| at > newest)
-        {
-            verification.newest = Some((tenant.clone(), *seq, *at));
-        }
-        if let Some(&(signed_seq, checkpoint)) = reach.get(tenant)
-            && signed_seq > last
-        {
-            let fault = if walked.last.is_none() && from <= 1 {
-                Fault::TenantMissing {
-                    checkpoint,
-                    signed: signed_seq,
-                }
-            } else {
-                Fault::TailMissing {
-                    checkpoint,
-                    signed: signed_seq,
-                }
-            };
-            verification.broken.push(Break {
-                tenant: tenant.clone(),
-                seq: last,
-                fault,
-            });
-            continue;
-        }
-        if let Some(&head) = stored_heads.get(tenant.as_str())
-            && head != last
-            && walked.last.is_some()
-        {
-            verification.broken.push(Break {
-                tenant: tenant.clone(),
-                seq: last,
-                fault: Fault::HeadMismatch { head },
-            });
-            continue;
-        }
-        let covered = newest
-            .as_ref()
-            .and_then(|n| n.heads.get(tenant))
-            .map_or(0, |head| head.seq);
-        verification.unsigned += u64::try_from(last - covered.max(from - 1)).unwrap_or(0);
+    let signed_here = against.signed.get(tenant).unwrap_or(&empty);
+    let approvers = against.options.approvers.as_ref();
+    let walked = walk(store, tenant, against.from, signed_here, approvers).await?;
+    verification.records += walked.records;
+    verification
+        .broken
+        .extend(walked.unapproved.iter().cloned());
+    // Only a chain that holds says which calls are open.
+    if walked.broken.is_none() {
+        open_calls(store, tenant, &walked.open, verification).await?;
     }
-    if let (Some(newest), Some(every)) = (&newest, options.checkpoint_every) {
-        let age = heads.now_ms - newest.at_ms;
+    if let Some((_, at)) = walked.first {
+        verification.since_ms = Some(verification.since_ms.map_or(at, |s| s.min(at)));
+    }
+    if let Some(broken) = walked.broken {
+        verification.broken.push(broken);
+        return Ok(());
+    }
+    // A chain shorter at its start than a checkpoint signed it: pruned by its retention
+    // (as signed checkpoints and this clock say), or records were deleted.
+    if let (Some((first, _)), true) = (walked.first, against.from <= 1) {
+        let proven = !against.options.keys.is_empty();
+        if let Some(broken) = start_faults(tenant, first, &against.valid_heads, against.now, proven)
+        {
+            verification.broken.push(broken);
+            return Ok(());
+        }
+    }
+    chain_end(tenant, &walked, against, verification);
+    Ok(())
+}
+
+/// The calls `tenant`'s chain shows claimed with no outcome after (`open`), each with whether
+/// the journal says its owner is live, added to `verification`.
+async fn open_calls(
+    store: &dyn JournalStore,
+    tenant: &str,
+    open: &BTreeMap<(String, String), (i64, String, i64)>,
+    verification: &mut Verification,
+) -> Result<(), StoreError> {
+    for ((session, call_id), (seq, owner, at_ms)) in open {
+        let key = crate::journal::store::Key {
+            tenant: tenant.to_owned(),
+            session: session.clone(),
+            call_id: call_id.clone(),
+        };
+        let owner_live = store.lookup(&key).await?.map(|entry| entry.owner_live);
+        verification.open.push(OpenCall {
+            tenant: tenant.to_owned(),
+            session: session.clone(),
+            call_id: call_id.clone(),
+            seq: *seq,
+            owner: owner.clone(),
+            at_ms: *at_ms,
+            owner_live,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the end of `tenant`'s chain, which `walked` holds from its start: whether a checkpoint
+/// signed it (a warning if none did), its newest record, a tail (or the whole chain) missing
+/// that a checkpoint signed, a head the store names that it does not end at; then counts its
+/// records after the newest checkpoint as unsigned.
+fn chain_end(
+    tenant: &str,
+    walked: &Walked,
+    against: &Against<'_>,
+    verification: &mut Verification,
+) {
+    let from = against.from;
+    if !against.options.keys.is_empty()
+        && against.newest.is_some()
+        && walked.records > 0
+        && !against.reach.contains_key(tenant)
+    {
+        verification.warnings.push(format!(
+            "tenant {tenant:?} is in no signed checkpoint: its {} records are unsigned",
+            walked.records
+        ));
+    }
+    let last = walked.last.as_ref().map_or(0, |(seq, _, _)| *seq);
+    if let Some((seq, _, at)) = &walked.last
+        && verification
+            .newest
+            .as_ref()
+            .is_none_or(|(_, _, newest)| at > newest)
+    {
+        verification.newest = Some((tenant.to_owned(), *seq, *at));
+    }
+    if let Some(&(signed_seq, checkpoint)) = against.reach.get(tenant)
+        && signed_seq > last
+    {
+        let fault = if walked.last.is_none() && from <= 1 {
+            Fault::TenantMissing {
+                checkpoint,
+                signed: signed_seq,
+            }
+        } else {
+            Fault::TailMissing {
+                checkpoint,
+                signed: signed_seq,
+            }
+        };
+        verification.broken.push(Break {
+            tenant: tenant.to_owned(),
+            seq: last,
+            fault,
+        });
+        return;
+    }
+    if let Some(&head) = against.stored_heads.get(tenant)
+        && head != last
+        && walked.last.is_some()
+    {
+        verification.broken.push(Break {
+            tenant: tenant.to_owned(),
+            seq: last,
+            fault: Fault::HeadMismatch { head },
+        });
+        return;
+    }
+    let covered = against
+        .newest
+        .as_ref()
+        .and_then(|n| n.heads.get(tenant))
+        .map_or(0, |head| head.seq);
+    verification.unsigned += u64::try_from(last - covered.max(from - 1)).unwrap_or(0);
+}
+
+/// The checks over all chains, after each was walked: a newest checkpoint older than twice
+/// the interval (by the store's clock, `store_now_ms`), and records with no checkpoint
+/// signed when keys are given.
+fn overall(against: &Against<'_>, store_now_ms: i64, verification: &mut Verification) {
+    if let (Some(newest), Some(every)) = (&against.newest, against.options.checkpoint_every) {
+        let age = store_now_ms - newest.at_ms;
         if age > 2 * i64::try_from(every.as_millis()).unwrap_or(i64::MAX / 4) {
             verification.warnings.push(format!(
                 "the newest checkpoint is {} s old, more than twice the interval ({} s): is a \
@@ -399,7 +494,7 @@ pub async fn verify(
             ));
         }
     }
-    if !options.keys.is_empty() && newest.is_none() && verification.records > 0 {
+    if !against.options.keys.is_empty() && against.newest.is_none() && verification.records > 0 {
         verification.broken.push(Break {
             tenant: String::new(),
             seq: 0,
@@ -408,6 +503,4 @@ pub async fn verify(
             },
         });
     }
-    verification.checkpoint = newest;
-    Ok(verification)
 }

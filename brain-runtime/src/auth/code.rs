@@ -158,23 +158,7 @@ impl CodeFlow<'_> {
         let challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
         let state = random_text(16)?;
         let redirect_uri = agent.redirect_uri();
-        let mut url = url::Url::parse(endpoint).map_err(|error| {
-            format!("the authorization endpoint {endpoint:?} is not a URL: {error}")
-        })?;
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &self.authn.client.id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", self.resource);
-            if let Some(scope) = self.scope {
-                query.append_pair("scope", scope);
-            }
-        }
+        let url = self.authorization_url(endpoint, &redirect_uri, &challenge, &state)?;
         let callback = agent
             .authorize(url.as_str())
             .await
@@ -235,6 +219,35 @@ impl CodeFlow<'_> {
         )
         .await
         .map_err(|refused| refused.message)
+    }
+
+    /// The authorization request the user is taken to: `endpoint` with the client, the
+    /// `redirect_uri`, the PKCE `challenge` (S256), the `state`, the resource and the scope.
+    fn authorization_url(
+        &self,
+        endpoint: &str,
+        redirect_uri: &str,
+        challenge: &str,
+        state: &str,
+    ) -> Result<url::Url, String> {
+        let mut url = url::Url::parse(endpoint).map_err(|error| {
+            format!("the authorization endpoint {endpoint:?} is not a URL: {error}")
+        })?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &self.authn.client.id)
+                .append_pair("redirect_uri", redirect_uri)
+                .append_pair("code_challenge", challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", state)
+                .append_pair("resource", self.resource);
+            if let Some(scope) = self.scope {
+                query.append_pair("scope", scope);
+            }
+        }
+        Ok(url)
     }
 }
 

@@ -152,12 +152,64 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         pinned = tool.binding.pinned_revision().unwrap_or("any"),
         "call started"
     );
-    let elsewhere = || ticket.is_some_and(Ticket::waiting);
-    let departure = exchange.endpoint.departure.clone();
-    let interrupted = |by: Interruption, what: String| {
-        let claimed = state.lock().map(|s| s.call_sent).unwrap_or(true);
-        let written = send::settle_interrupted(&state, &departure);
-        let message = if elsewhere() {
+    let bounds = Bounds {
+        timeout,
+        deadline,
+        cancel: &cancel,
+        state: &state,
+        departure: exchange.endpoint.departure.clone(),
+        ticket,
+    };
+    let outcome = outcome(&transport, &mut exchange, limits, &bounds).await;
+    let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    let completed = outcome.is_ok();
+    let (result, kind) = classified(outcome, call_id);
+    observed(
+        &tool,
+        span,
+        call_id,
+        &state,
+        &result,
+        kind,
+        started.elapsed(),
+    );
+    if let Some(ticket) = ticket {
+        if let Some(state) = ticket.state() {
+            span.record("brain.journal.state", state.as_str());
+        }
+        ticket.settle(&result, completed, state.call_sent, cleanups.token());
+    }
+    if let Some(limits) = limits {
+        limits.release().await;
+    }
+    clean_up(transport, http, tool, state, cleanups, span);
+    result
+}
+
+/// What bounds a call — its timeout (and the deadline it sets), its caller's cancellation —
+/// and what a call either interrupts is reported from: its state, its request's departure and
+/// its journal entry.
+struct Bounds<'a> {
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+    cancel: &'a CancellationToken,
+    state: &'a Mutex<CallState>,
+    departure: crate::http::Departure,
+    ticket: Option<&'a Ticket>,
+}
+
+impl Bounds<'_> {
+    /// Whether the call's claim met it running elsewhere (another caller runs this call id).
+    fn elsewhere(&self) -> bool {
+        self.ticket.is_some_and(Ticket::waiting)
+    }
+
+    /// The failure of a call interrupted by `by` (`what` says how), saying whether its request
+    /// may have reached the server: settled from the call's state and its request's departure.
+    fn interrupted(&self, by: Interruption, what: String) -> Failure {
+        let claimed = self.state.lock().map(|s| s.call_sent).unwrap_or(true);
+        let written = send::settle_interrupted(self.state, &self.departure);
+        let message = if self.elsewhere() {
             format!("{what} while another caller ran this call id; the tool may have run")
         } else if written {
             format!("{what}; the request was cancelled and the tool may have run")
@@ -169,93 +221,133 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         } else {
             format!("{what} before tools/call was sent")
         };
-        let written = written || elsewhere();
+        let written = written || self.elsewhere();
         Failure::new(Fact::Interrupted { by, written }, message)
-    };
-    // Before the call's own timeout: a call running elsewhere is waited for until its owner's
-    // deadline (plus a grace), which the store bounds; this bounds a store that stops answering.
-    let admit_bound = timeout + ADMIT_GRACE;
+    }
+
+    /// The failure of a call its caller cancelled (or dropped).
+    fn cancelled(&self) -> Failure {
+        self.interrupted(
+            Interruption::Cancelled,
+            "the call was interrupted".to_owned(),
+        )
+    }
+}
+
+/// The call's outcome from admit to convert: admitted (the journal's answer, when it has seen
+/// the call id) and its limits charged, then — unless answered or interrupted — exchanged.
+async fn outcome<'a, T: Transport>(
+    transport: &T,
+    exchange: &mut Exchange<'a>,
+    limits: Option<&'a CallLimits>,
+    bounds: &Bounds<'_>,
+) -> Result<ToolResult, Failure> {
+    let ticket = exchange.ticket;
     // A task binding is admitted on every transport (a retry may take its task over), and so
     // is a call held for approval (its approval is looked up before anything is opened).
-    let admits = T::OPENS || tool.binding.runs_as_task() || ticket.is_some_and(Ticket::is_held);
+    let admits =
+        T::OPENS || exchange.tool.binding.runs_as_task() || ticket.is_some_and(Ticket::is_held);
     // Limits are charged once the journal has decided the call is new: in the claim's
     // transaction where the claim is the journal's first look, else after admit, before open.
     let in_claim = ticket.is_some() && !admits;
     exchange.claim_limits = limits.filter(|_| in_claim);
-    let admitted = tokio::select! {
+    let admitted = admitted(ticket.filter(|_| admits), bounds).await;
+    let admitted = match (admitted, limits.filter(|_| !in_claim)) {
+        (Ok(Admitted::Go), Some(limits)) => charged(limits, bounds).await,
+        (admitted, _) => admitted,
+    };
+    match admitted {
+        Ok(Admitted::Answer(answer)) => Ok(answer),
+        Err(failure) => Err(failure),
+        Ok(admitted) => exchanged(transport, exchange, admitted, bounds).await,
+    }
+}
+
+/// The admit phase ([`admit`], with `ticket` when the call is admitted here), bounded: by the
+/// caller's cancellation, and by the call's timeout plus [`ADMIT_GRACE`] for a call journal
+/// that stops answering.
+async fn admitted(ticket: Option<&Ticket>, bounds: &Bounds<'_>) -> Result<Admitted, Failure> {
+    // Before the call's own timeout: a call running elsewhere is waited for until its owner's
+    // deadline (plus a grace), which the store bounds; this bounds a store that stops answering.
+    let admit_bound = bounds.timeout + ADMIT_GRACE;
+    tokio::select! {
         biased;
-        admitted = tokio::time::timeout(admit_bound, Box::pin(admit(ticket.filter(|_| admits))))
+        admitted = tokio::time::timeout(admit_bound, Box::pin(admit(ticket)))
             => admitted.unwrap_or_else(|_| {
-            Err(interrupted(
+            Err(bounds.interrupted(
                 Interruption::Timeout,
                 format!("the call journal did not answer within {}s", admit_bound.as_secs()),
             ))
         }),
-        () = cancel.cancelled() => Err(interrupted(
-            Interruption::Cancelled,
-            "the call was interrupted".to_owned(),
+        () = bounds.cancel.cancelled() => Err(bounds.cancelled()),
+    }
+}
+
+/// The call's limits charged after admit found the call new, bounded by the call's deadline
+/// and by the caller's cancellation.
+async fn charged(limits: &CallLimits, bounds: &Bounds<'_>) -> Result<Admitted, Failure> {
+    tokio::select! {
+        biased;
+        charged = limits.admit() => charged.map(|()| Admitted::Go),
+        () = tokio::time::sleep_until(bounds.deadline) => Err(bounds.interrupted(
+            Interruption::Timeout,
+            format!(
+                "the call timed out after {}s waiting for its limits",
+                bounds.timeout.as_secs()
+            ),
         )),
+        () = bounds.cancel.cancelled() => Err(bounds.cancelled()),
+    }
+}
+
+/// The exchange of an admitted call ([`phases`]: open, send, read, convert), bounded by its
+/// deadline and by the caller's cancellation. A call whose task this process takes over
+/// ([`Admitted::Resume`]) keeps its original deadline; a claim that met the call running
+/// elsewhere waits [`ADMIT_GRACE`] longer, as admit would.
+async fn exchanged<T: Transport>(
+    transport: &T,
+    exchange: &mut Exchange<'_>,
+    admitted: Admitted,
+    bounds: &Bounds<'_>,
+) -> Result<ToolResult, Failure> {
+    let resume = match admitted {
+        Admitted::Resume(resume) => Some(resume),
+        _ => None,
     };
-    let admitted = match (admitted, limits.filter(|_| !in_claim)) {
-        (Ok(Admitted::Go), Some(limits)) => tokio::select! {
+    // A resumed call keeps its original deadline.
+    let deadline = match &resume {
+        Some(resume) => tokio::time::Instant::now() + resume.remaining.min(bounds.timeout),
+        None => bounds.deadline,
+    };
+    exchange.deadline = deadline;
+    let exchange = &*exchange;
+    let phases = phases(transport, exchange, resume.as_ref().map(|r| &r.task));
+    tokio::pin!(phases);
+    let mut until = deadline;
+    loop {
+        tokio::select! {
             biased;
-            charged = limits.admit() => charged.map(|()| Admitted::Go),
-            () = tokio::time::sleep_until(deadline) => Err(interrupted(
-                Interruption::Timeout,
-                format!("the call timed out after {}s waiting for its limits", timeout.as_secs()),
-            )),
-            () = cancel.cancelled() => Err(interrupted(
-                Interruption::Cancelled,
-                "the call was interrupted".to_owned(),
-            )),
-        },
-        (admitted, _) => admitted,
-    };
-    let outcome = match admitted {
-        Ok(Admitted::Answer(answer)) => Ok(answer),
-        Err(failure) => Err(failure),
-        Ok(admitted) => {
-            let resume = match admitted {
-                Admitted::Resume(resume) => Some(resume),
-                _ => None,
-            };
-            // A resumed call keeps its original deadline.
-            let deadline = match &resume {
-                Some(resume) => tokio::time::Instant::now() + resume.remaining.min(timeout),
-                None => deadline,
-            };
-            exchange.deadline = deadline;
-            let exchange = &exchange;
-            let phases = phases(&transport, exchange, resume.as_ref().map(|r| &r.task));
-            tokio::pin!(phases);
-            let mut until = deadline;
-            loop {
-                tokio::select! {
-                    biased;
-                    outcome = &mut phases => break outcome,
-                    () = tokio::time::sleep_until(until) => {
-                        // A claim that met the call running elsewhere waits as admit would.
-                        if elsewhere() && until == deadline {
-                            until = deadline + ADMIT_GRACE;
-                            continue;
-                        }
-                        break Err(interrupted(
-                            Interruption::Timeout,
-                            format!("the call timed out after {}s", timeout.as_secs()),
-                        ));
-                    }
-                    () = cancel.cancelled() => break Err(interrupted(
-                        Interruption::Cancelled,
-                        "the call was interrupted".to_owned(),
-                    )),
+            outcome = &mut phases => break outcome,
+            () = tokio::time::sleep_until(until) => {
+                // A claim that met the call running elsewhere waits as admit would.
+                if bounds.elsewhere() && until == deadline {
+                    until = deadline + ADMIT_GRACE;
+                    continue;
                 }
+                break Err(bounds.interrupted(
+                    Interruption::Timeout,
+                    format!("the call timed out after {}s", bounds.timeout.as_secs()),
+                ));
             }
+            () = bounds.cancel.cancelled() => break Err(bounds.cancelled()),
         }
-    };
-    let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
-    let revision = state.revision;
-    let completed = outcome.is_ok();
-    let (result, kind) = match outcome {
+    }
+}
+
+/// The call's result and its kind (`None` for a success) from its outcome, as `outcome.rs`
+/// classifies them; a result replayed from the journal keeps the kind it was recorded with.
+fn classified(outcome: Result<ToolResult, Failure>, call_id: &str) -> (ToolResult, Option<Kind>) {
+    match outcome {
         Ok(mut result) => {
             let kind = Kind::of_result(&result);
             // A result replayed from the journal keeps the kind it was recorded with.
@@ -268,9 +360,22 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             let (result, kind) = failure.into_result(call_id);
             (result, Some(kind))
         }
-    };
+    }
+}
+
+/// Records the ended call where it is observed: its span, its binding's instruments and the
+/// debug log.
+fn observed(
+    tool: &Tool,
+    span: &Span,
+    call_id: &str,
+    state: &CallState,
+    result: &ToolResult,
+    kind: Option<Kind>,
+    elapsed: Duration,
+) {
+    let revision = state.revision;
     let error_type = kind.map(Kind::error_type);
-    let elapsed = started.elapsed();
     crate::telemetry::record_outcome(
         span,
         revision,
@@ -279,10 +384,10 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         (state.call_sent && tool.binding.kind() == brain_config::BindingKind::Mcp)
             .then_some(state.request_id),
         error_type,
-        &result,
+        result,
     );
     tool.instruments
-        .ended(&tool.peer, revision, error_type, &result, elapsed);
+        .ended(&tool.peer, revision, error_type, result, elapsed);
     tracing::debug!(
         call_id,
         revision = revision.unwrap_or("none"),
@@ -291,15 +396,18 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         elapsed_ms = elapsed.as_millis() as u64,
         "call ended"
     );
-    if let Some(ticket) = ticket {
-        if let Some(state) = ticket.state() {
-            span.record("brain.journal.state", state.as_str());
-        }
-        ticket.settle(&result, completed, state.call_sent, cleanups.token());
-    }
-    if let Some(limits) = limits {
-        limits.release().await;
-    }
+}
+
+/// The clean-up phase: when the call left work (a session, a server process), the transport's
+/// cleanup, spawned off the caller's path and tracked by `cleanups`.
+fn clean_up<T: Transport>(
+    transport: T,
+    http: HttpClient,
+    tool: Arc<Tool>,
+    state: CallState,
+    cleanups: &TaskTracker,
+    span: &Span,
+) {
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);
         cleanups.spawn(async move {
@@ -307,7 +415,6 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             transport.clean_up(http, tool, state).await
         });
     }
-    result
 }
 
 /// The phases between the gate and the cleanup, in order; for a call whose task this process

@@ -117,7 +117,7 @@ pub(crate) async fn follow<T: Transport>(
         last_progress: None,
         answered: BTreeSet::new(),
     };
-    let mut snapshot = match first {
+    let snapshot = match first {
         Some(created) => {
             tracing::debug!(call_id = call.call_id, task_id, "task created");
             record(call, &task_id).await;
@@ -129,61 +129,7 @@ pub(crate) async fn follow<T: Transport>(
         }
     };
     let extension = task.revision == Some(STATELESS);
-    let mut said: Option<(String, Option<String>)> = None;
-    let mut polls = 0u64;
-    loop {
-        let now = (snapshot.status.clone(), snapshot.message.clone());
-        if said.as_ref() != Some(&now) {
-            task.status_changed(&snapshot).await;
-            said = Some(now);
-        }
-        match snapshot.status.as_str() {
-            "working" => {}
-            "completed" | "failed" => break,
-            "cancelled" => {
-                call.state().task = None;
-                return Err(Failure::broken(format!(
-                    "the server cancelled task {task_id}{}; the tool may have run",
-                    said_by(&snapshot)
-                )));
-            }
-            "input_required" if extension => task.answer_inputs(&snapshot.task).await?,
-            "input_required" => {
-                return Err(Failure::broken(format!(
-                    "task {task_id} asks for user input (input_required){}, which brain does not \
-                     provide; the task was cancelled and the tool may have run",
-                    said_by(&snapshot)
-                )));
-            }
-            other => {
-                return Err(Failure::broken(format!(
-                    "task {task_id} has a status brain does not know ({other:?}); the task was \
-                     cancelled and the tool may have run"
-                )));
-            }
-        }
-        polls += 1;
-        if polls > MAX_POLLS {
-            return Err(Failure::broken(format!(
-                "task {task_id} was still running after {MAX_POLLS} polls; brain cancelled it, \
-                 and the tool may have run"
-            )));
-        }
-        tokio::time::sleep(snapshot.poll).await;
-        if let Some(ticket) = call.ticket
-            && !ticket.still_owned().await
-        {
-            // Another process follows the task now: this one leaves it, and its session, alone.
-            let mut state = call.state();
-            state.task = None;
-            state.session_id = None;
-            return Err(Failure::broken(format!(
-                "another process took task {task_id} over while this one's journal lease had \
-                 expired; that process reports its result (retry with the same call id)"
-            )));
-        }
-        snapshot = task.get().await?;
-    }
+    let snapshot = task.until_ended(snapshot, extension).await?;
     // Ended: its result is there to read.
     call.state().task = None;
     if extension {
@@ -225,6 +171,75 @@ struct Follower<'a, 'c, T: Transport> {
 }
 
 impl<T: Transport> Follower<'_, '_, T> {
+    /// Polls the task from its first `snapshot` until it completes or fails (its status as
+    /// progress; with the tasks `extension`, its input requests answered); the ending
+    /// snapshot. A task cancelled, asking for input brain cannot give, of an unknown status,
+    /// polled too often, or taken over by another process is a failure.
+    async fn until_ended(
+        &mut self,
+        snapshot: Snapshot,
+        extension: bool,
+    ) -> Result<Snapshot, Failure> {
+        let (call, task_id) = (self.call, self.task_id);
+        let mut snapshot = snapshot;
+        let mut said: Option<(String, Option<String>)> = None;
+        let mut polls = 0u64;
+        loop {
+            let now = (snapshot.status.clone(), snapshot.message.clone());
+            if said.as_ref() != Some(&now) {
+                self.status_changed(&snapshot).await;
+                said = Some(now);
+            }
+            match snapshot.status.as_str() {
+                "working" => {}
+                "completed" | "failed" => break,
+                "cancelled" => {
+                    call.state().task = None;
+                    return Err(Failure::broken(format!(
+                        "the server cancelled task {task_id}{}; the tool may have run",
+                        said_by(&snapshot)
+                    )));
+                }
+                "input_required" if extension => self.answer_inputs(&snapshot.task).await?,
+                "input_required" => {
+                    return Err(Failure::broken(format!(
+                        "task {task_id} asks for user input (input_required){}, which brain \
+                         does not provide; the task was cancelled and the tool may have run",
+                        said_by(&snapshot)
+                    )));
+                }
+                other => {
+                    return Err(Failure::broken(format!(
+                        "task {task_id} has a status brain does not know ({other:?}); the task was \
+                         cancelled and the tool may have run"
+                    )));
+                }
+            }
+            polls += 1;
+            if polls > MAX_POLLS {
+                return Err(Failure::broken(format!(
+                    "task {task_id} was still running after {MAX_POLLS} polls; brain cancelled it, \
+                     and the tool may have run"
+                )));
+            }
+            tokio::time::sleep(snapshot.poll).await;
+            if let Some(ticket) = call.ticket
+                && !ticket.still_owned().await
+            {
+                // Another process follows the task now: this one leaves it, and its session, alone.
+                let mut state = call.state();
+                state.task = None;
+                state.session_id = None;
+                return Err(Failure::broken(format!(
+                    "another process took task {task_id} over while this one's journal lease had \
+                     expired; that process reports its result (retry with the same call id)"
+                )));
+            }
+            snapshot = self.get().await?;
+        }
+        Ok(snapshot)
+    }
+
     /// Sends the task request `method` (`params` beyond the task id), and passes the
     /// server's progress notifications that came before its answer on to the caller.
     async fn send(

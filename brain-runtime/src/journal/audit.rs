@@ -124,41 +124,13 @@ impl Event {
     fn fields(&self) -> (&'static str, Vec<(&'static str, Field<'_>)>) {
         use Field::{Bool, Int, Text};
         match self {
-            Event::Claimed { claim, approval } => {
-                let mut fields = vec![
-                    ("session", Text(&claim.key.session)),
-                    ("call_id", Text(&claim.key.call_id)),
-                    ("binding", Text(&claim.binding)),
-                    ("digest", Text(&claim.digest)),
-                    ("owner", Text(&claim.owner)),
-                ];
-                if let Some(approval) = approval {
-                    fields.push(("approval", Text(approval)));
-                }
-                ("claimed", fields)
-            }
+            Event::Claimed { claim, approval } => ("claimed", claimed(claim, approval.as_deref())),
             Event::Settled {
                 key,
                 owner,
                 record,
                 taken_over,
-            } => {
-                let kind = match (taken_over, record.state) {
-                    (true, _) => "taken_over_as_unknown",
-                    (false, EntryState::NotSent) => "not_sent",
-                    (false, _) => "finished",
-                };
-                let fields = vec![
-                    ("session", Text(&key.session)),
-                    ("call_id", Text(&key.call_id)),
-                    ("owner", Text(owner)),
-                    ("state", Text(record.state.as_str())),
-                    ("is_error", Bool(record.is_error)),
-                    ("unknown_outcome", Bool(record.unknown_outcome)),
-                    ("result_digest", Text(&record.result_digest)),
-                ];
-                (kind, fields)
-            }
+            } => settled(key, owner, record, *taken_over),
             Event::Resumed { key, from, to } => (
                 "resumed",
                 vec![
@@ -197,25 +169,13 @@ impl Event {
                 expires_ms,
                 signature,
             } => {
-                let mut fields = vec![
-                    ("session", Text(&key.session)),
-                    ("call_id", Text(&key.call_id)),
-                    ("approval", Text(id)),
+                let decision = [
+                    ("approval", Text(id.as_str())),
                     ("approver", Text(approver)),
                     ("digest", Text(digest)),
                     ("policies", Text(policies)),
-                    ("expires", Int(*expires_ms)),
                 ];
-                if let Some(signed) = signature {
-                    fields.push(("key_id", Text(&signed.key_id)));
-                    fields.push(("signature", Text(&signed.signature)));
-                }
-                let kind = if *approved {
-                    "approval_approved"
-                } else {
-                    "approval_denied"
-                };
-                (kind, fields)
+                decided(key, decision, *approved, *expires_ms, signature.as_ref())
             }
             Event::Drift {
                 binding,
@@ -287,6 +247,77 @@ impl Event {
         out.push('}');
         out
     }
+}
+
+/// The fields of a call's claim (with the approval it used, if any).
+fn claimed<'a>(claim: &'a Claim, approval: Option<&'a str>) -> Vec<(&'static str, Field<'a>)> {
+    use Field::Text;
+    let mut fields = vec![
+        ("session", Text(&claim.key.session)),
+        ("call_id", Text(&claim.key.call_id)),
+        ("binding", Text(&claim.binding)),
+        ("digest", Text(&claim.digest)),
+        ("owner", Text(&claim.owner)),
+    ];
+    if let Some(approval) = approval {
+        fields.push(("approval", Text(approval)));
+    }
+    fields
+}
+
+/// The kind and fields of a call's outcome `record`, settled by `owner` (or, `taken_over`, by
+/// the owner that took the call over as unknown).
+fn settled<'a>(
+    key: &'a Key,
+    owner: &'a str,
+    record: &'a Record,
+    taken_over: bool,
+) -> (&'static str, Vec<(&'static str, Field<'a>)>) {
+    use Field::{Bool, Text};
+    let kind = match (taken_over, record.state) {
+        (true, _) => "taken_over_as_unknown",
+        (false, EntryState::NotSent) => "not_sent",
+        (false, _) => "finished",
+    };
+    let fields = vec![
+        ("session", Text(&key.session)),
+        ("call_id", Text(&key.call_id)),
+        ("owner", Text(owner)),
+        ("state", Text(record.state.as_str())),
+        ("is_error", Bool(record.is_error)),
+        ("unknown_outcome", Bool(record.unknown_outcome)),
+        ("result_digest", Text(&record.result_digest)),
+    ];
+    (kind, fields)
+}
+
+/// The kind (approved or denied) and fields of an approval's decision on the call `key`: the
+/// `decision`'s (approval, approver, digest, policies), its expiry, and the approver's
+/// signature, if any.
+fn decided<'a>(
+    key: &'a Key,
+    decision: [(&'static str, Field<'a>); 4],
+    approved: bool,
+    expires_ms: i64,
+    signature: Option<&'a super::store::DecisionSignature>,
+) -> (&'static str, Vec<(&'static str, Field<'a>)>) {
+    use Field::{Int, Text};
+    let kind = if approved {
+        "approval_approved"
+    } else {
+        "approval_denied"
+    };
+    let mut fields = vec![
+        ("session", Text(&key.session)),
+        ("call_id", Text(&key.call_id)),
+    ];
+    fields.extend(decision);
+    fields.push(("expires", Int(expires_ms)));
+    if let Some(signed) = signature {
+        fields.push(("key_id", Text(&signed.key_id)));
+        fields.push(("signature", Text(&signed.signature)));
+    }
+    (kind, fields)
 }
 
 /// `text` as a JSON string, escaped as RFC 8785 does: `"` and `\\`, the short escapes, other

@@ -260,22 +260,32 @@ async fn together(c: &Connection, batch: &[Queued], audit: bool) -> Option<Vec<u
     }
     if audited {
         let locked = locked.into_inner().unwrap_or_else(|p| p.into_inner());
-        let events = written(batch, &rows);
-        let a = super::audit::chain(&locked, &events);
-        let records: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&a.tenants, &a.seqs, &a.ats, &a.records, &a.hashes];
-        let heads: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-            [&a.head_tenants, &a.head_seqs, &a.head_hashes];
-        let insert = c.client.execute(&c.insert_records, &records);
-        let update = c.client.execute(&c.update_heads, &heads);
-        let commit = c.client.batch_execute("COMMIT");
-        let (inserted, updated, committed) = futures_util::join!(insert, update, commit);
-        if inserted.is_err() || updated.is_err() || committed.is_err() {
-            let _ = c.client.batch_execute("ROLLBACK").await;
+        if !chained(c, batch, &rows, &locked).await {
             return None;
         }
     }
     Some(rows)
+}
+
+/// The audit records of what `batch` wrote (`rows` per request) appended to the chains whose
+/// heads are `locked`, their heads moved, and the transaction committed, in one flight;
+/// false (rolled back) when any of them fails.
+async fn chained(c: &Connection, batch: &[Queued], rows: &[u64], locked: &[Row]) -> bool {
+    let events = written(batch, rows);
+    let a = super::audit::chain(locked, &events);
+    let records: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+        [&a.tenants, &a.seqs, &a.ats, &a.records, &a.hashes];
+    let heads: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+        [&a.head_tenants, &a.head_seqs, &a.head_hashes];
+    let insert = c.client.execute(&c.insert_records, &records);
+    let update = c.client.execute(&c.update_heads, &heads);
+    let commit = c.client.batch_execute("COMMIT");
+    let (inserted, updated, committed) = futures_util::join!(insert, update, commit);
+    if inserted.is_err() || updated.is_err() || committed.is_err() {
+        let _ = c.client.batch_execute("ROLLBACK").await;
+        return false;
+    }
+    true
 }
 
 /// The audit records of a batch's writes that wrote a row: claims first (in the order the

@@ -231,20 +231,7 @@ async fn transaction(
         return Ok(Claimed::Taken);
     }
     let now_us: i64 = counts.first().map_or(0, |row| row.get(2));
-    let find = |rows: &[tokio_postgres::Row], name: &str| {
-        rows.iter()
-            .find(|row| row.get::<_, &str>(0) == name)
-            .cloned()
-    };
-    let states: Vec<BucketState> = charge
-        .buckets
-        .iter()
-        .map(|bucket| BucketState {
-            tat_us: find(&rows, &bucket.name).map_or(0, |row| row.get(1)),
-            held: find(&counts, &bucket.name)
-                .map_or(0, |row| u32::try_from(row.get::<_, i64>(1)).unwrap_or(0)),
-        })
-        .collect();
+    let states = bucket_states(charge, &rows, &counts);
     let decision = decide(&charge.buckets, &states, now_us);
     let Verdict::Admitted = decision.verdict else {
         c.client.batch_execute("ROLLBACK").await.map_err(pg)?;
@@ -289,6 +276,29 @@ async fn transaction(
     }
     c.client.batch_execute("COMMIT").await.map_err(pg)?;
     Ok(Claimed::Claimed)
+}
+
+/// Each of `charge`'s buckets as the locked `rows` (name, theoretical arrival time) and the
+/// `counts` of held slots (name, count) say it stands; a bucket without a row is empty.
+fn bucket_states(
+    charge: &Charge,
+    rows: &[tokio_postgres::Row],
+    counts: &[tokio_postgres::Row],
+) -> Vec<BucketState> {
+    let find = |rows: &[tokio_postgres::Row], name: &str| {
+        rows.iter()
+            .find(|row| row.get::<_, &str>(0) == name)
+            .cloned()
+    };
+    charge
+        .buckets
+        .iter()
+        .map(|bucket| BucketState {
+            tat_us: find(rows, &bucket.name).map_or(0, |row| row.get(1)),
+            held: find(counts, &bucket.name)
+                .map_or(0, |row| u32::try_from(row.get::<_, i64>(1)).unwrap_or(0)),
+        })
+        .collect()
 }
 
 /// [`crate::journal::LimitStore::usage`], on a read connection.
