@@ -132,6 +132,8 @@ impl Clients {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<(Clients, Vec<String>), String> {
         let mut enabled: Vec<([u8; 32], Client)> = Vec::new();
+        // Each enabled client's variable, in `enabled`'s order.
+        let mut variables: Vec<&str> = Vec::new();
         let mut disabled = Vec::new();
         for client in &serve.clients {
             let id = format!("token:{}", client.token_env);
@@ -150,18 +152,18 @@ impl Clients {
                 ));
             }
             let digest = digest(token.trim());
-            if let Some((_, other)) = enabled.iter().find(|(d, _)| *d == digest) {
+            if let Some(other) = enabled.iter().position(|(d, _)| *d == digest) {
                 return Err(format!(
                     "{} and {} hold the same token: each client needs its own (one token names \
                      one tenant)",
-                    other.id.trim_start_matches("token:"),
-                    client.token_env
+                    variables[other], client.token_env
                 ));
             }
             enabled.push((
                 digest,
                 Client::named(&client.tenant, "token", &client.token_env, id),
             ));
+            variables.push(&client.token_env);
         }
         Ok((Clients { enabled }, disabled))
     }

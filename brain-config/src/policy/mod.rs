@@ -56,7 +56,7 @@ use sha2::{Digest, Sha256};
 
 pub use crate::policy_config::{PolicyConfig, PolicySource, SourceKind};
 pub use files::MAX_POLICY_FILE_BYTES;
-pub use request::{Decision, PolicyRequest, Principal, Via};
+pub use request::{Decision, PolicyRequest, Principal, UnreadablePrincipal, Via};
 pub use upstream::upstream_id;
 
 use crate::diagnostic::{Diagnostic, Rule};

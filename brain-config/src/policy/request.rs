@@ -52,6 +52,72 @@ impl std::fmt::Display for Principal {
     }
 }
 
+impl std::str::FromStr for Principal {
+    type Err = UnreadablePrincipal;
+
+    /// Reads a principal back from its [`Display`](std::fmt::Display) text (as an approval or
+    /// an audit record keeps it): the exact inverse, so no caller splits the text itself.
+    fn from_str(text: &str) -> Result<Principal, UnreadablePrincipal> {
+        let unreadable = || UnreadablePrincipal(text.to_owned());
+        let tenant = format!("{NAMESPACE}::Tenant::");
+        let user = format!("{NAMESPACE}::User::");
+        if let Some(rest) = text.strip_prefix(&tenant) {
+            let (tenant, rest) = debug_str(rest).ok_or_else(unreadable)?;
+            return rest
+                .is_empty()
+                .then_some(Principal::Tenant(tenant))
+                .ok_or_else(unreadable);
+        }
+        let rest = text.strip_prefix(&user).ok_or_else(unreadable)?;
+        let (id, rest) = debug_str(rest).ok_or_else(unreadable)?;
+        let rest = rest.strip_prefix(" (tenant ").ok_or_else(unreadable)?;
+        let (tenant, rest) = debug_str(rest).ok_or_else(unreadable)?;
+        let (issuer, subject) = id.split_once('|').ok_or_else(unreadable)?;
+        if rest != ")" || subject.contains('|') {
+            return Err(unreadable());
+        }
+        Ok(Principal::User {
+            tenant,
+            issuer: issuer.to_owned(),
+            subject: subject.to_owned(),
+        })
+    }
+}
+
+/// A principal's text that no [`Principal`] displays as (a store's row edited by hand).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a principal brain writes: {0:?}")]
+pub struct UnreadablePrincipal(pub String);
+
+/// A string as `{:?}` writes it at the start of `text` (quoted, escaped), and the rest.
+fn debug_str(text: &str) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let mut out = String::new();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &text[at + 2..])),
+            '\\' => out.push(match chars.next()?.1 {
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                '0' => '\0',
+                c @ ('\\' | '"' | '\'') => c,
+                'u' => {
+                    let rest = chars.as_str().strip_prefix('{')?;
+                    let (hex, _) = rest.split_once('}')?;
+                    for _ in 0..hex.len() + 2 {
+                        chars.next();
+                    }
+                    char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+                }
+                _ => return None,
+            }),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
 /// Which front end a call came through: `context.call.via`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,6 +189,50 @@ pub(super) fn principal_entity(principal: &Principal) -> (EntityUid, Option<Enti
             let user = uid("User", &format!("{issuer}|{subject}"));
             let entity = Entity::new_no_attrs(user.clone(), HashSet::from([uid("Tenant", tenant)]));
             (user, Some(entity))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Principal;
+
+    /// A principal reads back from its text exactly, whatever its parts hold (quotes, `|`,
+    /// backslashes, control and zero-width characters), and edited text is unreadable.
+    #[test]
+    fn a_principal_reads_back_from_its_text() {
+        let odd = [
+            "acme",
+            "",
+            "a\"b",
+            "a\\\"",
+            "x) (tenant \"y\")",
+            "\u{1b}[31m\n\t\0",
+            "\u{200b}é\u{301}",
+        ];
+        for tenant in odd {
+            let principal = Principal::Tenant(tenant.to_owned());
+            assert_eq!(principal.to_string().parse::<Principal>(), Ok(principal));
+            for issuer in odd {
+                let principal = Principal::User {
+                    tenant: tenant.to_owned(),
+                    issuer: issuer.to_owned(),
+                    subject: format!("sub{tenant}").replace('|', ""),
+                };
+                let text = principal.to_string();
+                assert_eq!(text.parse::<Principal>(), Ok(principal), "{text}");
+            }
+        }
+        for edited in [
+            "Brain::Tenant::acme",
+            "Brain::Tenant::\"acme\" ",
+            "Brain::User::\"iss|sub\"",
+            "Brain::User::\"iss|sub\" (tenant \"acme\") ",
+            "Brain::User::\"iss\" (tenant \"acme\")",
+            "Brain::Tenant::\"a\\q\"",
+            "acme",
+        ] {
+            assert!(edited.parse::<Principal>().is_err(), "{edited}");
         }
     }
 }
