@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use brain_config::policy::{Decision, Policies, PolicyRequest, Principal};
 
-use crate::approver::signed::ApproverKeys;
+use crate::approvals::signed::ApproverKeys;
 use crate::event::Reason;
 use crate::journal::{Hold, MAX_APPROVAL_ARGUMENTS};
 use crate::outcome::{Fact, Failure};

@@ -56,6 +56,7 @@
 //! Call [`Runtime::wait_for_cleanup`] before the process exits: cancellations, session closes and
 //! the shutdown of stdio server processes run off the caller's path.
 
+mod approvals;
 mod approver;
 pub mod audit;
 pub mod auth;
@@ -67,6 +68,7 @@ mod event;
 mod gate;
 mod http;
 pub mod journal;
+mod keys;
 pub mod limits;
 mod mcp;
 mod outcome;
@@ -77,6 +79,7 @@ mod routing;
 mod runtime;
 mod session_token;
 mod state;
+mod store;
 mod telemetry;
 mod tool;
 mod transport;

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
-use crate::approver::{approval_ms, signed::ApproverKeys};
+use crate::approvals::signed::ApproverKeys;
+use crate::approver::approval_ms;
 use crate::auth::{OAuth, TokenStore, UserAgent};
 use crate::call::{CallLimits, Keeper, Started};
 use crate::event::{Event, ToolResult};
@@ -599,7 +600,7 @@ impl Runtime {
                 self.inner.gate.tools.get(&request.tool),
             )
         {
-            crate::audit::denial::record(journaling, request, call_id, &bound.tool);
+            crate::journal::denial::record(journaling, request, call_id, &bound.tool);
         }
         crate::telemetry::refused_span(
             parent,

@@ -143,3 +143,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     }
     text
 }
+
+/// RFC 8785 canonical JSON.
+pub(crate) fn canonical(value: &serde_json::Value) -> String {
+    serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string())
+}

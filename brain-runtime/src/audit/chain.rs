@@ -7,15 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::journal::audit::{FORMAT, canonical_record, genesis, link};
-use crate::journal::store::JournalStore;
-use crate::journal::store::{AuditRecord, StoreError};
+use crate::audit::record::{FORMAT, Kind, canonical_record, genesis, link};
+use crate::store::JournalStore;
+use crate::store::{AuditRecord, StoreError};
 
 /// Records read per page.
 const PAGE: usize = 10_000;
 
 /// What is wrong at a record (or a checkpoint).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fault {
     /// Its bytes do not hash, with the record before, to its stored hash: edited.
     Edited,
@@ -254,7 +255,7 @@ pub(crate) async fn walk(
     tenant: &str,
     from: i64,
     signed: &BTreeMap<i64, (String, i64)>,
-    approvers: Option<&crate::approver::signed::ApproverKeys>,
+    approvers: Option<&crate::approvals::signed::ApproverKeys>,
 ) -> Result<Walked, StoreError> {
     let mut walk = Walk {
         tenant,
@@ -295,7 +296,7 @@ struct Walk<'a> {
     tenant: &'a str,
     from: i64,
     signed: &'a BTreeMap<i64, (String, i64)>,
-    approvers: Option<&'a crate::approver::signed::ApproverKeys>,
+    approvers: Option<&'a crate::approvals::signed::ApproverKeys>,
     walked: Walked,
     /// The record before (seq, hash), once known.
     previous: Option<(i64, String)>,
@@ -373,13 +374,13 @@ impl Walk<'_> {
     fn calls(&mut self, record: &AuditRecord, value: &Value) {
         let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
         let call = (text("session"), text("call_id"));
-        match value["kind"].as_str().unwrap_or_default() {
-            "claimed" | "resumed" => {
+        match Kind::of(value) {
+            Some(kind) if kind.opens() => {
                 self.walked
                     .open
                     .insert(call, (record.seq, text("owner"), record.at_ms));
             }
-            "finished" | "not_sent" | "taken_over_as_unknown" => {
+            Some(kind) if kind.ends() => {
                 self.walked.open.remove(&call);
             }
             _ => {}
@@ -390,7 +391,7 @@ impl Walk<'_> {
     /// before the unproven first one, proves the first record's link: the chain starts there.
     fn prove_start(&mut self, record: &AuditRecord, value: &Value) -> Result<(), Break> {
         if let Some(first) = &self.unproven
-            && value["kind"] == "pruned_through"
+            && Kind::of(value) == Some(Kind::PrunedThrough)
             && let (Some(seq), Some(hash)) = (
                 value["through_seq"].as_i64(),
                 value["through_hash"].as_str(),
@@ -432,7 +433,7 @@ fn approval(
     tenant: &str,
     seq: i64,
     value: &Value,
-    approvers: Option<&crate::approver::signed::ApproverKeys>,
+    approvers: Option<&crate::approvals::signed::ApproverKeys>,
     pruned: bool,
     (asked, approved): (&mut BTreeSet<String>, &mut BTreeSet<String>),
 ) -> Option<Break> {
@@ -445,24 +446,24 @@ fn approval(
             fault,
         })
     };
-    match text("kind") {
-        "approval_asked" => {
+    match Kind::of(value) {
+        Some(Kind::ApprovalAsked) => {
             asked.insert(id.to_owned());
         }
-        kind @ ("approval_approved" | "approval_denied") => {
+        Some(kind @ (Kind::ApprovalApproved | Kind::ApprovalDenied)) => {
             let signature = match (value["key_id"].as_str(), value["signature"].as_str()) {
-                (Some(key_id), Some(signature)) => Some(crate::journal::store::DecisionSignature {
+                (Some(key_id), Some(signature)) => Some(crate::store::DecisionSignature {
                     key_id: key_id.to_owned(),
                     signature: signature.to_owned(),
                 }),
                 _ => None,
             };
-            let statement = crate::approver::signed::Statement {
+            let statement = crate::approvals::signed::Statement {
                 approval: id,
                 tenant,
                 digest: text("digest"),
                 policies: text("policies"),
-                approved: kind == "approval_approved",
+                approved: kind == Kind::ApprovalApproved,
                 expires_ms: value["expires"].as_i64().unwrap_or_default(),
             };
             // A decision recorded before decisions carried their statement: nothing to check.
@@ -475,11 +476,11 @@ fn approval(
                     why: why.to_string(),
                 });
             }
-            if kind == "approval_approved" {
+            if kind == Kind::ApprovalApproved {
                 approved.insert(id.to_owned());
             }
         }
-        "claimed"
+        Some(Kind::Claimed)
             if !id.is_empty() && !approved.contains(id) && (asked.contains(id) || !pruned) =>
         {
             return fault(Fault::Undecided {

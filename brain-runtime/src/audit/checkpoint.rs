@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::chain::{Break, Fault};
-use crate::journal::audit::canonical;
-use crate::journal::store::Checkpoint;
+use crate::audit::record::canonical;
+use crate::store::Checkpoint;
 
 /// A checkpoint's body: every tenant's head and start, a time, the retention the chains are
 /// kept for, and the key that signs it.

@@ -7,15 +7,16 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
+use crate::audit::record::{Kind, genesis};
 use crate::escape::escape_json;
-use crate::journal::audit::genesis;
-use crate::journal::store::{JournalStore, StoreError};
+use crate::store::{JournalStore, StoreError};
 
 /// Records read per page.
 const PAGE: usize = 10_000;
 
 /// How [`export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExportFormat {
     /// One JSON object per line: `{"type": "audit.record", "tenant", "seq", "previous",
     /// "hash", "record"}` with `record` the exact bytes hashed, and `{"type":
@@ -102,19 +103,22 @@ pub async fn export(
 /// bytes, hash and predecessor's hash in `unmapped.brain_audit`.
 fn ocsf(record: &str, hash: &str, previous: &str) -> Value {
     let r: Value = serde_json::from_str(record).unwrap_or(Value::Null);
+    let known = Kind::of(&r);
     let kind = r["kind"].as_str().unwrap_or("unknown");
-    let activity = match kind {
-        "claimed" | "approval_asked" => 1,
-        "finished"
-        | "not_sent"
-        | "taken_over_as_unknown"
-        | "resumed"
-        | "approval_approved"
-        | "approval_denied" => 3,
-        "pruned_through" => 4,
-        _ => 99,
+    let activity = match known {
+        Some(Kind::Claimed | Kind::ApprovalAsked) => 1,
+        Some(
+            Kind::Finished
+            | Kind::NotSent
+            | Kind::TakenOverAsUnknown
+            | Kind::Resumed
+            | Kind::ApprovalApproved
+            | Kind::ApprovalDenied,
+        ) => 3,
+        Some(Kind::PrunedThrough) => 4,
+        Some(Kind::Drift | Kind::PolicyDenied) | None => 99,
     };
-    let failed = r["is_error"] == json!(true) || kind == "policy_denied";
+    let failed = r["is_error"] == json!(true) || known == Some(Kind::PolicyDenied);
     let actor = ["principal", "approver", "owner", "process"]
         .iter()
         .find_map(|field| r[*field].as_str())

@@ -1,5 +1,5 @@
 //! A tamper-evident record of what ran: each tenant's audit chain beside the journal (appended
-//! in the journal's own transactions, see [`crate::journal::audit`]), signed checkpoints of
+//! in the journal's own transactions, see [`crate::audit::record`]), signed checkpoints of
 //! every chain's head, and their verification.
 //!
 //! - [`verify`] walks the chains and checks every link and checkpoint; it ends in one line, or
@@ -11,24 +11,26 @@
 
 mod chain;
 mod checkpoint;
-pub(crate) mod denial;
 mod export;
-pub(crate) mod keys;
+pub(crate) mod postgres;
+pub(crate) mod record;
 mod settings;
 mod sign;
+pub(crate) mod sqlite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::journal::store::{Checkpoint, JournalStore, StoreError};
+use crate::store::{Checkpoint, JournalStore, StoreError};
 
+pub use crate::keys::{AuditKey, KEY_FILE_VAR, KeyError, Keyring};
 pub use chain::{Break, Fault};
 pub use export::{ExportFormat, export};
-pub use keys::{AuditKey, KEY_FILE_VAR, KeyError, Keyring};
+pub use record::{FORMAT, genesis, link};
 
+use crate::keys::Signed;
 use chain::{Walked, walk};
 use checkpoint::{digest, now_ms, start_faults};
-use keys::Signed;
 
 pub use checkpoint::{ChainStart, SignedHead, SignedHeads};
 pub use settings::{
@@ -55,7 +57,7 @@ pub struct VerifyOptions {
     /// The host config's approvers: each decision in the chains is checked against their keys
     /// (none: decisions are not checked, but a claim whose approval no decision shows is
     /// still named).
-    pub approvers: Option<crate::approver::signed::ApproverKeys>,
+    pub approvers: Option<crate::approvals::signed::ApproverKeys>,
 }
 
 /// What [`verify`] found.
@@ -390,7 +392,7 @@ async fn open_calls(
     verification: &mut Verification,
 ) -> Result<(), StoreError> {
     for ((session, call_id), (seq, owner, at_ms)) in open {
-        let key = crate::journal::store::Key {
+        let key = crate::store::Key {
             tenant: tenant.to_owned(),
             session: session.clone(),
             call_id: call_id.clone(),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::keys::{AuditKey, KeyError, Keyring};
+use crate::keys::{AuditKey, KeyError, Keyring};
 
 /// How many records a runtime's signer lets pass before it signs (also every
 /// [`DEFAULT_CHECKPOINT_EVERY`], idle or not, and at a clean shutdown).

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::chain::{Break, Fault, walk};
 use super::checkpoint::{ChainStart, SignedHead, SignedHeads, digest, now_ms, unexplained};
-use super::keys::{AuditKey, Keyring, Signed};
 use super::settings::AuditSettings;
-use crate::journal::store::{Checkpoint, JournalStore, StoreError};
+use crate::keys::{AuditKey, Keyring, Signed};
+use crate::store::{Checkpoint, JournalStore, StoreError};
 
 /// What [`sign`] did: the checkpoint it wrote, if any, and the chains it refused to sign.
 #[derive(Debug, Clone, Default)]
@@ -119,7 +119,7 @@ async fn chain_head(
     store: &dyn JournalStore,
     tenant: &str,
     since: Option<(&SignedHead, i64)>,
-    head: Option<&crate::journal::store::AuditHead>,
+    head: Option<&crate::store::AuditHead>,
     outlived: &[SignedHeads],
     now: i64,
 ) -> Result<Result<SignedHead, Break>, StoreError> {

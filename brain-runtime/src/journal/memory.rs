@@ -7,14 +7,14 @@ use std::time::Instant;
 use crate::limits::memory::MemoryLimits;
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::store::{
+use crate::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, ApprovalStore, Asked, AuditStore,
     CallStore, DriftStore, LimitStore, new_id,
 };
-use super::store::{
+use crate::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, Key, Record, StoreError, StoreFuture,
 };
-use super::store::{Decision, Granted};
+use crate::store::{Decision, Granted};
 
 /// How many entries a memory journal holds at most; finished ones are dropped, oldest first,
 /// to make room.

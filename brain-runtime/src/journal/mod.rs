@@ -15,25 +15,24 @@
 //! and judged by the store's clock. Backends: memory (one process), SQLite (one host), and
 //! PostgreSQL (several hosts), behind [`JournalStore`].
 
-pub mod audit;
+pub(crate) mod denial;
 mod memory;
 mod owner;
 mod postgres;
 mod sqlite;
-pub(crate) mod store;
 mod ticket;
 
 pub use crate::state::rfc3339;
-pub(crate) use owner::Journaling;
-pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
-pub use sqlite::{Durability, default_path};
-pub use store::{
+pub use crate::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalState, Asked, Decision, DecisionSignature,
     Granted, MAX_APPROVAL_ARGUMENTS,
 };
-pub use store::{
+pub use crate::store::{
     ApprovalStore, AuditStore, CallStore, Claim, Claimed, Done, Drift, DriftStore, Entry,
     EntryState, Filter, JournalStore, Key, LimitStore, Record, StoreError, StoreFuture,
 };
-pub use store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
+pub use crate::store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
+pub(crate) use owner::Journaling;
+pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
+pub use sqlite::{Durability, default_path};
 pub(crate) use ticket::{Admitted, Claiming, Hold, TaskRecord, Ticket, digest, identity};

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::sqlite::Durability;
-use super::store::{Entry, Filter, JournalStore, StoreError};
 use super::{memory, postgres, sqlite};
 use crate::auth::{MemoryTokenStore, TokenStore};
+use crate::store::{Entry, Filter, JournalStore, StoreError};
 
 /// How long an owner's lease lasts without a heartbeat: a retry learns that a crashed
 /// process's call has an unknown outcome at most this long after the crash.
@@ -190,7 +190,7 @@ impl Journal {
     /// The drift the runtimes on this store recorded, newest first (at most `limit`; 0: all):
     /// each process's first sighting of a server listing a bound tool otherwise than its pin
     /// (`brain-harness drift`).
-    pub async fn drifts(&self, limit: usize) -> Result<Vec<super::store::Drift>, StoreError> {
+    pub async fn drifts(&self, limit: usize) -> Result<Vec<crate::store::Drift>, StoreError> {
         self.store.drifts(limit).await
     }
 
@@ -256,11 +256,11 @@ impl Journaling {
     pub(crate) fn drift_sink(
         &self,
         cleanups: &tokio_util::task::TaskTracker,
-    ) -> Arc<dyn Fn(super::store::Drift) + Send + Sync> {
+    ) -> Arc<dyn Fn(crate::store::Drift) + Send + Sync> {
         let cleanups = cleanups.clone();
         let store = self.shared_store();
         let process = self.process().to_owned();
-        Arc::new(move |mut drift: super::store::Drift| {
+        Arc::new(move |mut drift: crate::store::Drift| {
             drift.process.clone_from(&process);
             let store = Arc::clone(&store);
             let recorded = async move {

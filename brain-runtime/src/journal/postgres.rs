@@ -18,13 +18,13 @@ use tokio_postgres::Row;
 
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::audit::Event;
-use super::store::{
+use crate::audit::record::Event;
+use crate::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalStore, Asked, AuditStore, CallStore,
     Decision, DriftStore, Granted, LimitStore,
 };
-use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
-use super::store::{
+use crate::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
+use crate::store::{
     Claim, Claimed, Done, Drift, Entry, EntryState, Filter, Key, Record, StoreError, StoreFuture,
 };
 
@@ -33,7 +33,7 @@ mod limits;
 #[macro_use]
 mod sql;
 mod approvals;
-mod audit;
+
 mod batch;
 mod connection;
 mod schema;
@@ -291,7 +291,8 @@ impl CallStore for Postgres {
                             from: from.clone(),
                             to: to.clone(),
                         };
-                        audit::append(client, &[(key.tenant.clone(), event)]).await?;
+                        crate::audit::postgres::append(client, &[(key.tenant.clone(), event)])
+                            .await?;
                         Ok((true, true))
                     })
                 })
@@ -330,11 +331,11 @@ impl CallStore for Postgres {
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             c.client
-                .execute(approvals::FORGET, &[])
+                .execute(crate::approvals::postgres::FORGET, &[])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             c.client
-                .execute(approvals::PRUNE, &[&retention_ms])
+                .execute(crate::approvals::postgres::PRUNE, &[&retention_ms])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             let deleted = c
@@ -401,7 +402,7 @@ impl DriftStore for Postgres {
                             let events: Vec<(String, Event)> = (drift.tenants.iter())
                                 .map(|t| (t.clone(), event.clone()))
                                 .collect();
-                            audit::append(client, &events).await?;
+                            crate::audit::postgres::append(client, &events).await?;
                         }
                         Ok((true, recorded))
                     })
@@ -457,7 +458,7 @@ impl AuditStore for Postgres {
     fn audit_tenants(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(async move {
             let c = self.connection().await?;
-            let tenants = audit::audit_tenants(&c.client).await;
+            let tenants = crate::audit::postgres::audit_tenants(&c.client).await;
             tenants.map_err(|e| self.error(describe_error(&e)))
         })
     }
@@ -471,7 +472,7 @@ impl AuditStore for Postgres {
         Box::pin(async move {
             let c = self.connection().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let records = audit::records(&c.client, tenant, from, limit).await;
+            let records = crate::audit::postgres::records(&c.client, tenant, from, limit).await;
             records.map_err(|e| self.error(describe_error(&e)))
         })
     }
@@ -479,7 +480,7 @@ impl AuditStore for Postgres {
     fn audit_heads(&self) -> StoreFuture<'_, AuditHeads> {
         Box::pin(async move {
             let c = self.connection().await?;
-            let (heads, now_ms) = audit::heads(&c.client)
+            let (heads, now_ms) = crate::audit::postgres::heads(&c.client)
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             Ok(AuditHeads { heads, now_ms })
@@ -489,7 +490,7 @@ impl AuditStore for Postgres {
     fn audit_checkpoints(&self) -> StoreFuture<'_, Vec<Checkpoint>> {
         Box::pin(async move {
             let c = self.connection().await?;
-            let checkpoints = audit::checkpoints(&c.client).await;
+            let checkpoints = crate::audit::postgres::checkpoints(&c.client).await;
             checkpoints.map_err(|e| self.error(describe_error(&e)))
         })
     }
@@ -503,7 +504,7 @@ impl AuditStore for Postgres {
             let c = self.connection().await?;
             let row = c
                 .client
-                .query_one(audit::ADD_CHECKPOINT, &[&body, &signature])
+                .query_one(crate::audit::postgres::ADD_CHECKPOINT, &[&body, &signature])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             Ok(row.get(0))
@@ -521,7 +522,8 @@ impl AuditStore for Postgres {
         let appended = self.approvals.transaction(move |client| {
             Box::pin(async move {
                 let event = Event::denied(&denial);
-                audit::append(client, &[(denial.key.tenant.clone(), event)]).await?;
+                crate::audit::postgres::append(client, &[(denial.key.tenant.clone(), event)])
+                    .await?;
                 Ok((true, ()))
             })
         });
@@ -538,7 +540,12 @@ impl AuditStore for Postgres {
         Box::pin(async move {
             self.approvals
                 .transaction(move |client| {
-                    Box::pin(async move { Ok((true, audit::prune(client, retention_ms).await?)) })
+                    Box::pin(async move {
+                        Ok((
+                            true,
+                            crate::audit::postgres::prune(client, retention_ms).await?,
+                        ))
+                    })
                 })
                 .await
         })

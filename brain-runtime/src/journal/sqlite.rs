@@ -26,12 +26,12 @@ use tokio::sync::oneshot;
 
 use crate::limits::{Charge, Usage, Verdict};
 
-use super::store::{
+use crate::store::{
     Approval, ApprovalFilter, ApprovalRequest, ApprovalStore, Asked, AuditStore, CallStore,
     Decision, DriftStore, Granted, LimitStore,
 };
-use super::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
-use super::store::{
+use crate::store::{AuditHeads, AuditRecord, Checkpoint, Denial};
+use crate::store::{
     Claim, Claimed, Done, Drift, Entry, Filter, Key, Record, StoreError, StoreFuture,
 };
 
@@ -48,10 +48,10 @@ pub enum Durability {
     Full,
 }
 
-/// The store's clock, in milliseconds.
+/// The store's clock, in milliseconds ([`crate::store::clock`]).
 macro_rules! now {
     () => {
-        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+        crate::store::clock::sqlite_now!()
     };
 }
 
@@ -72,7 +72,7 @@ macro_rules! columns {
 }
 
 mod approvals; // this and the modules below: after the macros, which they use
-mod audit;
+
 mod calls;
 mod file;
 mod grants;
@@ -631,7 +631,7 @@ impl CallStore for Sqlite {
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         self.run(move |c| {
             schema::prune_drift(c, retention_ms)?;
-            approvals::prune(c, retention_ms)?;
+            crate::approvals::sqlite::prune(c, retention_ms)?;
             let calls = concat!(
                 "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",
                 now!(),
@@ -721,7 +721,7 @@ impl ApprovalStore for Sqlite {
     }
 
     fn approvals<'a>(&'a self, filter: &'a ApprovalFilter) -> StoreFuture<'a, Vec<Approval>> {
-        let listed = self.read(|c| approvals::list(c, filter));
+        let listed = self.read(|c| crate::approvals::sqlite::list(c, filter));
         Box::pin(std::future::ready(listed))
     }
 
@@ -738,7 +738,7 @@ impl AuditStore for Sqlite {
     }
 
     fn audit_tenants(&self) -> StoreFuture<'_, Vec<String>> {
-        Box::pin(std::future::ready(self.read(audit::tenants)))
+        Box::pin(std::future::ready(self.read(crate::audit::sqlite::tenants)))
     }
 
     fn audit_records<'a>(
@@ -748,22 +748,24 @@ impl AuditStore for Sqlite {
         limit: usize,
     ) -> StoreFuture<'a, Vec<AuditRecord>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let read = self.read(|c| audit::records(c, tenant, from, limit));
+        let read = self.read(|c| crate::audit::sqlite::records(c, tenant, from, limit));
         Box::pin(std::future::ready(read))
     }
 
     fn audit_heads(&self) -> StoreFuture<'_, AuditHeads> {
         let read = self.read(|c| {
             Ok(AuditHeads {
-                heads: audit::heads(c)?,
-                now_ms: audit::now(c)?,
+                heads: crate::audit::sqlite::heads(c)?,
+                now_ms: crate::audit::sqlite::now(c)?,
             })
         });
         Box::pin(std::future::ready(read))
     }
 
     fn audit_checkpoints(&self) -> StoreFuture<'_, Vec<Checkpoint>> {
-        Box::pin(std::future::ready(self.read(audit::checkpoints)))
+        Box::pin(std::future::ready(
+            self.read(crate::audit::sqlite::checkpoints),
+        ))
     }
 
     fn add_audit_checkpoint<'a>(
@@ -772,12 +774,12 @@ impl AuditStore for Sqlite {
         signature: &'a str,
     ) -> StoreFuture<'a, i64> {
         let (body, signature) = (body.to_owned(), signature.to_owned());
-        self.run(move |c| audit::add_checkpoint(c, &body, &signature))
+        self.run(move |c| crate::audit::sqlite::add_checkpoint(c, &body, &signature))
     }
 
     fn audit_denial(&self, denial: Denial, dropped: Box<dyn FnOnce() + Send>) {
         if self.audits() {
-            let append = move |c: &Connection| audit::append_denial(c, &denial);
+            let append = move |c: &Connection| crate::audit::sqlite::append_denial(c, &denial);
             let done = move |appended: Result<(), String>| {
                 if appended.is_err() {
                     dropped();
@@ -788,6 +790,6 @@ impl AuditStore for Sqlite {
     }
 
     fn prune_audit(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
-        self.run(move |c| audit::prune(c, retention_ms))
+        self.run(move |c| crate::audit::sqlite::prune(c, retention_ms))
     }
 }

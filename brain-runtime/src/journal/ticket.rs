@@ -13,12 +13,12 @@ use serde_json::Value;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::owner::Journaling;
-use super::store::{ApprovalRequest, Asked};
-use super::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError};
 use crate::event::ToolResult;
 use crate::limits::Charge;
 use crate::outcome::{Fact, Failure};
 use crate::state::hex;
+use crate::store::{ApprovalRequest, Asked};
+use crate::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError};
 use crate::tool::Tool;
 
 /// How long past a running call's recorded deadline a retry waits for its outcome before it
@@ -123,7 +123,7 @@ pub(crate) struct Hold {
     pub(crate) expires_ms: i64,
     /// The approvers' keys: an approval is used only when its decision is signed by one of
     /// its tenant's (or unsigned where a token approver decides).
-    pub(crate) approvers: Arc<crate::approver::signed::ApproverKeys>,
+    pub(crate) approvers: Arc<crate::approvals::signed::ApproverKeys>,
 }
 
 /// A call's entry in the journal.
@@ -143,7 +143,7 @@ pub(crate) struct Ticket {
     hold: Option<Hold>,
     /// The approval of this very call the claim uses (a held call's, once found approved and
     /// its decision checked).
-    approval: Mutex<Option<super::store::Granted>>,
+    approval: Mutex<Option<crate::store::Granted>>,
 }
 
 impl Ticket {
@@ -209,7 +209,7 @@ impl Ticket {
             Asked::Journaled => Ok(()),
             Asked::Approved(granted) => {
                 // The statement rebuilt from this very call, never from the store's bytes.
-                let statement = crate::approver::signed::Statement {
+                let statement = crate::approvals::signed::Statement {
                     approval: &granted.id,
                     tenant: &self.key.tenant,
                     digest: &self.digest,
@@ -417,7 +417,7 @@ impl Ticket {
                         (charge, _) => {
                             // A held call with no checked approval (the journal had its key as
                             // sent): only the journal's answer can come of it.
-                            let none = super::store::Granted {
+                            let none = crate::store::Granted {
                                 id: String::new(),
                                 by: String::new(),
                                 expires_ms: 0,
@@ -689,7 +689,7 @@ fn record(result: &ToolResult, state: EntryState, journal: &super::owner::Journa
         is_error: result.is_error,
         unknown_outcome: result.unknown_outcome,
         result_digest: if journal.audit.enabled {
-            super::audit::result_digest(&json)
+            crate::audit::record::result_digest(&json)
         } else {
             String::new()
         },

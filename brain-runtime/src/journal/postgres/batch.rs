@@ -9,8 +9,8 @@ use tokio_postgres::Row;
 
 use super::connection::{Connection, connect, plan_once, prepare};
 use super::sql::describe_error;
-use crate::journal::audit::Event;
-use crate::journal::store::{Claim, Key, Record};
+use crate::audit::record::Event;
+use crate::store::{Claim, Key, Record};
 
 /// A write, as the batch runs it.
 pub(super) enum Write {
@@ -184,7 +184,7 @@ async fn together(c: &Connection, batch: &[Queued], audit: bool) -> Option<Vec<u
         "BEGIN; SET LOCAL synchronous_commit TO OFF"
     };
     let keys = batch.iter().filter_map(|q| q.write.key());
-    let tenants = super::audit::tenants(keys.map(|k| k.tenant.as_str()));
+    let tenants = crate::audit::postgres::tenants(keys.map(|k| k.tenant.as_str()));
     let audited = audit && !tenants.is_empty();
     let tenants: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&tenants];
     let locked: std::sync::Mutex<Vec<Row>> = std::sync::Mutex::default();
@@ -272,7 +272,7 @@ async fn together(c: &Connection, batch: &[Queued], audit: bool) -> Option<Vec<u
 /// false (rolled back) when any of them fails.
 async fn chained(c: &Connection, batch: &[Queued], rows: &[u64], locked: &[Row]) -> bool {
     let events = written(batch, rows);
-    let a = super::audit::chain(locked, &events);
+    let a = crate::audit::postgres::chain(locked, &events);
     let records: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
         [&a.tenants, &a.seqs, &a.ats, &a.records, &a.hashes];
     let heads: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =

@@ -3,11 +3,11 @@
 
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::audit::{INSERT_RECORDS, LOCK_HEADS, MAKE_HEADS, UPDATE_HEADS};
 use super::sql::{
     CLAIM, CLAIM_MANY, LIST, LOOKUP, PRUNE_CALLS, PRUNE_OWNERS, RENEW, RENEW_CREATE, SETTLE,
     SETTLE_MANY, describe_error,
 };
+use crate::audit::postgres::{INSERT_RECORDS, LOCK_HEADS, MAKE_HEADS, UPDATE_HEADS};
 
 /// One connection and its prepared statements.
 pub(super) struct Connection {

@@ -15,9 +15,9 @@ use tokio::sync::Mutex;
 use tokio_postgres::{Client, Statement};
 
 use super::sql::{CLAIM, describe_error};
-use crate::journal::audit::Event;
-use crate::journal::store::{Claim, Claimed, Granted, StoreError};
+use crate::audit::record::Event;
 use crate::limits::{BucketState, Charge, Limit, Usage, Verdict, decide};
+use crate::store::{Claim, Claimed, Granted, StoreError};
 
 /// The limits' tables (schema version 5).
 pub(super) const SCHEMA: &str = r#"
@@ -270,7 +270,7 @@ async fn transaction(
             claim: claim.clone(),
             approval: approval.map(|granted| granted.id.clone()),
         };
-        super::audit::append(&c.client, &[(claim.key.tenant.clone(), event)])
+        crate::audit::postgres::append(&c.client, &[(claim.key.tenant.clone(), event)])
             .await
             .map_err(pg)?;
     }

@@ -5,8 +5,8 @@ use tokio_postgres::Client;
 
 use super::limits;
 use super::sql::{self, MIGRATE_FROM_1, SCHEMA, SCHEMA_VERSION, describe_error};
-use crate::journal::store::Drift;
 use crate::state::Migration;
+use crate::store::Drift;
 
 /// The drift each process saw (schema version 6): its first sighting of each listing.
 const DRIFT_SCHEMA: &str = r#"
@@ -105,8 +105,10 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                 client.batch_execute(sql::GRANTS_SCHEMA).await?;
                 client.batch_execute(limits::SCHEMA).await?;
                 client.batch_execute(DRIFT_SCHEMA).await?;
-                client.batch_execute(super::approvals::SCHEMA).await?;
-                client.batch_execute(super::audit::SCHEMA).await?;
+                client
+                    .batch_execute(crate::approvals::postgres::SCHEMA)
+                    .await?;
+                client.batch_execute(crate::audit::postgres::SCHEMA).await?;
                 client
                     .execute(
                         "INSERT INTO brain_schema (version) VALUES ($1)",
@@ -133,14 +135,16 @@ pub(super) async fn migrate(client: &Client) -> Result<(), Migration> {
                     client.batch_execute(DRIFT_SCHEMA).await?;
                 }
                 if older < 7 {
-                    client.batch_execute(super::approvals::SCHEMA).await?;
+                    client
+                        .batch_execute(crate::approvals::postgres::SCHEMA)
+                        .await?;
                 } else {
                     client
-                        .batch_execute(super::approvals::SIGNATURE_COLUMNS)
+                        .batch_execute(crate::approvals::postgres::SIGNATURE_COLUMNS)
                         .await?;
                 }
                 if older < 8 {
-                    client.batch_execute(super::audit::SCHEMA).await?;
+                    client.batch_execute(crate::audit::postgres::SCHEMA).await?;
                 }
                 client
                     .execute("UPDATE brain_schema SET version = $1", &[&SCHEMA_VERSION])

@@ -1,10 +1,10 @@
 //! The PostgreSQL journal's schema and statements. Every lease and deadline is judged by the
 //! database's `now()`.
 
-/// The store's clock, in milliseconds.
+/// The store's clock, in milliseconds ([`crate::store::clock`]).
 macro_rules! now {
     () => {
-        "(extract(epoch FROM now()) * 1000)::int8"
+        crate::store::clock::postgres_now!()
     };
 }
 
@@ -126,7 +126,7 @@ pub(super) const CLAIM: &str = concat!(
 pub(super) async fn insert_claim(
     client: &tokio_postgres::Client,
     statement: &tokio_postgres::Statement,
-    claim: &crate::journal::store::Claim,
+    claim: &crate::store::Claim,
 ) -> Result<u64, tokio_postgres::Error> {
     let key = &claim.key;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [

@@ -3,8 +3,8 @@
 
 use rusqlite::{Connection, Row, params};
 
-use crate::journal::audit::Event;
-use crate::journal::store::{Claim, Entry, EntryState, Key, Record};
+use crate::audit::record::Event;
+use crate::store::{Claim, Entry, EntryState, Key, Record};
 
 /// Whether a write is recorded in the audit chain, and what it adds to its record.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +57,7 @@ pub(super) fn insert_claim(
             claim: claim.clone(),
             approval: audit.approval.map(str::to_owned),
         };
-        super::audit::append(c, &claim.key.tenant, &event)?;
+        crate::audit::sqlite::append(c, &claim.key.tenant, &event)?;
     }
     Ok(changed > 0)
 }
@@ -103,7 +103,7 @@ pub(super) fn update_outcome(
             record: record.clone(),
             taken_over,
         };
-        super::audit::append(c, &key.tenant, &event)?;
+        crate::audit::sqlite::append(c, &key.tenant, &event)?;
     }
     Ok(changed > 0)
 }

@@ -3,9 +3,9 @@
 
 use rusqlite::{Connection, params};
 
-use crate::journal::audit::Event;
-use crate::journal::store::{Drift, Key};
+use crate::audit::record::Event;
 use crate::state::Migration;
+use crate::store::{Drift, Key};
 
 /// The schema version this brain writes (2 added `brain_grants`, 3 `brain_calls.task`, 4 the
 /// limits' tables, 5 `brain_drift`, 6 `brain_approvals`, 7 the audit chain's tables, 8 an
@@ -113,12 +113,12 @@ pub(super) fn migrate(connection: &Connection) -> Result<(), Migration> {
                     connection.execute_batch(DRIFT_SCHEMA)?;
                 }
                 if version < 6 {
-                    connection.execute_batch(super::approvals::SCHEMA)?;
+                    connection.execute_batch(crate::approvals::sqlite::SCHEMA)?;
                 } else if !has_column(connection, "brain_approvals", "signature")? {
-                    connection.execute_batch(super::approvals::SIGNATURE_COLUMNS)?;
+                    connection.execute_batch(crate::approvals::sqlite::SIGNATURE_COLUMNS)?;
                 }
                 if version < 7 {
-                    connection.execute_batch(super::audit::SCHEMA)?;
+                    connection.execute_batch(crate::audit::sqlite::SCHEMA)?;
                 }
                 connection.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 Ok(())
@@ -189,7 +189,7 @@ pub(super) fn take_over(
             from: from.to_owned(),
             to: to.to_owned(),
         };
-        super::audit::append(c, &key.tenant, &event)?;
+        crate::audit::sqlite::append(c, &key.tenant, &event)?;
     }
     Ok(changed > 0)
 }
@@ -215,7 +215,7 @@ pub(super) fn record_drift(c: &Connection, drift: &Drift, audit: bool) -> rusqli
     if changed > 0 && audit {
         let event = Event::drift(drift);
         for tenant in &drift.tenants {
-            super::audit::append(c, tenant, &event)?;
+            crate::audit::sqlite::append(c, tenant, &event)?;
         }
     }
     Ok(changed > 0)

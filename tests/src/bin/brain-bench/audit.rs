@@ -107,7 +107,7 @@ const EXPORT_MB: f64 = 64.0;
 /// Lines into a sink that counts; the process's peak RSS (`VmHWM`, reset through
 /// `/proc/self/clear_refs`) above its RSS before.
 async fn export_memory(audited: &std::path::Path, targets: &mut Vec<Target>) -> anyhow::Result<()> {
-    use brain_runtime::journal::audit::{genesis, link};
+    use brain_runtime::audit::{genesis, link};
     let what = format!("export, SQLite: peak RSS over {MILLION} records, against +{EXPORT_MB} MB");
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("million.db");

@@ -18,12 +18,25 @@ const DOMAIN: &[u8] = b"brain-audit-head-v1";
 
 /// A key that cannot be read or used.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct KeyError {
-    /// The file.
-    pub path: String,
-    /// What is wrong, and how to fix it.
-    pub message: String,
+#[non_exhaustive]
+pub enum KeyError {
+    /// The key's file cannot be read: check the path and its permissions.
+    #[error("{path}: {message}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why it cannot be read.
+        message: String,
+    },
+    /// The file is not a key of the kind wanted (an Ed25519 key in PEM, private or public as
+    /// the place asks): make one with the command the message gives.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong, and how to fix it.
+        message: String,
+    },
 }
 
 /// The key id of a public key: `ed25519:` and the first 16 hex digits of the SHA-256 of its
@@ -36,16 +49,17 @@ pub(crate) fn key_id(key: &VerifyingKey) -> String {
 /// The Ed25519 PKCS#8 PEM private key in `path` (`example`: the file name the error's
 /// `openssl` command line makes). Its text is never repeated in an error.
 pub(crate) fn signing_key(path: &Path, example: &str) -> Result<SigningKey, KeyError> {
-    let error = |message: String| KeyError {
-        path: path.display().to_string(),
-        message,
-    };
-    let pem = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-    SigningKey::from_pkcs8_pem(&pem).map_err(|_| {
-        error(format!(
+    let path = path.display().to_string();
+    let pem = std::fs::read_to_string(&path).map_err(|e| KeyError::Unreadable {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    SigningKey::from_pkcs8_pem(&pem).map_err(|_| KeyError::Invalid {
+        path,
+        message: format!(
             "not an Ed25519 private key in PKCS#8 PEM (make one with `openssl genpkey \
              -algorithm ed25519 -out {example}`)"
-        ))
+        ),
     })
 }
 
@@ -128,13 +142,15 @@ impl Keyring {
     pub fn from_pem_files(paths: &[impl AsRef<Path>]) -> Result<Keyring, KeyError> {
         let mut keyring = Keyring::default();
         for path in paths {
-            let path = path.as_ref();
-            let error = |message: String| KeyError {
-                path: path.display().to_string(),
-                message,
-            };
-            let pem = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-            let key = brain_config::audit::public_key(&pem).map_err(|why| error(why.into()))?;
+            let path = path.as_ref().display().to_string();
+            let pem = std::fs::read_to_string(&path).map_err(|e| KeyError::Unreadable {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            let key = brain_config::audit::public_key(&pem).map_err(|why| KeyError::Invalid {
+                path,
+                message: why.into(),
+            })?;
             keyring.insert(key);
         }
         Ok(keyring)
@@ -143,10 +159,13 @@ impl Keyring {
     /// The public keys of a host config's `audit.public_keys` (read when it was loaded).
     pub fn from_config(config: &brain_config::audit::AuditConfig) -> Result<Keyring, KeyError> {
         let mut keyring = Keyring::default();
-        for key in config.verifying_keys().map_err(|(path, why)| KeyError {
-            path,
-            message: why.into(),
-        })? {
+        for key in config
+            .verifying_keys()
+            .map_err(|(path, why)| KeyError::Invalid {
+                path,
+                message: why.into(),
+            })?
+        {
             keyring.insert(key);
         }
         Ok(keyring)

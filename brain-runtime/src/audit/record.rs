@@ -10,10 +10,90 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::store::{Claim, EntryState, Key, Record};
+use crate::store::{Claim, EntryState, Key, Record};
 
 /// The version every record carries (`"v"`).
 pub const FORMAT: u64 = 1;
+
+/// A record's kind (its `"kind"`): what the writer writes and every reader (verify, export)
+/// matches on, one list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    /// A call claimed: about to be sent.
+    Claimed,
+    /// A call's task resumed by another owner.
+    Resumed,
+    /// A call ended after it was sent.
+    Finished,
+    /// A call ended before anything was sent.
+    NotSent,
+    /// A call recorded as unknown by a retry that found its owner dead.
+    TakenOverAsUnknown,
+    /// A pending approval recorded for a held call.
+    ApprovalAsked,
+    /// An approval approved.
+    ApprovalApproved,
+    /// An approval denied.
+    ApprovalDenied,
+    /// A server listing a bound tool otherwise than its pin.
+    Drift,
+    /// A policy denied a call.
+    PolicyDenied,
+    /// The chain's own retention removed the records through the one it names.
+    PrunedThrough,
+}
+
+impl Kind {
+    const ALL: [Kind; 11] = [
+        Kind::Claimed,
+        Kind::Resumed,
+        Kind::Finished,
+        Kind::NotSent,
+        Kind::TakenOverAsUnknown,
+        Kind::ApprovalAsked,
+        Kind::ApprovalApproved,
+        Kind::ApprovalDenied,
+        Kind::Drift,
+        Kind::PolicyDenied,
+        Kind::PrunedThrough,
+    ];
+
+    /// As written in a record.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Claimed => "claimed",
+            Kind::Resumed => "resumed",
+            Kind::Finished => "finished",
+            Kind::NotSent => "not_sent",
+            Kind::TakenOverAsUnknown => "taken_over_as_unknown",
+            Kind::ApprovalAsked => "approval_asked",
+            Kind::ApprovalApproved => "approval_approved",
+            Kind::ApprovalDenied => "approval_denied",
+            Kind::Drift => "drift",
+            Kind::PolicyDenied => "policy_denied",
+            Kind::PrunedThrough => "pruned_through",
+        }
+    }
+
+    /// The kind of a record read as JSON; `None` for one no brain writes.
+    pub(crate) fn of(record: &Value) -> Option<Kind> {
+        let kind = record["kind"].as_str()?;
+        Kind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    /// Whether a record of this kind opens a call (claimed, resumed).
+    pub(crate) fn opens(self) -> bool {
+        matches!(self, Kind::Claimed | Kind::Resumed)
+    }
+
+    /// Whether a record of this kind ends a call.
+    pub(crate) fn ends(self) -> bool {
+        matches!(
+            self,
+            Kind::Finished | Kind::NotSent | Kind::TakenOverAsUnknown
+        )
+    }
+}
 
 /// What a record says happened, before its place in the chain (tenant, seq, time) is known.
 #[derive(Debug, Clone)]
@@ -53,7 +133,7 @@ pub(crate) enum Event {
         digest: String,
         policies: String,
         expires_ms: i64,
-        signature: Option<super::store::DecisionSignature>,
+        signature: Option<crate::store::DecisionSignature>,
     },
     /// A server listing a bound tool otherwise than its pin (in each tenant's chain the
     /// binding lists).
@@ -85,7 +165,7 @@ enum Field<'a> {
 
 impl Event {
     /// The record of a drift seen (in each chain of `drift.tenants`).
-    pub(crate) fn drift(drift: &super::store::Drift) -> Event {
+    pub(crate) fn drift(drift: &crate::store::Drift) -> Event {
         Event::Drift {
             binding: drift.binding.clone(),
             pinned: drift.pinned.clone(),
@@ -96,13 +176,13 @@ impl Event {
     }
 
     /// The record of an approval's decision, as the store holds it once decided.
-    pub(crate) fn decided(approval: &super::store::Approval) -> Event {
+    pub(crate) fn decided(approval: &crate::store::Approval) -> Event {
         Event::ApprovalDecided {
             id: approval.id.clone(),
             key: approval.key.clone(),
             approver: approval.decided_by.clone().unwrap_or_default(),
-            approved: approval.state == super::store::ApprovalState::Approved
-                || approval.state == super::store::ApprovalState::Used,
+            approved: approval.state == crate::store::ApprovalState::Approved
+                || approval.state == crate::store::ApprovalState::Used,
             digest: approval.digest.clone(),
             policies: approval.policies.clone(),
             expires_ms: approval.expires_ms,
@@ -111,7 +191,7 @@ impl Event {
     }
 
     /// The record of a call the policies refused.
-    pub(crate) fn denied(denial: &super::store::Denial) -> Event {
+    pub(crate) fn denied(denial: &crate::store::Denial) -> Event {
         Event::Denied {
             key: denial.key.clone(),
             binding: denial.binding.clone(),
@@ -121,10 +201,12 @@ impl Event {
     }
 
     /// The record's kind and fields besides `v`, `tenant`, `seq` and `at`.
-    fn fields(&self) -> (&'static str, Vec<(&'static str, Field<'_>)>) {
+    fn fields(&self) -> (Kind, Vec<(&'static str, Field<'_>)>) {
         use Field::{Bool, Int, Text};
         match self {
-            Event::Claimed { claim, approval } => ("claimed", claimed(claim, approval.as_deref())),
+            Event::Claimed { claim, approval } => {
+                (Kind::Claimed, claimed(claim, approval.as_deref()))
+            }
             Event::Settled {
                 key,
                 owner,
@@ -132,7 +214,7 @@ impl Event {
                 taken_over,
             } => settled(key, owner, record, *taken_over),
             Event::Resumed { key, from, to } => (
-                "resumed",
+                Kind::Resumed,
                 vec![
                     ("session", Text(&key.session)),
                     ("call_id", Text(&key.call_id)),
@@ -148,7 +230,7 @@ impl Event {
                 digest,
                 policies,
             } => (
-                "approval_asked",
+                Kind::ApprovalAsked,
                 vec![
                     ("session", Text(&key.session)),
                     ("call_id", Text(&key.call_id)),
@@ -184,7 +266,7 @@ impl Event {
                 refused,
                 process,
             } => (
-                "drift",
+                Kind::Drift,
                 vec![
                     ("binding", Text(binding)),
                     ("pinned", Text(pinned)),
@@ -199,7 +281,7 @@ impl Event {
                 principal,
                 digest,
             } => (
-                "policy_denied",
+                Kind::PolicyDenied,
                 vec![
                     ("session", Text(&key.session)),
                     ("call_id", Text(&key.call_id)),
@@ -209,7 +291,7 @@ impl Event {
                 ],
             ),
             Event::PrunedThrough { seq, hash } => (
-                "pruned_through",
+                Kind::PrunedThrough,
                 vec![("through_seq", Int(*seq)), ("through_hash", Text(hash))],
             ),
         }
@@ -222,7 +304,7 @@ impl Event {
     pub(crate) fn record(&self, tenant: &str, seq: i64, at_ms: i64) -> String {
         let (kind, mut fields) = self.fields();
         fields.extend([
-            ("kind", Field::Text(kind)),
+            ("kind", Field::Text(kind.as_str())),
             ("v", Field::Int(FORMAT as i64)),
             ("tenant", Field::Text(tenant)),
             ("seq", Field::Int(seq)),
@@ -272,12 +354,12 @@ fn settled<'a>(
     owner: &'a str,
     record: &'a Record,
     taken_over: bool,
-) -> (&'static str, Vec<(&'static str, Field<'a>)>) {
+) -> (Kind, Vec<(&'static str, Field<'a>)>) {
     use Field::{Bool, Text};
     let kind = match (taken_over, record.state) {
-        (true, _) => "taken_over_as_unknown",
-        (false, EntryState::NotSent) => "not_sent",
-        (false, _) => "finished",
+        (true, _) => Kind::TakenOverAsUnknown,
+        (false, EntryState::NotSent) => Kind::NotSent,
+        (false, _) => Kind::Finished,
     };
     let fields = vec![
         ("session", Text(&key.session)),
@@ -299,13 +381,13 @@ fn decided<'a>(
     decision: [(&'static str, Field<'a>); 4],
     approved: bool,
     expires_ms: i64,
-    signature: Option<&'a super::store::DecisionSignature>,
-) -> (&'static str, Vec<(&'static str, Field<'a>)>) {
+    signature: Option<&'a crate::store::DecisionSignature>,
+) -> (Kind, Vec<(&'static str, Field<'a>)>) {
     use Field::{Int, Text};
     let kind = if approved {
-        "approval_approved"
+        Kind::ApprovalApproved
     } else {
-        "approval_denied"
+        Kind::ApprovalDenied
     };
     let mut fields = vec![
         ("session", Text(&key.session)),
@@ -378,10 +460,7 @@ pub(crate) fn canonical_record(value: &Value) -> String {
     out
 }
 
-/// RFC 8785 canonical JSON.
-pub(crate) fn canonical(value: &Value) -> String {
-    serde_jcs::to_string(value).unwrap_or_else(|_| value.to_string())
-}
+pub(crate) use crate::state::canonical;
 
 /// `hash_0` of `tenant`'s chain: SHA-256("brain-audit-v1" ‖ tenant), as hex.
 pub fn genesis(tenant: &str) -> String {

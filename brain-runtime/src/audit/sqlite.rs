@@ -6,11 +6,12 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::journal::audit::{Event, PruneBound, genesis, link};
-use crate::journal::store::{AuditHead, AuditRecord, Checkpoint, Denial};
+use super::record::{Event, PruneBound, genesis, link};
+use crate::store::clock::sqlite_now as now;
+use crate::store::{AuditHead, AuditRecord, Checkpoint, Denial};
 
 /// The chain's tables: records by (tenant, seq), each tenant's head, the checkpoints.
-pub(super) const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE brain_audit (
     tenant TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -27,7 +28,7 @@ CREATE TABLE brain_audit_checkpoints (
 ";
 
 /// Appends `event` to `tenant`'s chain, in the caller's transaction.
-pub(super) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::Result<()> {
+pub(crate) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::Result<()> {
     let head = concat!(
         "SELECT h.seq, h.hash, ",
         now!(),
@@ -49,7 +50,7 @@ pub(super) fn append(c: &Connection, tenant: &str, event: &Event) -> rusqlite::R
 }
 
 /// The tenants with a chain, in order.
-pub(super) fn tenants(c: &Connection) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn tenants(c: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut statement =
         c.prepare_cached("SELECT DISTINCT tenant FROM brain_audit ORDER BY tenant")?;
     let rows = statement.query_map([], |r| r.get(0))?;
@@ -57,7 +58,7 @@ pub(super) fn tenants(c: &Connection) -> rusqlite::Result<Vec<String>> {
 }
 
 /// Up to `limit` of `tenant`'s records from `from` on, in order.
-pub(super) fn records(
+pub(crate) fn records(
     c: &Connection,
     tenant: &str,
     from: i64,
@@ -80,7 +81,7 @@ pub(super) fn records(
 }
 
 /// Every tenant's head, in tenant order.
-pub(super) fn heads(c: &Connection) -> rusqlite::Result<Vec<AuditHead>> {
+pub(crate) fn heads(c: &Connection) -> rusqlite::Result<Vec<AuditHead>> {
     let mut statement = c.prepare_cached(
         "SELECT a.tenant, a.seq, a.hash FROM brain_audit a WHERE a.seq = (SELECT max(seq) \
          FROM brain_audit b WHERE b.tenant = a.tenant) ORDER BY a.tenant",
@@ -96,7 +97,7 @@ pub(super) fn heads(c: &Connection) -> rusqlite::Result<Vec<AuditHead>> {
 }
 
 /// The checkpoints, oldest first.
-pub(super) fn checkpoints(c: &Connection) -> rusqlite::Result<Vec<Checkpoint>> {
+pub(crate) fn checkpoints(c: &Connection) -> rusqlite::Result<Vec<Checkpoint>> {
     let mut statement =
         c.prepare_cached("SELECT id, body, signature FROM brain_audit_checkpoints ORDER BY id")?;
     let rows = statement.query_map([], |r| {
@@ -110,14 +111,14 @@ pub(super) fn checkpoints(c: &Connection) -> rusqlite::Result<Vec<Checkpoint>> {
 }
 
 /// Stores a signed checkpoint; returns its id.
-pub(super) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rusqlite::Result<i64> {
+pub(crate) fn add_checkpoint(c: &Connection, body: &str, signature: &str) -> rusqlite::Result<i64> {
     c.prepare_cached("INSERT INTO brain_audit_checkpoints (body, signature) VALUES (?1, ?2)")?
         .execute(params![body, signature])?;
     Ok(c.last_insert_rowid())
 }
 
 /// Appends a call the policies refused to its tenant's chain.
-pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result<()> {
+pub(crate) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result<()> {
     let event = Event::denied(denial);
     append(c, &denial.key.tenant, &event)
 }
@@ -126,7 +127,7 @@ pub(super) fn append_denial(c: &Connection, denial: &Denial) -> rusqlite::Result
 /// record is kept) and, where checkpoints sign the chains, signed by the newest checkpoint
 /// older than the retention it states (which is kept: verification finds the pruned records
 /// there), leaving a `pruned_through` record; returns how many it deleted.
-pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> {
+pub(crate) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> {
     let through = concat!(
         "SELECT a.tenant, max(a.seq) FROM brain_audit a WHERE a.at < ",
         now!(),
@@ -168,7 +169,7 @@ pub(super) fn prune(c: &Connection, retention_ms: i64) -> rusqlite::Result<u64> 
 }
 
 /// The store's clock (milliseconds).
-pub(super) fn now(c: &Connection) -> rusqlite::Result<i64> {
+pub(crate) fn now(c: &Connection) -> rusqlite::Result<i64> {
     c.prepare_cached(concat!("SELECT ", now!()))?
         .query_row([], |r| r.get(0))
 }

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
-use crate::journal::audit::{Event, PruneBound, genesis, link};
-use crate::journal::store::{AuditHead, AuditRecord, Checkpoint};
+use super::record::{Event, PruneBound, genesis, link};
+use crate::store::clock::postgres_now as now;
+use crate::store::{AuditHead, AuditRecord, Checkpoint};
 
 /// The chain's tables.
-pub(super) const SCHEMA: &str = r#"
+pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE brain_audit (
     tenant TEXT COLLATE "C" NOT NULL,
     seq INT8 NOT NULL,
@@ -34,24 +35,24 @@ CREATE TABLE brain_audit_checkpoints (
 "#;
 
 /// Makes the heads of `$1` (sorted, distinct tenants) exist, in tenant order.
-pub(super) const MAKE_HEADS: &str = "INSERT INTO brain_audit_heads (tenant, seq, hash) \
+pub(crate) const MAKE_HEADS: &str = "INSERT INTO brain_audit_heads (tenant, seq, hash) \
      SELECT t, 0, '' FROM unnest($1::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING";
 /// Locks the heads of `$1`, in tenant order: each tenant's (seq, hash) and the store's clock.
-pub(super) const LOCK_HEADS: &str = concat!(
+pub(crate) const LOCK_HEADS: &str = concat!(
     "SELECT tenant, seq, hash, ",
     now!(),
     " FROM brain_audit_heads WHERE tenant = ANY($1) ORDER BY tenant FOR UPDATE"
 );
 /// The records appended.
-pub(super) const INSERT_RECORDS: &str = "INSERT INTO brain_audit (tenant, seq, at, record, hash) \
+pub(crate) const INSERT_RECORDS: &str = "INSERT INTO brain_audit (tenant, seq, at, record, hash) \
      SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[])";
 /// The heads after them.
-pub(super) const UPDATE_HEADS: &str = "UPDATE brain_audit_heads AS h SET seq = t.seq, \
+pub(crate) const UPDATE_HEADS: &str = "UPDATE brain_audit_heads AS h SET seq = t.seq, \
      hash = t.hash FROM unnest($1::text[], $2::int8[], $3::text[]) AS t (tenant, seq, hash) \
      WHERE h.tenant = t.tenant";
 
 /// The tenants of `events`, sorted and distinct (the order heads are locked in).
-pub(super) fn tenants<'a>(events: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn tenants<'a>(events: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut tenants: Vec<String> = events.into_iter().map(str::to_owned).collect();
     tenants.sort();
     tenants.dedup();
@@ -60,19 +61,19 @@ pub(super) fn tenants<'a>(events: impl IntoIterator<Item = &'a str>) -> Vec<Stri
 
 /// What [`INSERT_RECORDS`] and [`UPDATE_HEADS`] write: the records as columns, and the heads.
 #[derive(Default)]
-pub(super) struct Appended {
-    pub(super) tenants: Vec<String>,
-    pub(super) seqs: Vec<i64>,
-    pub(super) ats: Vec<i64>,
-    pub(super) records: Vec<String>,
-    pub(super) hashes: Vec<String>,
-    pub(super) head_tenants: Vec<String>,
-    pub(super) head_seqs: Vec<i64>,
-    pub(super) head_hashes: Vec<String>,
+pub(crate) struct Appended {
+    pub(crate) tenants: Vec<String>,
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) ats: Vec<i64>,
+    pub(crate) records: Vec<String>,
+    pub(crate) hashes: Vec<String>,
+    pub(crate) head_tenants: Vec<String>,
+    pub(crate) head_seqs: Vec<i64>,
+    pub(crate) head_hashes: Vec<String>,
 }
 
 /// `events` (each a tenant's) linked after the heads [`LOCK_HEADS`] returned, in order.
-pub(super) fn chain(locked: &[tokio_postgres::Row], events: &[(String, Event)]) -> Appended {
+pub(crate) fn chain(locked: &[tokio_postgres::Row], events: &[(String, Event)]) -> Appended {
     let now: i64 = locked.first().map_or(0, |row| row.get(3));
     let mut heads: BTreeMap<String, (i64, String)> = locked
         .iter()
@@ -105,7 +106,7 @@ pub(super) fn chain(locked: &[tokio_postgres::Row], events: &[(String, Event)]) 
 
 /// Locks the heads of `events`' tenants and appends them, in the caller's transaction (one
 /// statement after another: for the connections that write one thing at a time).
-pub(super) async fn append(
+pub(crate) async fn append(
     client: &Client,
     events: &[(String, Event)],
 ) -> Result<(), tokio_postgres::Error> {
@@ -131,7 +132,7 @@ pub(super) async fn append(
     Ok(())
 }
 
-pub(super) async fn audit_tenants(client: &Client) -> Result<Vec<String>, tokio_postgres::Error> {
+pub(crate) async fn audit_tenants(client: &Client) -> Result<Vec<String>, tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT tenant FROM brain_audit_heads WHERE seq > 0 UNION \
@@ -142,7 +143,7 @@ pub(super) async fn audit_tenants(client: &Client) -> Result<Vec<String>, tokio_
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-pub(super) async fn records(
+pub(crate) async fn records(
     client: &Client,
     tenant: &str,
     from: i64,
@@ -167,7 +168,7 @@ pub(super) async fn records(
         .collect())
 }
 
-pub(super) async fn heads(client: &Client) -> Result<(Vec<AuditHead>, i64), tokio_postgres::Error> {
+pub(crate) async fn heads(client: &Client) -> Result<(Vec<AuditHead>, i64), tokio_postgres::Error> {
     let rows = client
         .query(
             concat!(
@@ -196,7 +197,7 @@ pub(super) async fn heads(client: &Client) -> Result<(Vec<AuditHead>, i64), toki
     Ok((heads, now))
 }
 
-pub(super) async fn checkpoints(client: &Client) -> Result<Vec<Checkpoint>, tokio_postgres::Error> {
+pub(crate) async fn checkpoints(client: &Client) -> Result<Vec<Checkpoint>, tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT id, body, signature FROM brain_audit_checkpoints ORDER BY id",
@@ -213,12 +214,12 @@ pub(super) async fn checkpoints(client: &Client) -> Result<Vec<Checkpoint>, toki
         .collect())
 }
 
-pub(super) const ADD_CHECKPOINT: &str =
+pub(crate) const ADD_CHECKPOINT: &str =
     "INSERT INTO brain_audit_checkpoints (body, signature) VALUES ($1, $2) RETURNING id";
 
 /// Prunes every chain's records older than `retention_ms` (each tenant's newest kept), in the
 /// caller's transaction, leaving a `pruned_through` record per tenant pruned.
-pub(super) async fn prune(
+pub(crate) async fn prune(
     client: &Client,
     retention_ms: i64,
 ) -> Result<u64, tokio_postgres::Error> {

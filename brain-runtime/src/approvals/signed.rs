@@ -13,8 +13,8 @@ use brain_config::HostConfig;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use serde_json::json;
 
-use crate::audit::keys::{KeyError, key_id, signing_key};
-use crate::journal::store::DecisionSignature;
+use crate::keys::{KeyError, key_id, signing_key};
+use crate::store::DecisionSignature;
 
 /// The variable naming an approver's private key file (PKCS#8 PEM, as `openssl genpkey
 /// -algorithm ed25519` writes it).
@@ -93,7 +93,7 @@ pub(crate) struct Statement<'a> {
 impl Statement<'_> {
     /// Its canonical bytes (RFC 8785).
     pub(crate) fn text(&self) -> String {
-        crate::journal::audit::canonical(&json!({
+        crate::state::canonical(&json!({
             "v": 1,
             "kind": "approval_decision",
             "approval": self.approval,

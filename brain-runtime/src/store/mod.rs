@@ -1,12 +1,17 @@
-//! The one small trait the journal's rules run on, and the values it moves. Each backend
-//! (memory, SQLite, PostgreSQL) implements it with the same meaning; the rules (`ticket.rs`)
-//! never look behind it.
+//! The floor every durable feature stands on: the store's capabilities — calls and leases
+//! ([`CallStore`]), limits, drift, approvals, the audit chain — each a small trait, and the
+//! values they move. Each backend (memory, SQLite, PostgreSQL) implements every capability
+//! with the same meaning ([`JournalStore`] is all five); the journal's rules (`ticket.rs`)
+//! never look behind them. The rooms (`approvals/`, `audit/`) keep their own SQL; the
+//! journal's claim calls their steps in its transaction.
 //!
 //! Times are milliseconds on the *store's* clock (SQLite's `unixepoch`, PostgreSQL's `now()`,
 //! the memory journal's monotonic clock): every comparison of a lease or a deadline happens
 //! inside the store, never between two hosts' clocks.
 
 use std::sync::Arc;
+
+pub(crate) mod clock;
 
 use crate::limits::{Charge, Exceeded, Usage, Verdict};
 
@@ -596,8 +601,8 @@ pub struct Approval {
     pub now_ms: i64,
 }
 
-/// A key approver's Ed25519 signature over its decision's statement (see
-/// [`crate::approver`]): the key's id and the signature, base64.
+/// A key approver's Ed25519 signature over its decision's statement
+/// ([`crate::approvals::signed`]): the key's id and the signature, base64.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecisionSignature {
     /// The signing key's id (`ed25519:` and 16 hex digits).

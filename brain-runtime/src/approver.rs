@@ -2,19 +2,18 @@
 //! host config's `approvals` names (or by a token whose SHA-256 it names), lists the calls held
 //! for its tenants and approves or denies them. A decision is recorded with the approver's
 //! name and the time, in the journal's store, where the held call's retry finds it; a key
-//! approver's decision is a statement it signs (`signed.rs`), which the claim checks before
+//! approver's decision is a statement it signs ([`crate::approvals::signed`]), which the claim checks before
 //! it uses it. Neither the token nor the private key is ever stored, logged or shown.
-
-pub(crate) mod signed;
 
 use brain_config::HostConfig;
 use brain_config::approvals::ApproverConfig;
+use brain_config::policy::Principal;
 use sha2::{Digest, Sha256};
 
+use crate::approvals::signed::Statement;
 use crate::journal::{Approval, ApprovalFilter, Decision, Journal, StoreError};
-use signed::Statement;
 
-pub use signed::{APPROVER_KEY_FILE_VAR, ApproverKey, ApproverKeys};
+pub use crate::approvals::signed::{APPROVER_KEY_FILE_VAR, ApproverKey, ApproverKeys};
 
 /// Why an approver could not be made, or could not decide.
 #[derive(Debug, thiserror::Error)]
@@ -345,18 +344,17 @@ fn approvers(config: &HostConfig) -> Result<&[ApproverConfig], ApprovalError> {
         .ok_or(ApprovalError::NoApprovers)
 }
 
-/// Whether `principal` (as Cedar writes it: `Brain::Tenant::"acme"`, `Brain::User::"iss|sub"
-/// (tenant …)`) is the approver `name`: the tenant, the user's `iss|sub`, or its subject.
+/// Whether `principal` (an approval's, as [`Principal`]'s text) is the approver `name`: the
+/// tenant, the user's `iss|sub`, or its subject. Text no principal writes (a row edited by
+/// hand) counts as the approver's own only where it is the name itself.
 fn own_call(principal: &str, name: &str) -> bool {
-    let id = principal
-        .split_once("::\"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map(|(id, _)| id)
-        .unwrap_or(principal);
-    id == name
-        || id
-            .rsplit_once('|')
-            .is_some_and(|(_, subject)| subject == name)
+    match principal.parse::<Principal>() {
+        Ok(Principal::Tenant(tenant)) => tenant == name,
+        Ok(Principal::User {
+            issuer, subject, ..
+        }) => subject == name || format!("{issuer}|{subject}") == name,
+        Err(_) => principal == name,
+    }
 }
 
 /// Compares in time that depends on the lengths only.
