@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -36,9 +36,21 @@ impl Plan {
     }
 }
 
+/// Whether this is a smoke run (`--smoke`): every row once, with tiny counts, to prove that each
+/// still runs; its figures mean nothing.
+pub(crate) static SMOKE: AtomicBool = AtomicBool::new(false);
+
+/// `n` (calls, sessions, records), or in a smoke run a hundredth of it (at least 2).
+pub(crate) fn scaled(n: usize) -> usize {
+    if SMOKE.load(Ordering::Relaxed) {
+        (n / 100).max(2)
+    } else {
+        n
+    }
+}
+
 /// Whether brain's spans go to the OpenTelemetry layer (P8 switches it per side).
-pub(crate) static TRACING: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
+pub(crate) static TRACING: AtomicBool = AtomicBool::new(false);
 
 /// One row of the targets table.
 pub(crate) struct Target {
@@ -300,18 +312,16 @@ pub(crate) fn pin_peer(url: &str) {
         .insert(url.to_owned(), pins);
 }
 
+/// A binding of `tool` at `url`, its input schema as the test server lists it (an SDK server's
+/// `echo` lists the same), so that `brain-harness serve`, which lists its bindings' schemas, lists
+/// exactly what the binding's pin was taken from: a client of serve pinned to the test server's
+/// tool sees no drift.
 pub(crate) fn echo_config(url: &str, revision: &str, tool: &str) -> anyhow::Result<HostConfig> {
-    let schema = match tool {
-        "slow" => {
-            json!({"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
-        }
-        "huge" => {
-            json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]})
-        }
-        _ => {
-            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]})
-        }
-    };
+    let listed = tests::server::tool_list()
+        .into_iter()
+        .find(|listed| listed.name == tool)
+        .with_context(|| format!("the test server has no tool {tool}"))?;
+    let schema = Value::Object((*listed.input_schema).clone());
     let text = json!({"tools": [{
         "name": tool, "description": "Benchmark tool.", "input_schema": schema,
         "url": url, "mcp_tool": tool, "tenants": ["local"], "protocol_version": revision,
