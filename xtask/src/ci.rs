@@ -10,7 +10,8 @@ use crate::workspace::workspace_root;
 
 /// fmt check, clippy `-D warnings`, codegen `--check`, the interop peers installed,
 /// PostgreSQL's server binaries, psql, sqlite3 and valgrind installed when missing, the
-/// conformance suite, the performance gate, a short soak, the doc tests and the tests (nextest
+/// conformance suite, the performance gate, a short soak, the examples, a smoke run of the bench,
+/// the doc tests and the tests (nextest
 /// when installed), all `--locked`; stops at the first failure.
 pub(crate) fn run() -> anyhow::Result<ExitCode> {
     crate::workspace::CI.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -89,6 +90,15 @@ fn steps() -> anyhow::Result<ExitCode> {
     step("cargo xtask examples (the example crates, run against the test server)");
     if crate::examples::run()? != ExitCode::SUCCESS {
         bail!("an example failed");
+    }
+    step("cargo xtask bench --smoke --require-sdks (every bench row runs once, tiny counts)");
+    let smoke = crate::bench::BenchArgs {
+        smoke: true,
+        require_sdks: true,
+        ..Default::default()
+    };
+    if crate::bench::run(&smoke)? != ExitCode::SUCCESS {
+        bail!("a bench row failed to run (its `error:` row above says why)");
     }
     // Doc tests first, so that the summary of all the other tests is what CI reads last.
     cargo(&["test", "--workspace", "--locked", "--doc"])?;

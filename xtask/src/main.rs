@@ -91,17 +91,9 @@ enum Command {
     /// Run the official MCP client conformance suite (both pinned versions, both revisions)
     /// against brain-conformance-client, checked against tests/conformance/expected-failures.yaml.
     Conformance(conformance::ConformanceArgs),
-    /// Measure the performance targets (the bench reference, docs/src/reference/bench.md) side by side; exit 1 if one is
-    /// missed.
-    Bench {
-        /// Fewer rounds and calls (under 3 minutes).
-        #[arg(long)]
-        quick: bool,
-        /// Fail when an SDK client is not installed (tests/interop/setup.sh) instead of
-        /// reporting its targets as not measured.
-        #[arg(long)]
-        require_sdks: bool,
-    },
+    /// Measure the performance targets (the bench reference, docs/src/reference/bench.md) side
+    /// by side; exit 1 if one is missed, 2 if a group of rows fails (`--smoke`: only 2).
+    Bench(bench::BenchArgs),
     /// Soak the runtime: many calls with random faults; exit 1 on any violation.
     Soak(soak::SoakArgs),
     /// The performance gate: the client's instructions per call (callgrind) and the server's
@@ -156,10 +148,7 @@ fn main() -> ExitCode {
         ),
         Command::Demo { keep } => demo::run(keep),
         Command::Conformance(args) => conformance::run(&args),
-        Command::Bench {
-            quick,
-            require_sdks,
-        } => bench::run(quick, require_sdks),
+        Command::Bench(args) => bench::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Gate { rebaseline } => gate::run(rebaseline),
         Command::Examples => examples::run(),

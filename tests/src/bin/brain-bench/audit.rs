@@ -96,8 +96,10 @@ pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::R
     Ok(())
 }
 
-/// The records of the chain `export_memory` exports.
-const MILLION: i64 = 1_000_000;
+/// The records of the chain `export_memory` exports (a smoke run's: 10,000).
+fn million() -> i64 {
+    crate::harness::scaled(1_000_000) as i64
+}
 /// The most `export` may add to the process's peak RSS over them.
 const EXPORT_MB: f64 = 64.0;
 
@@ -108,7 +110,8 @@ const EXPORT_MB: f64 = 64.0;
 /// `/proc/self/clear_refs`) above its RSS before.
 async fn export_memory(audited: &std::path::Path, targets: &mut Vec<Target>) -> anyhow::Result<()> {
     use brain_runtime::audit::{genesis, link};
-    let what = format!("export, SQLite: peak RSS over {MILLION} records, against +{EXPORT_MB} MB");
+    let records = million();
+    let what = format!("export, SQLite: peak RSS over {records} records, against +{EXPORT_MB} MB");
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("million.db");
     let journal = Journal::sqlite(&path, Durability::Normal)?;
@@ -127,7 +130,7 @@ async fn export_memory(audited: &std::path::Path, targets: &mut Vec<Target>) -> 
             "INSERT INTO brain_audit (tenant, seq, at, record, hash) VALUES ('t0', ?1, ?2, ?3, ?4)",
         )?;
         let mut previous = genesis("t0");
-        for seq in 1..=MILLION {
+        for seq in 1..=records {
             let at = 1_800_000_000_000 + seq;
             record["seq"] = seq.into();
             record["at"] = at.into();
@@ -159,8 +162,8 @@ async fn export_memory(audited: &std::path::Path, targets: &mut Vec<Target>) -> 
     let elapsed = started.elapsed().as_secs_f64();
     let peak = tests::process::memory_mb("VmHWM:").unwrap_or(f64::NAN);
     anyhow::ensure!(
-        lines >= MILLION as u64,
-        "the export wrote {lines} lines of {MILLION} records"
+        lines >= records as u64,
+        "the export wrote {lines} lines of {records} records"
     );
     let added = (peak - before).max(0.1);
     targets.push(Target::ratio(

@@ -83,7 +83,7 @@ async fn ratios(
 /// The charge alone (a rate and a quota, then the slot given back), one after another, on
 /// each store: its p50 and p99.
 async fn charges(targets: &mut Vec<Target>) -> anyhow::Result<()> {
-    const CHARGES: usize = 2000;
+    let charges = crate::harness::scaled(2000);
     let dir = tempfile::tempdir()?;
     let mut stores: Vec<(&str, Journal, Option<tests::postgres::Cluster>)> = vec![
         ("memory", Journal::memory(), None),
@@ -99,12 +99,12 @@ async fn charges(targets: &mut Vec<Target>) -> anyhow::Result<()> {
         stores.push(("PostgreSQL", journal, Some(cluster)));
     }
     for (name, journal, _cluster) in &stores {
-        eprintln!("P11: {CHARGES} charges on {name}...");
+        eprintln!("P11: {charges} charges on {name}...");
         let store: &dyn JournalStore = journal.store();
         let owner = "brain-bench:limits";
         store.renew(owner, 60_000, true).await?;
-        let mut latencies = Vec::with_capacity(CHARGES);
-        for i in 0..CHARGES {
+        let mut latencies = Vec::with_capacity(charges);
+        for i in 0..charges {
             let charge = Charge {
                 buckets: vec![
                     Bucket {
@@ -129,7 +129,7 @@ async fn charges(targets: &mut Vec<Target>) -> anyhow::Result<()> {
             store.release(&charge.holder).await?;
         }
         latencies.sort();
-        let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(CHARGES - 1)];
+        let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(charges - 1)];
         for (quantile, value) in [("p50", at(0.5)), ("p99", at(0.99))] {
             targets.push(Target::value(
                 "P11",

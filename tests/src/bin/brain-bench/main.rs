@@ -30,6 +30,7 @@ use brain_config::HostConfig;
 use brain_runtime::journal::{Claim, Durability, Journal, Key};
 use brain_runtime::{CallRequest, Runtime};
 use clap::Parser;
+use report::{Results, Verdict, isolated};
 use serde_json::{Value, json};
 use tests::process::{ServerProcess, children, memory_mb};
 
@@ -39,12 +40,13 @@ mod limits;
 mod model_apis;
 mod pins;
 mod policies;
+mod report;
 mod serve;
 mod tls;
 
 use harness::{
-    Driver, Measure, Plan, Rounds, Sdk, TRACING, Target, compare, echo_config, measure, scope,
-    spaced, start_server, stdio_config, test_server_binary,
+    Driver, Measure, Plan, Rounds, SMOKE, Sdk, TRACING, Target, compare, echo_config, measure,
+    scaled, scope, spaced, start_server, stdio_config, test_server_binary,
 };
 
 /// Measures the performance targets listed in the bench reference, docs/src/reference/bench.md; exits 1 when one is missed.
@@ -53,6 +55,13 @@ struct Args {
     /// Fewer rounds and calls (under 3 minutes).
     #[arg(long)]
     quick: bool,
+    /// Every row once with tiny counts (a hundredth), to prove each still runs: exits 2 when a
+    /// group fails, never for a target (a smoke run's figures mean nothing).
+    #[arg(long, conflicts_with = "quick")]
+    smoke: bool,
+    /// Also write the results (every row, each group in error, the summary) as JSON to PATH.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
     /// Measure only the HTTP tool target (H1).
     #[arg(long)]
     only_http_tools: bool,
@@ -119,8 +128,7 @@ async fn main() -> std::process::ExitCode {
     // For the baselines' reqwest clients (brain's own client brings its provider).
     let _ = rustls::crypto::ring::default_provider().install_default();
     match run(&args).await {
-        Ok(true) => std::process::ExitCode::SUCCESS,
-        Ok(false) => std::process::ExitCode::FAILURE,
+        Ok(verdict) => std::process::ExitCode::from(verdict.exit_code()),
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::from(2)
@@ -129,9 +137,21 @@ async fn main() -> std::process::ExitCode {
 }
 
 /// Measures every target (or the ones an `--only-*` flag names, or one `--profile` or probe);
-/// whether all were met.
-async fn run(args: &Args) -> anyhow::Result<bool> {
-    let plan = if args.quick {
+/// how the run ended. Each group of rows runs isolated: one that fails leaves an error row and
+/// the next is measured; the table and the summary are printed (and `--json` written) at the end
+/// whatever happened.
+async fn run(args: &Args) -> anyhow::Result<Verdict> {
+    if args.smoke {
+        SMOKE.store(true, Ordering::Relaxed);
+    }
+    let plan = if args.smoke {
+        Plan {
+            rounds: 1,
+            calls_c1: 10,
+            calls_c32: 64,
+            sdk_calls: 4,
+        }
+    } else if args.quick {
         Plan {
             rounds: 3,
             calls_c1: 600,
@@ -146,74 +166,140 @@ async fn run(args: &Args) -> anyhow::Result<bool> {
             sdk_calls: 200,
         }
     };
-    let server = start_server(&[])?;
-    if args.only_http_tools {
-        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        for concurrency in [1, 32] {
-            http_tools(
-                &server.url,
-                &plan,
-                concurrency,
-                &mut targets,
-                &mut scenarios,
-            )
-            .await?;
-        }
-        return Ok(report(&targets, &scenarios));
-    }
     if let Some(probe) = &args.in_flight_probe {
         let calls: usize = probe[2].parse().context("--in-flight-probe: N")?;
         let report =
             tls::in_flight_probe(&probe[0], &probe[1], calls, args.probe_ca_file.as_deref())
                 .await?;
         println!("{report}");
-        return Ok(true);
+        return Ok(Verdict::Met);
     }
-    if args.only_tls {
-        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        tls::ratios(&plan, &mut targets, &mut scenarios).await?;
-        tls::memory(args.require_sdks, &mut targets).await?;
-        tls::cpu(args.require_sdks, &mut targets).await?;
-        return Ok(report(&targets, &scenarios));
-    }
+    let server = start_server(&[])?;
     if let Some(url) = &args.memory_probe {
         let (in_flight, added, baseline) = memory_probe(url).await?;
         println!(
             "{}",
             json!({"in_flight_mb": in_flight, "added_mb": added, "baseline_mb": baseline})
         );
-        return Ok(true);
+        return Ok(Verdict::Met);
     }
     if let Some(profile) = &args.profile {
-        return profile_one(profile, &server.url).await;
+        return Ok(if profile_one(profile, &server.url).await? {
+            Verdict::Met
+        } else {
+            Verdict::Missed
+        });
     }
-    if let Some(met) = only_one(args, &plan, &server).await? {
-        return Ok(met);
+    let results = groups(args, &plan, &server).await;
+    results.print();
+    if let Some(path) = &args.json {
+        results.write_json(path)?;
     }
-    let mut targets = Vec::new();
-    let mut scenarios: Vec<(String, usize, Measure)> = Vec::new();
-    clients(args, &plan, &server.url, &mut targets, &mut scenarios).await?;
+    Ok(match results.verdict() {
+        // A smoke run proves that every row runs; its figures mean nothing.
+        Verdict::Missed if args.smoke => Verdict::Met,
+        verdict => verdict,
+    })
+}
 
-    tls::ratios(&plan, &mut targets, &mut scenarios).await?;
-    tls::cpu(args.require_sdks, &mut targets).await?;
-    let (stdio_targets, stdio_scenarios) = stdio(&plan, args.require_sdks).await?;
-    targets.extend(stdio_targets);
-    scenarios.extend(stdio_scenarios);
-    targets.push(per_call_work(&server.url, plan.rounds)?);
-    targets.extend(memory(&server.url).await?);
-    tls::memory(args.require_sdks, &mut targets).await?;
-    targets.extend(discovery_and_codegen(plan.rounds).await?);
-    journal(&server.url, &plan, &mut targets, &mut scenarios).await?;
-    model_apis::targets(&mut targets)?;
-    serve::targets(&plan, &server.url, server.pid(), &mut targets).await?;
-    limits::targets(&plan, &server.url, &mut targets).await?;
-    policies::targets(&plan, &server.url, &mut targets).await?;
-    pins::targets(&plan, &server.url, &mut targets, &mut scenarios).await?;
-    audit::targets(&plan, &mut targets).await?;
-    // Last: it installs a global tracing subscriber and meter provider.
-    telemetry(&server.url, &plan, &mut targets, &mut scenarios).await?;
+/// Runs one group of rows when `$wanted`, isolated, and settles it in `$results`.
+macro_rules! group {
+    ($results:ident, $wanted:expr, $ids:literal, $what:literal, $body:block) => {
+        if $wanted {
+            let cause = isolated(async $body).await;
+            $results.settle($ids, $what, cause);
+        }
+    };
+}
 
-    Ok(report(&targets, &scenarios))
+/// Every group of rows (or the ones an `--only-*` flag names), in the reference's order; the
+/// telemetry group last, as it installs a global tracing subscriber and meter provider.
+async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
+    let every = !(args.only_http_tools
+        || args.only_telemetry
+        || args.only_journal
+        || args.only_model_apis
+        || args.only_serve
+        || args.only_limits
+        || args.only_policies
+        || args.only_pins
+        || args.only_audit
+        || args.only_tls);
+    let url = server.url.as_str();
+    let mut r = Results::default();
+    group!(r, args.only_http_tools, "H1", "HTTP tools", {
+        for concurrency in [1, 32] {
+            http_tools(url, plan, concurrency, &mut r.targets, &mut r.scenarios).await?;
+        }
+        Ok(())
+    });
+    group!(
+        r,
+        every,
+        "P1–P7",
+        "brain's clients, the floors and the SDKs",
+        { clients(args, plan, url, &mut r.targets, &mut r.scenarios).await }
+    );
+    group!(r, every || args.only_tls, "T1", "HTTPS ratios", {
+        tls::ratios(plan, &mut r.targets, &mut r.scenarios).await
+    });
+    group!(r, every || args.only_tls, "T4", "HTTPS CPU per call", {
+        tls::cpu(args.require_sdks, &mut r.targets).await
+    });
+    group!(r, every, "S1–S3", "stdio bindings", {
+        let (targets, scenarios) = stdio(plan, args.require_sdks).await?;
+        r.targets.extend(targets);
+        r.scenarios.extend(scenarios);
+        Ok(())
+    });
+    group!(r, every, "P6", "per-call work", {
+        r.targets.push(per_call_work(url, plan.rounds)?);
+        Ok(())
+    });
+    group!(r, every, "P5'", "memory per call in flight", {
+        r.targets.extend(memory(url).await?);
+        Ok(())
+    });
+    group!(
+        r,
+        every || args.only_tls,
+        "T2–T3",
+        "HTTPS memory in flight",
+        { tls::memory(args.require_sdks, &mut r.targets).await }
+    );
+    group!(r, every, "P4", "discovery and codegen", {
+        r.targets.extend(discovery_and_codegen(plan.rounds).await?);
+        Ok(())
+    });
+    group!(r, every || args.only_journal, "P9", "the call journal", {
+        journal(url, plan, &mut r.targets, &mut r.scenarios).await
+    });
+    group!(
+        r,
+        every || args.only_model_apis,
+        "M1–M2",
+        "model API definitions",
+        { model_apis::targets(&mut r.targets) }
+    );
+    group!(r, every || args.only_serve, "P10", "brain-harness serve", {
+        serve::targets(plan, url, server.pid(), &mut r.targets).await
+    });
+    group!(r, every || args.only_limits, "P11", "limits", {
+        limits::targets(plan, url, &mut r.targets).await
+    });
+    group!(r, every || args.only_policies, "P12", "policies", {
+        policies::targets(plan, url, &mut r.targets).await
+    });
+    group!(r, every || args.only_pins, "P13", "pins", {
+        pins::targets(plan, url, &mut r.targets, &mut r.scenarios).await
+    });
+    group!(r, every || args.only_audit, "P14", "the audit chain", {
+        audit::targets(plan, &mut r.targets).await
+    });
+    group!(r, every || args.only_telemetry, "P8", "OpenTelemetry", {
+        telemetry(url, plan, &mut r.targets, &mut r.scenarios).await
+    });
+    r
 }
 
 /// `--profile CLIENT CALLS CONCURRENCY`: one client's calls against the test server at
@@ -272,57 +358,6 @@ async fn profile_one(profile: &[String], server_url: &str) -> anyhow::Result<boo
         measured.rate, stats["accepted"]
     );
     Ok(true)
-}
-
-/// The targets of the one group an `--only-*` flag names (model APIs, limits, policies, audit,
-/// pins, serve, journal, telemetry), measured against `server`; whether they were met, or
-/// `None` without such a flag.
-async fn only_one(
-    args: &Args,
-    plan: &Plan,
-    server: &ServerProcess,
-) -> anyhow::Result<Option<bool>> {
-    if args.only_model_apis {
-        let mut targets = Vec::new();
-        model_apis::targets(&mut targets)?;
-        return Ok(Some(report(&targets, &[])));
-    }
-    if args.only_limits {
-        let mut targets = Vec::new();
-        limits::targets(plan, &server.url, &mut targets).await?;
-        return Ok(Some(report(&targets, &[])));
-    }
-    if args.only_policies {
-        let mut targets = Vec::new();
-        policies::targets(plan, &server.url, &mut targets).await?;
-        return Ok(Some(report(&targets, &[])));
-    }
-    if args.only_audit {
-        let mut targets = Vec::new();
-        audit::targets(plan, &mut targets).await?;
-        return Ok(Some(report(&targets, &[])));
-    }
-    if args.only_pins {
-        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        pins::targets(plan, &server.url, &mut targets, &mut scenarios).await?;
-        return Ok(Some(report(&targets, &scenarios)));
-    }
-    if args.only_serve {
-        let mut targets = Vec::new();
-        serve::targets(plan, &server.url, server.pid(), &mut targets).await?;
-        return Ok(Some(report(&targets, &[])));
-    }
-    if args.only_journal {
-        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        journal(&server.url, plan, &mut targets, &mut scenarios).await?;
-        return Ok(Some(report(&targets, &scenarios)));
-    }
-    if args.only_telemetry {
-        let (mut targets, mut scenarios) = (Vec::new(), Vec::new());
-        telemetry(&server.url, plan, &mut targets, &mut scenarios).await?;
-        return Ok(Some(report(&targets, &scenarios)));
-    }
-    Ok(None)
 }
 
 /// P1, P1', P2, P3' and the SDKs' P7 at concurrency 1 and 32: brain's clients (2025-11-25
@@ -634,53 +669,6 @@ async fn http_tools(
     Ok(())
 }
 
-/// Prints the targets and scenarios; whether every target was met.
-fn report(targets: &[Target], scenarios: &[(String, usize, Measure)]) -> bool {
-    println!(
-        "\n{:<4} {:<68} {:>12} {:>10}  status",
-        "id", "what", "measured", "target"
-    );
-    for target in targets {
-        println!(
-            "{:<4} {:<68} {:>12} {:>10}  {}",
-            target.id,
-            target.what,
-            target.measured,
-            target.target,
-            match (target.info, target.met) {
-                (true, _) => "info",
-                (false, Some(true)) => "met",
-                (false, Some(false)) => "missed",
-                (false, None) => "not measured",
-            }
-        );
-    }
-    println!(
-        "\n{:<40} {:>3} {:>10} {:>10} {:>10}",
-        "scenario", "c", "calls/s", "p50 ms", "p99 ms"
-    );
-    for (name, concurrency, measure) in scenarios {
-        println!(
-            "{:<40} {:>3} {:>10.0} {:>10.3} {:>10.3}",
-            name,
-            concurrency,
-            measure.rate,
-            measure.p50.as_secs_f64() * 1e3,
-            measure.p99.as_secs_f64() * 1e3
-        );
-    }
-    let counted: Vec<&Target> = targets.iter().filter(|t| !t.info).collect();
-    let met = counted.iter().filter(|t| t.met == Some(true)).count();
-    let missed = counted.iter().filter(|t| t.met == Some(false)).count();
-    let unmeasured = counted.len() - met - missed;
-    println!(
-        "\ntargets met: {met}/{} ({missed} missed, {unmeasured} not measured)",
-        counted.len()
-    );
-    missed == 0 && unmeasured == 0
-}
-
-/// The `brain-test-server` built next to this binary.
 /// S1–S3: stdio bindings.
 async fn stdio(
     plan: &Plan,
@@ -772,7 +760,7 @@ async fn stdio(
     // This process's other children (the HTTP test servers, S1's spare) are not S3's.
     let before = children();
     let slow = Runtime::new(&stdio_config("slow", 0)?)?;
-    let calls: Vec<_> = (0..100)
+    let calls: Vec<_> = (0..scaled(100))
         .map(|i| {
             slow.call(
                 CallRequest::new("slow", scope(), json!({"seconds": 2}))
@@ -820,7 +808,7 @@ fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
     let request =
         CallRequest::new("echo", scope(), json!({"message": "hello"})).with_call_id("bench");
     let result = json!({"content": [{"type": "text", "text": "hello"}]});
-    let iterations = 20_000;
+    let iterations = scaled(20_000);
     let mut per_call = Vec::new();
     for _ in 0..rounds.max(3) {
         let started = Instant::now();
@@ -848,6 +836,7 @@ fn per_call_work(url: &str, rounds: usize) -> anyhow::Result<Target> {
 async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
     let output = tokio::process::Command::new(std::env::current_exe()?)
         .args(["--memory-probe", url])
+        .args(SMOKE.load(Ordering::Relaxed).then_some("--smoke"))
         .output()
         .await?;
     if !output.status.success() {
@@ -884,7 +873,8 @@ async fn memory(url: &str) -> anyhow::Result<Vec<Target>> {
 async fn memory_probe(url: &str) -> anyhow::Result<(Option<f64>, Option<f64>, Option<f64>)> {
     let baseline = memory_mb("VmRSS:");
     let slow = Runtime::new(&echo_config(url, "2025-11-25", "slow")?)?;
-    let calls: Vec<_> = (0..1000)
+    let count = scaled(1000);
+    let calls: Vec<_> = (0..count)
         .map(|i| {
             slow.call(
                 CallRequest::new("slow", scope(), json!({"seconds": 5}))
@@ -898,16 +888,16 @@ async fn memory_probe(url: &str) -> anyhow::Result<(Option<f64>, Option<f64>, Op
     let mut running = 0;
     while Instant::now() < deadline {
         running = server_running(url).await?;
-        if running >= 1000 {
+        if running >= count {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let in_flight = memory_mb("VmRSS:");
     let running_at_sample = server_running(url).await?;
-    if running.min(running_at_sample) < 1000 {
+    if running.min(running_at_sample) < count {
         bail!(
-            "P5 is not measured: the server ran {} of the 1,000 slow calls at once when RSS was \
+            "P5 is not measured: the server ran {} of the {count} slow calls at once when RSS was \
              sampled",
             running.min(running_at_sample)
         );
@@ -916,7 +906,7 @@ async fn memory_probe(url: &str) -> anyhow::Result<(Option<f64>, Option<f64>, Op
     let failed = results.iter().filter(|result| result.is_error).count();
     if failed > 0 {
         bail!(
-            "{failed} of the 1,000 slow calls failed: {:?}",
+            "{failed} of the {count} slow calls failed: {:?}",
             results.iter().find(|r| r.is_error)
         );
     }

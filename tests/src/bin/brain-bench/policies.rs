@@ -37,9 +37,9 @@ pub(crate) async fn targets(
 
 /// The p50 of `decide` over `rounds` runs, in µs; the decision must be `expected`.
 fn p50(policies: &Policies, request: &PolicyRequest<'_>, allow: bool) -> anyhow::Result<f64> {
-    const RUNS: usize = 2000;
-    let mut times = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
+    let runs = crate::harness::scaled(2000);
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
         let started = Instant::now();
         let decision = std::hint::black_box(policies.decide(request));
         times.push(started.elapsed().as_secs_f64() * 1e6);
@@ -48,7 +48,7 @@ fn p50(policies: &Policies, request: &PolicyRequest<'_>, allow: bool) -> anyhow:
         }
     }
     times.sort_by(f64::total_cmp);
-    Ok(times[RUNS / 2])
+    Ok(times[runs / 2])
 }
 
 fn decisions(targets: &mut Vec<Target>) -> anyhow::Result<()> {

@@ -186,8 +186,8 @@ async fn idle_sessions(
     test_server_pid: &str,
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
-    const SESSIONS: usize = 1000;
-    eprintln!("P10: {SESSIONS} idle sessions on the test server and on serve...");
+    let sessions = crate::harness::scaled(1000);
+    eprintln!("P10: {sessions} idle sessions on the test server and on serve...");
     let http = reqwest::Client::new();
     let open = |url: String, token: Option<&'static str>| {
         let http = http.clone();
@@ -215,10 +215,10 @@ async fn idle_sessions(
         let after = tests::process::memory_mb_of(pid, "VmRSS:");
         after
             .zip(before)
-            .map(|(after, before)| (after - before) * 1024.0 / SESSIONS as f64)
+            .map(|(after, before)| (after - before) * 1024.0 / sessions as f64)
     };
     let before = tests::process::memory_mb_of(test_server_pid, "VmRSS:");
-    for _ in 0..SESSIONS {
+    for _ in 0..sessions {
         open(test_server.to_owned(), None).await?;
     }
     let rmcp = per_session(test_server_pid, before);
@@ -226,7 +226,7 @@ async fn idle_sessions(
     let pid = serving.pid();
     open(serving.url.clone(), Some(TOKEN)).await?;
     let before = tests::process::memory_mb_of(&pid, "VmRSS:");
-    for _ in 0..SESSIONS {
+    for _ in 0..sessions {
         open(serving.url.clone(), Some(TOKEN)).await?;
     }
     let ours = per_session(&pid, before);
@@ -255,8 +255,8 @@ async fn in_flight(
     test_server_pid: &str,
     targets: &mut Vec<Target>,
 ) -> anyhow::Result<()> {
-    const CALLS: usize = 1000;
-    eprintln!("P10: {CALLS} calls in flight through serve...");
+    let calls = crate::harness::scaled(1000);
+    eprintln!("P10: {calls} calls in flight through serve...");
     let serving = Serving::start(test_server, "slow", false)?;
     let pid = serving.pid();
     let client = serving.client("slow")?;
@@ -266,17 +266,21 @@ async fn in_flight(
                 .with_call_id(format!("in-flight-{i}")),
         )
     };
-    if call(CALLS, 0.0).result().await.is_error {
-        bail!("the warm-up call through serve failed");
+    let warm_up = call(calls, 0.0).result().await;
+    if warm_up.is_error {
+        bail!(
+            "the warm-up call through serve failed: {:?}",
+            warm_up.content
+        );
     }
     let before = tests::process::memory_mb_of(&pid, "VmRSS:");
     let upstream_before = tests::process::memory_mb_of(test_server_pid, "VmRSS:");
     let stats = test_server.replace("/mcp", "/stats");
     let http = reqwest::Client::new();
     let started = Instant::now();
-    let pending: Vec<_> = (0..CALLS).map(|i| call(i, 8.0)).collect();
+    let pending: Vec<_> = (0..calls).map(|i| call(i, 8.0)).collect();
     let mut running = 0;
-    while started.elapsed() < Duration::from_secs(6) && running < CALLS {
+    while started.elapsed() < Duration::from_secs(6) && running < calls {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let snapshot: Value = http.get(&stats).send().await?.json().await?;
         running = snapshot["running"].as_u64().unwrap_or_default() as usize;
@@ -285,8 +289,8 @@ async fn in_flight(
     let upstream_during = tests::process::memory_mb_of(test_server_pid, "VmRSS:");
     let results = futures_util::future::join_all(pending.into_iter().map(|c| c.result())).await;
     let failed = results.iter().filter(|result| result.is_error).count();
-    if running < CALLS || failed > 0 {
-        bail!("{running} of {CALLS} calls ran at once through serve; {failed} failed");
+    if running < calls || failed > 0 {
+        bail!("{running} of {calls} calls ran at once through serve; {failed} failed");
     }
     targets.push(Target::below_measured(
         "P10",
@@ -297,7 +301,7 @@ async fn in_flight(
     ));
     if let Some(per_call) = during
         .zip(before)
-        .map(|(d, b)| (d - b) * 1024.0 / CALLS as f64)
+        .map(|(d, b)| (d - b) * 1024.0 / calls as f64)
     {
         targets.push(Target::value(
             "P10",
@@ -308,7 +312,7 @@ async fn in_flight(
     }
     if let Some(per_call) = upstream_during
         .zip(upstream_before)
-        .map(|(d, b)| (d - b) * 1024.0 / CALLS as f64)
+        .map(|(d, b)| (d - b) * 1024.0 / calls as f64)
     {
         targets.push(Target::value(
             "P10",

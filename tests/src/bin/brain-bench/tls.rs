@@ -20,7 +20,7 @@ use brain_runtime::{CallRequest, Runtime};
 use serde_json::{Value, json};
 
 use super::harness::{
-    Driver, Measure, Plan, Sdk, Target, compare, echo_config, measure, scope, start_server,
+    Driver, Measure, Plan, Sdk, Target, compare, echo_config, measure, scaled, scope, start_server,
 };
 
 /// A TLS test server process and the CA file its clients trust.
@@ -143,7 +143,7 @@ fn slow_seconds(calls: usize) -> f64 {
 pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> anyhow::Result<()> {
     let h2 = TlsServer::start(true, 20_000)?;
     eprintln!("T2: 1,000 calls in flight over HTTP/2...");
-    let t2 = probe(h2.url(), Some(&h2.ca_file), "2025-11-25", 1000).await?;
+    let t2 = probe(h2.url(), Some(&h2.ca_file), "2025-11-25", scaled(1000)).await?;
     targets.push(Target::below_measured(
         "T2",
         "1,000 in-flight calls over HTTPS/HTTP/2 (2025-11-25): RSS",
@@ -152,7 +152,8 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
         30.0,
     ));
     let mut per_call = Vec::new();
-    for calls in [100, 1000, 10_000] {
+    let most = scaled(10_000);
+    for calls in [scaled(100), scaled(1000), most] {
         eprintln!("T3: {calls} calls in flight over HTTP/2 (2026-07-28)...");
         let report = probe(h2.url(), Some(&h2.ca_file), "2026-07-28", calls).await?;
         let rss = report["rss_mb"].as_f64();
@@ -160,7 +161,7 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
             .as_f64()
             .map(|mb| mb * 1000.0 / calls as f64);
         per_call.push((calls, added_kb, report["cpu_us_per_call"].as_f64()));
-        if calls == 10_000 {
+        if calls == most {
             let errors = report["errors"].as_u64().unwrap_or(u64::MAX);
             let fds_left = report["fds_left"].as_i64().unwrap_or(i64::MAX);
             let clean = errors == 0 && fds_left <= 0;
@@ -212,7 +213,7 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
             "1,000 in-flight slow calls: RSS of the {} client",
             sdk.short()
         );
-        match sdk.run(&plain.url, 1000, 1000, "inflight:8", &[])? {
+        match sdk.run(&plain.url, scaled(1000), scaled(1000), "inflight:8", &[])? {
             Some(report) => targets.push(Target::value(
                 "P5'",
                 what,
