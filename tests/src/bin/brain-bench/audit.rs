@@ -68,10 +68,11 @@ pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::R
             eprintln!("P14: audit on vs off, {name}, {tenants} tenant(s), c=32...");
             let calls = plan.calls(32);
             let (with, without) = compare(&on, &off, calls, 32, plan.rounds).await?;
-            targets.push(Target::ratio(
+            targets.push(Target::ratio_of(
                 "P14",
                 format!("audit on vs off, Python SDK server, {name}, {tenants} tenant(s), c=32"),
-                with.median_rate() / without.median_rate(),
+                &with,
+                &without,
                 0.9,
             ));
         }

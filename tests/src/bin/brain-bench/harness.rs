@@ -62,6 +62,18 @@ pub(crate) struct Target {
     pub(crate) met: Option<bool>,
     /// An information row, without a target.
     pub(crate) info: bool,
+    /// A ratio's spread across its rounds ([`Target::ratio_of`]).
+    pub(crate) spread: Option<Spread>,
+}
+
+/// The lowest and highest of a ratio's rounds' own ratios (each round of one side against the
+/// round run beside it), and whether a miss is within them.
+#[derive(Clone, Copy)]
+pub(crate) struct Spread {
+    pub(crate) low: f64,
+    pub(crate) high: f64,
+    /// Missed, but a round reached the target: the machine's noise, not a regression shown.
+    pub(crate) noise: bool,
 }
 
 impl Target {
@@ -73,6 +85,31 @@ impl Target {
             target: format!(">= {at_least}x"),
             met: Some(ratio >= at_least),
             info: false,
+            spread: None,
+        }
+    }
+
+    /// A ratio target of two sides' interleaved rounds (`a` against `b`): the ratio of their
+    /// median rates, with the spread of the rounds' own ratios, so that a miss the spread reaches
+    /// across reads as the machine's noise and one outside it does not.
+    pub(crate) fn ratio_of(
+        id: &'static str,
+        what: String,
+        a: &Rounds,
+        b: &Rounds,
+        at_least: f64,
+    ) -> Target {
+        let rounds: Vec<f64> = a.0.iter().zip(&b.0).map(|(a, b)| a.rate / b.rate).collect();
+        let low = rounds.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = rounds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let target = Target::ratio(id, what, a.median_rate() / b.median_rate(), at_least);
+        Target {
+            spread: (!rounds.is_empty()).then_some(Spread {
+                low,
+                high,
+                noise: target.met == Some(false) && high >= at_least,
+            }),
+            ..target
         }
     }
 
@@ -85,6 +122,7 @@ impl Target {
             target: "info".into(),
             met: None,
             info: true,
+            spread: None,
         }
     }
 
@@ -97,6 +135,7 @@ impl Target {
             target: "info".into(),
             met: None,
             info: true,
+            spread: None,
         }
     }
 
@@ -109,6 +148,7 @@ impl Target {
             target: target.to_owned(),
             met: None,
             info: false,
+            spread: None,
         }
     }
 
@@ -126,6 +166,7 @@ impl Target {
             target: format!("< {limit} {unit}"),
             met: Some(value < limit),
             info: false,
+            spread: None,
         }
     }
 
@@ -146,6 +187,7 @@ impl Target {
                 target: format!("< {limit} {unit}"),
                 met: None,
                 info: false,
+                spread: None,
             },
         }
     }

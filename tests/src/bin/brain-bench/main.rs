@@ -385,10 +385,11 @@ async fn clients(
         eprintln!("measuring at concurrency {concurrency} ({calls} calls a round)...");
         let (brain, three) =
             compare(&brain_2025, &session_floor, calls, concurrency, plan.rounds).await?;
-        targets.push(Target::ratio(
+        targets.push(Target::ratio_of(
             "P1'",
             format!("fresh session per call (2025-11-25) vs its 3 raw POSTs, c={concurrency}"),
-            brain.median_rate() / three.median_rate(),
+            &brain,
+            &three,
             0.9,
         ));
         let (brain_vs_rmcp, rmcp) =
@@ -406,18 +407,20 @@ async fn clients(
             plan.rounds,
         )
         .await?;
-        targets.push(Target::ratio(
+        targets.push(Target::ratio_of(
             "P2",
             format!("server with Nagle on vs TCP_NODELAY, c={concurrency}"),
-            on.median_rate() / off.median_rate(),
+            &on,
+            &off,
             0.8,
         ));
         let (stateless, raw) =
             compare(&brain_2026, &floor, calls, concurrency, plan.rounds).await?;
-        targets.push(Target::ratio(
+        targets.push(Target::ratio_of(
             "P3'",
             format!("2026-07-28 binding vs raw HTTP POST floor, c={concurrency}"),
-            stateless.median_rate() / raw.median_rate(),
+            &stateless,
+            &raw,
             0.85,
         ));
         scenarios.push((
@@ -502,12 +505,7 @@ async fn sdk_clients(
         }
     }
     let (ours, theirs) = (Rounds(ours), Rounds(theirs));
-    targets.push(Target::ratio(
-        "P7",
-        what,
-        ours.median_rate() / theirs.median_rate(),
-        at_least,
-    ));
+    targets.push(Target::ratio_of("P7", what, &ours, &theirs, at_least));
     scenarios.push((sdk.label().into(), concurrency, theirs.pooled()));
     Ok(())
 }
@@ -558,10 +556,11 @@ async fn telemetry(
         let calls = plan.calls(concurrency);
         let (with, without) = compare(&on, &off, calls, concurrency, plan.rounds).await?;
         traced_calls += calls * plan.rounds + calls / 10 + concurrency;
-        targets.push(Target::ratio(
+        targets.push(Target::ratio_of(
             "P8",
             format!("OpenTelemetry on (OTLP to a local collector) vs off, c={concurrency}"),
-            with.median_rate() / without.median_rate(),
+            &with,
+            &without,
             0.9,
         ));
         scenarios.push((
@@ -654,10 +653,11 @@ async fn http_tools(
     let brain = Arc::new(Driver::http_tool(url)?);
     let floor = Arc::new(Driver::http_tool_floor(url)?);
     let (tool, raw) = compare(&brain, &floor, calls, concurrency, plan.rounds).await?;
-    targets.push(Target::ratio(
+    targets.push(Target::ratio_of(
         "H1",
         format!("HTTP tool call vs raw POST floor, c={concurrency}"),
-        tool.median_rate() / raw.median_rate(),
+        &tool,
+        &raw,
         0.85,
     ));
     scenarios.push(("brain, HTTP tool".into(), concurrency, tool.pooled()));
@@ -696,14 +696,15 @@ async fn stdio(
     }
     let (with, without) = (Rounds(with), Rounds(without));
     let (with_p50, without_p50) = (with.pooled().p50, without.pooled().p50);
-    targets.push(Target::ratio(
+    targets.push(Target::ratio_of(
         "S1",
         format!(
             "stdio prewarm 1 vs 0, calls/s while calling (p50 {:.2} vs {:.2} ms)",
             with_p50.as_secs_f64() * 1e3,
             without_p50.as_secs_f64() * 1e3
         ),
-        with.median_rate() / without.median_rate(),
+        &with,
+        &without,
         3.0,
     ));
     scenarios.push((
@@ -1138,11 +1139,10 @@ async fn journal_python(
             let calls = plan.sdk_calls;
             let (with, without) = compare(&on, &off, calls, concurrency, plan.rounds).await?;
             let what = format!("journal on ({name}) vs off, Python SDK server, c={concurrency}");
-            let ratio = with.median_rate() / without.median_rate();
             targets.push(if concurrency == 32 {
-                Target::ratio("P9", what, ratio, 0.9)
+                Target::ratio_of("P9", what, &with, &without, 0.9)
             } else {
-                Target::info("P9", what, ratio)
+                Target::info("P9", what, with.median_rate() / without.median_rate())
             });
         }
     }

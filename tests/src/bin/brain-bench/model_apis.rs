@@ -31,6 +31,7 @@ fn at_most(id: &'static str, what: String, measured: Duration, bound: Duration) 
         target: format!("<= {} ms", bound.as_millis()),
         met: Some(measured <= bound),
         info: false,
+        spread: None,
     }
 }
 

@@ -86,7 +86,7 @@ async fn ratios(
         // own price for forbidding reuse, reported.
         let target = what.starts_with("Python") && !what.ends_with("ttlMs 0");
         targets.push(if concurrency == 32 && target {
-            Target::ratio("P13", row, ratio, 0.95)
+            Target::ratio_of("P13", row, &with, &without, 0.95)
         } else {
             Target::info("P13", row, ratio)
         });
@@ -120,7 +120,7 @@ async fn stdio(
         let (with_p50, without_p50) = (with.pooled().p50, without.pooled().p50);
         let ratio = with.median_rate() / without.median_rate();
         if prewarm > 0 {
-            targets.push(Target::ratio(
+            targets.push(Target::ratio_of(
                 "P13",
                 format!(
                     "stdio with a spare, pins enforced vs off, calls 20 ms apart (p50 {:.2} vs \
@@ -128,7 +128,8 @@ async fn stdio(
                     ms(with_p50),
                     ms(without_p50)
                 ),
-                ratio,
+                &with,
+                &without,
                 0.95,
             ));
         } else {

@@ -88,9 +88,14 @@ impl Results {
         let counted: Vec<&Target> = self.targets.iter().filter(|t| !t.info).collect();
         let met = counted.iter().filter(|t| t.met == Some(true)).count();
         let missed = counted.iter().filter(|t| t.met == Some(false)).count();
+        let noise = counted
+            .iter()
+            .filter(|t| t.spread.is_some_and(|s| s.noise))
+            .count();
         Counts {
             met,
             missed,
+            noise,
             unmeasured: counted.len() - met - missed,
             counted: counted.len(),
             failed: self.failed.len(),
@@ -127,7 +132,7 @@ impl Results {
                 target.what,
                 target.measured,
                 target.target,
-                status(target)
+                status_line(target)
             );
         }
         failed.for_each(print_failed);
@@ -153,12 +158,19 @@ impl Results {
         let Counts {
             met,
             missed,
+            noise,
             unmeasured,
             counted,
             failed,
         } = self.counts();
-        let mut line =
-            format!("targets met: {met}/{counted} ({missed} missed, {unmeasured} not measured)");
+        let within = if noise > 0 {
+            format!(", {noise} of them within their rounds' spread")
+        } else {
+            String::new()
+        };
+        let mut line = format!(
+            "targets met: {met}/{counted} ({missed} missed{within}, {unmeasured} not measured)"
+        );
         if failed > 0 {
             line.push_str(&format!("; {failed} group(s) in error"));
         }
@@ -172,6 +184,7 @@ impl Results {
             "targets": self.targets.iter().map(|t| json!({
                 "id": t.id, "what": t.what, "measured": t.measured, "target": t.target,
                 "status": status(t),
+                "rounds": t.spread.map(|s| json!({"low": s.low, "high": s.high, "noise": s.noise})),
             })).collect::<Vec<_>>(),
             "errors": self.failed.iter().map(|f| json!({
                 "ids": f.ids, "group": f.group, "error": f.cause, "after_target": f.at,
@@ -202,6 +215,8 @@ impl Results {
 struct Counts {
     met: usize,
     missed: usize,
+    /// Missed within their rounds' spread.
+    noise: usize,
     unmeasured: usize,
     counted: usize,
     failed: usize,
@@ -213,6 +228,20 @@ fn status(target: &Target) -> &'static str {
         (false, Some(true)) => "met",
         (false, Some(false)) => "missed",
         (false, None) => "not measured",
+    }
+}
+
+/// The status column: a ratio's verdict with its rounds' spread, and whether a miss is noise.
+fn status_line(target: &Target) -> String {
+    match target.spread {
+        Some(spread) if !target.info => format!(
+            "{} (rounds {:.2}–{:.2}x{})",
+            status(target),
+            spread.low,
+            spread.high,
+            if spread.noise { ": within, noise" } else { "" }
+        ),
+        _ => status(target).to_owned(),
     }
 }
 
@@ -233,7 +262,60 @@ fn print_failed(failed: &Failed) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::harness::Rounds;
+
+    fn rounds(rates: &[f64]) -> Rounds {
+        Rounds(
+            rates
+                .iter()
+                .map(|&rate| Measure {
+                    rate,
+                    p50: Duration::ZERO,
+                    p99: Duration::ZERO,
+                    latencies: Vec::new(),
+                })
+                .collect(),
+        )
+    }
+
+    /// A miss that one of its rounds reaches across is noise, and says so; one that no round
+    /// reaches is a miss; both are misses in the verdict.
+    #[test]
+    fn a_miss_inside_its_rounds_spread_reads_as_noise() {
+        let base = rounds(&[100.0, 100.0, 100.0]);
+        let noisy = Target::ratio_of(
+            "P9",
+            "noisy".into(),
+            &rounds(&[85.0, 95.0, 88.0]),
+            &base,
+            0.9,
+        );
+        let slow = Target::ratio_of(
+            "P9",
+            "slow".into(),
+            &rounds(&[80.0, 82.0, 84.0]),
+            &base,
+            0.9,
+        );
+        assert_eq!(noisy.met, Some(false));
+        assert!(noisy.spread.is_some_and(|s| s.noise));
+        assert!(slow.spread.is_some_and(|s| !s.noise));
+        assert_eq!(
+            status_line(&noisy),
+            "missed (rounds 0.85–0.95x: within, noise)"
+        );
+        assert_eq!(status_line(&slow), "missed (rounds 0.80–0.84x)");
+        let mut results = Results::default();
+        results.targets.extend([noisy, slow]);
+        assert_eq!(results.verdict(), Verdict::Missed);
+        assert_eq!(
+            results.json()["summary"]["line"],
+            "targets met: 0/2 (2 missed, 1 of them within their rounds' spread, 0 not measured)"
+        );
+    }
 
     fn met(id: &'static str) -> Target {
         Target::ratio(id, format!("{id} row"), 1.0, 0.9)

@@ -138,7 +138,7 @@ async fn ratios(
         let what = format!("serve vs direct, {name}, 2026-07-28, c={concurrency}");
         let ratio = through.median_rate() / without.median_rate();
         targets.push(if concurrency == 32 && upstream_pid.is_none() {
-            Target::ratio("P10", what, ratio, 0.9)
+            Target::ratio_of("P10", what, &through, &without, 0.9)
         } else {
             Target::info("P10", what, ratio)
         });

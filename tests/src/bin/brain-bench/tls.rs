@@ -90,10 +90,11 @@ pub(super) async fn ratios(
                 let calls = plan.calls(concurrency);
                 eprintln!("T1: HTTPS, {label}, {revision}, c={concurrency}...");
                 let (ours, raw) = compare(&brain, &floor, calls, concurrency, plan.rounds).await?;
-                targets.push(Target::ratio(
+                targets.push(Target::ratio_of(
                     "T1",
                     format!("HTTPS {label}, {revision}: brain vs raw floor, c={concurrency}"),
-                    ours.median_rate() / raw.median_rate(),
+                    &ours,
+                    &raw,
                     0.85,
                 ));
                 scenarios.push((
