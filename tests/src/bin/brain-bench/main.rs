@@ -423,32 +423,16 @@ async fn clients(
             &raw,
             0.85,
         ));
-        scenarios.push((
-            "brain, session per call (2025-11-25)".into(),
-            concurrency,
-            brain.pooled(),
-        ));
-        scenarios.push((
-            "brain, Nagle-on server (2025-11-25)".into(),
-            concurrency,
-            on.pooled(),
-        ));
-        scenarios.push((
-            "brain, stateless (2026-07-28)".into(),
-            concurrency,
-            stateless.pooled(),
-        ));
-        scenarios.push((
-            "naive rmcp client (session per call)".into(),
-            concurrency,
-            rmcp.pooled(),
-        ));
-        scenarios.push(("floor: raw HTTP POST".into(), concurrency, raw.pooled()));
-        scenarios.push((
-            "floor: 3 raw POSTs (a session's)".into(),
-            concurrency,
-            three.pooled(),
-        ));
+        for (name, rounds) in [
+            ("brain, session per call (2025-11-25)", &brain),
+            ("brain, Nagle-on server (2025-11-25)", &on),
+            ("brain, stateless (2026-07-28)", &stateless),
+            ("naive rmcp client (session per call)", &rmcp),
+            ("floor: raw HTTP POST", &raw),
+            ("floor: 3 raw POSTs (a session's)", &three),
+        ] {
+            scenarios.push((name.into(), concurrency, rounds.pooled()));
+        }
         http_tools(server_url, plan, concurrency, targets, scenarios).await?;
         for sdk in [Sdk::TypeScript, Sdk::Python] {
             sdk_clients(
