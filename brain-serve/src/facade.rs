@@ -12,9 +12,11 @@ use brain_runtime::{
     CallRequest, ContentBlock, Event, OutcomeKind, Reason, Refusal, Runtime, Scope, ToolResult, Via,
 };
 use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -57,6 +59,10 @@ struct Inner {
     session: Option<String>,
     /// Each tenant's tools, in config order.
     tools: HashMap<String, Arc<Vec<Tool>>>,
+    /// Every tool, by name.
+    by_name: HashMap<String, Tool>,
+    /// The tools whose input schemas carry `x-mcp-header` annotations.
+    param_headers: std::collections::HashSet<String>,
     /// Each binding's tenants, by name.
     tenants: HashMap<String, Vec<String>>,
     /// Calls in flight, all clients together.
@@ -97,8 +103,14 @@ impl Facade {
     ) -> Facade {
         let mut tools: HashMap<String, Vec<Tool>> = HashMap::new();
         let mut tenants = HashMap::new();
+        let mut by_name = HashMap::new();
+        let mut param_headers = std::collections::HashSet::new();
         for binding in bindings {
             let tool = tool(binding);
+            by_name.insert(binding.name.clone(), tool.clone());
+            if annotated(&binding.input_schema) {
+                param_headers.insert(binding.name.clone());
+            }
             for tenant in &binding.tenants {
                 tools.entry(tenant.clone()).or_default().push(tool.clone());
             }
@@ -113,6 +125,8 @@ impl Facade {
                 session,
                 tools: tools.into_iter().map(|(t, v)| (t, Arc::new(v))).collect(),
                 tenants,
+                by_name,
+                param_headers,
                 all_calls: Arc::new(Semaphore::new(all as usize)),
                 per_client: per_client as usize,
                 owners: Owners::new(
@@ -151,22 +165,6 @@ impl Facade {
     /// The runtime, to wait for its cleanups at shutdown.
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.inner.runtime
-    }
-
-    /// The request's client: the fixed one, or the one the authentication layer put in the HTTP
-    /// request's extensions.
-    fn client<'a>(
-        &'a self,
-        context: &'a RequestContext<RoleServer>,
-    ) -> Result<&'a Client, ErrorData> {
-        if let Some(client) = &self.inner.fixed {
-            return Ok(client);
-        }
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Client>())
-            .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
     }
 
     /// Permits for one more call of `client`, or why not.
@@ -222,6 +220,16 @@ fn tool(binding: &ToolBinding) -> Tool {
         tool["annotations"] = Value::Object(annotations.clone());
     }
     serde_json::from_value(tool).expect("a validated binding is an MCP tool")
+}
+
+/// Whether a schema carries an `x-mcp-header` annotation anywhere (SEP-2243: a header the
+/// client sends beside the argument, which rmcp checks against the body).
+fn annotated(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.contains_key("x-mcp-header") || map.values().any(annotated),
+        Value::Array(items) => items.iter().any(annotated),
+        _ => false,
+    }
 }
 
 /// The upstream call id of a client's call: a UUID derived from the tenant, the session and the
@@ -380,14 +388,112 @@ impl ServerHandler for Facade {
         info
     }
 
+    /// A binding by name, for rmcp's check of a request's `Mcp-Param-*` headers against the
+    /// `x-mcp-header` annotations of its pinned input schema.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.by_name.get(name).cloned()
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let client = self.client(&context)?;
-        // The policies hide a tool only by its scope and context-free forbids (never by
-        // arguments): `Runtime::visible`.
+        Ok(self.tools_of(self.client(&context)?))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let peer = context.peer.clone();
+        let mut steps = self.calling(request, self.incoming(context)?);
+        while let Some(step) = steps.next().await {
+            match step {
+                Step::Progress(param) => {
+                    let _ = peer.notify_progress(param).await;
+                }
+                Step::Done(done) => return done,
+            }
+        }
+        Err(ErrorData::internal_error(
+            "the call ended without a result",
+            None,
+        ))
+    }
+}
+
+/// What a `tools/call` brings besides its params, whoever read it off the wire: rmcp's service
+/// (stdio, sessions, requests the stateless path passes on) or the stateless path
+/// (`stateless.rs`).
+pub(crate) struct Incoming {
+    pub(crate) client: Client,
+    /// The request's `_meta`: brain's session and call ids, `progressToken`, trace context.
+    pub(crate) meta: RequestMetaObject,
+    /// The HTTP request's headers (`Mcp-Session-Id`, `traceparent`); none over stdio.
+    pub(crate) headers: Option<http::HeaderMap>,
+    /// Cancelled when the request's session ends (the owner's DELETE, or its idle expiry).
+    pub(crate) ended: Option<CancellationToken>,
+    /// Cancelled when the client cancels the request (rmcp's token for it). On the stateless
+    /// path the client cancels by closing its stream, which drops the call's steps.
+    pub(crate) cancelled: Option<CancellationToken>,
+}
+
+/// What a call gives its client: progress (only with a `progressToken`), then its answer.
+pub(crate) enum Step {
+    Progress(ProgressNotificationParam),
+    Done(Result<CallToolResponse, ErrorData>),
+}
+
+/// What the call's log line names, owned for the length of the call.
+struct Line {
+    tool: String,
+    client: Client,
+    session: String,
+    call_id: String,
+    upstream: String,
+    mcp_session: Option<String>,
+    started: Instant,
+}
+
+impl Facade {
+    /// The request's client: the fixed one, or the one the authentication layer put in the HTTP
+    /// request's extensions.
+    fn client<'a>(
+        &'a self,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Result<&'a Client, ErrorData> {
+        if let Some(client) = &self.inner.fixed {
+            return Ok(client);
+        }
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Client>())
+            .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))
+    }
+
+    /// What rmcp's context says of a `tools/call`.
+    fn incoming(&self, mut context: RequestContext<RoleServer>) -> Result<Incoming, ErrorData> {
+        let client = self.client(&context)?.clone();
+        let parts = context.extensions.remove::<http::request::Parts>();
+        let ended = parts
+            .as_ref()
+            .and_then(|parts| parts.extensions.get::<SessionEnd>())
+            .map(|end| end.0.clone());
+        Ok(Incoming {
+            client,
+            meta: std::mem::take(&mut context.meta),
+            headers: parts.map(|parts| parts.headers),
+            ended,
+            cancelled: Some(context.ct),
+        })
+    }
+
+    /// `client`'s tenant's tools, without those its policies hide (by scope and context-free
+    /// forbids, never by arguments: `Runtime::visible`).
+    pub(crate) fn tools_of(&self, client: &Client) -> ListToolsResult {
         let runtime = &self.inner.runtime;
         let tools = self
             .inner
@@ -401,16 +507,34 @@ impl ServerHandler for Facade {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS))
+        ListToolsResult::with_all_items(tools).with_ttl_ms(LIST_TTL_MS)
     }
 
-    async fn call_tool(
+    /// Whether calls of `name` are checked against `Mcp-Param-*` headers (its pinned input
+    /// schema has `x-mcp-header` annotations).
+    pub(crate) fn has_param_headers(&self, name: &str) -> bool {
+        self.inner.param_headers.contains(name)
+    }
+
+    /// A `tools/call` as the steps its client is given: the tenant's check, the ids, serve's own
+    /// bounds, then the call on the runtime — progress relayed with the client's own token, in
+    /// order; the client's cancellation (or, at 2026-07-28, its closed stream: the steps
+    /// dropped) cancels the call, whose result is still classified and logged. The end of its
+    /// session withdraws it instead: cancelled if not yet claimed, else run to its result, which
+    /// the journal keeps for a retry with the same call id.
+    pub(crate) fn calling(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        incoming: Incoming,
+    ) -> BoxStream<'static, Step> {
         let started = Instant::now();
-        let client = self.client(&context)?;
+        let Incoming {
+            client,
+            meta,
+            headers,
+            ended,
+            cancelled,
+        } = incoming;
         let name = request.name.to_string();
         // Another tenant's tool answers exactly as a tool that does not exist.
         if !self
@@ -419,12 +543,13 @@ impl ServerHandler for Facade {
             .get(&name)
             .is_some_and(|tenants| tenants.contains(&client.tenant))
         {
-            return Err(ErrorData::invalid_params(
+            return done(Err(ErrorData::invalid_params(
                 format!("Unknown tool: {name}"),
                 Some(json!({"reason": Reason::UnknownTool})),
-            ));
+            )));
         }
-        let meta = serde_json::to_value(&context.meta).unwrap_or_default();
+        let token = meta.get_progress_token();
+        let meta = serde_json::to_value(&meta).unwrap_or_default();
         let session = named(&meta, SESSION_KEY, "session_id")
             .or_else(|| self.inner.session.clone())
             .unwrap_or_else(|| DEFAULT_SESSION.to_owned());
@@ -435,62 +560,203 @@ impl ServerHandler for Facade {
             if let Err(why) = brain_runtime::check_id(id) {
                 let message = format!("refused: the {what} {why}; nothing was sent");
                 let result = ToolResult::refused("-", Refusal::InvalidId, message);
-                return Ok(call_tool_result(&result, "-").into());
+                return done(Ok(call_tool_result(&result, "-").into()));
             }
         }
         let upstream = upstream_call_id(&client.tenant, &session, &call_id);
-        let mcp_session = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
+        let mcp_session = headers
+            .as_ref()
+            .and_then(|headers| headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let line = CallLine {
-            tool: &name,
+        let permits = self.admit(&client);
+        let line = Line {
+            tool: name,
             client,
-            session: &session,
-            call_id: &call_id,
-            upstream: &upstream,
-            mcp_session: mcp_session.as_deref(),
+            session,
+            call_id,
+            upstream,
+            mcp_session,
+            started,
         };
-        let ended = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<SessionEnd>())
-            .map(|end| end.0.clone());
-        let mut result = match self.admit(client) {
-            Err((refusal, message)) => ToolResult::refused(&call_id, refusal, message),
-            Ok(_permits) => {
-                let arguments = Value::Object(request.arguments.unwrap_or_default());
-                let scope = Scope {
-                    tenant_id: client.tenant.clone(),
-                    session_id: session.clone(),
-                };
-                let span = server_span(&name, client, &call_id, mcp_session.as_deref());
-                continue_trace(&span, &meta, &context);
-                let request = CallRequest::new(name.clone(), scope, arguments)
-                    .with_call_id(upstream.clone())
-                    .with_principal(client.acts_as.clone())
-                    .with_via(Via::Serve)
-                    .with_parent(span);
-                self.run(request, &context, ended).await
+        let permits = match permits {
+            Err((refusal, message)) => {
+                let result = ToolResult::refused(&line.call_id, refusal, message);
+                return done(self.finish(&line, result));
             }
+            Ok(permits) => permits,
         };
-        let detail = for_the_client(&mut result, &name);
-        line.write(
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let scope = Scope {
+            tenant_id: line.client.tenant.clone(),
+            session_id: line.session.clone(),
+        };
+        let span = server_span(
+            &line.tool,
+            &line.client,
+            &line.call_id,
+            line.mcp_session.as_deref(),
+        );
+        continue_trace(&span, &meta, headers.as_ref());
+        let request = CallRequest::new(line.tool.clone(), scope, arguments)
+            .with_call_id(line.upstream.clone())
+            .with_principal(line.client.acts_as.clone())
+            .with_via(Via::Serve)
+            .with_parent(span);
+        let running = Running {
+            facade: self.clone(),
+            call: Some(self.inner.runtime.call(request)),
+            token,
+            ended,
+            cancelled,
+            was_cancelled: false,
+            withdrawn: false,
+            line: Some(line),
+            permits: Some(permits),
+        };
+        futures_util::stream::unfold(Some(running), |running| async move {
+            let mut running = running?;
+            match running.next().await {
+                Step::Progress(param) => Some((Step::Progress(param), Some(running))),
+                Step::Done(answer) => Some((Step::Done(answer), None)),
+            }
+        })
+        .boxed()
+    }
+
+    /// The answer to a call that ended with `result`: what its client may read of it (see
+    /// [`for_the_client`]), with the call's log line written.
+    fn finish(&self, line: &Line, mut result: ToolResult) -> Result<CallToolResponse, ErrorData> {
+        let detail = for_the_client(&mut result, &line.tool);
+        let written = CallLine {
+            tool: &line.tool,
+            client: &line.client,
+            session: &line.session,
+            call_id: &line.call_id,
+            upstream: &line.upstream,
+            mcp_session: line.mcp_session.as_deref(),
+        };
+        written.write(
             &result,
             detail.as_deref(),
-            started.elapsed(),
+            line.started.elapsed(),
             self.inner.json_log,
         );
-        Ok(call_tool_result(&result, &call_id).into())
+        Ok(call_tool_result(&result, &line.call_id).into())
     }
 }
 
-/// Resolves when the session ends (never without one).
-async fn session_end(ended: Option<&CancellationToken>) {
-    match ended {
-        Some(ended) => ended.cancelled().await,
+/// Steps of one answer only.
+fn done(answer: Result<CallToolResponse, ErrorData>) -> BoxStream<'static, Step> {
+    futures_util::stream::once(std::future::ready(Step::Done(answer))).boxed()
+}
+
+/// A call on the runtime, from its start to its result.
+struct Running {
+    facade: Facade,
+    /// `None` once its result is in.
+    call: Option<brain_runtime::Call>,
+    token: Option<ProgressToken>,
+    ended: Option<CancellationToken>,
+    cancelled: Option<CancellationToken>,
+    was_cancelled: bool,
+    withdrawn: bool,
+    /// Taken with the result (here, or by the drop's wait for it).
+    line: Option<Line>,
+    /// serve's bounds on calls in flight, held until the result.
+    permits: Option<(CallSlot, OwnedSemaphorePermit)>,
+}
+
+impl Running {
+    /// The call's next step for its client: a progress notification (with a token), or its
+    /// answer.
+    async fn next(&mut self) -> Step {
+        let Some(call) = self.call.as_mut() else {
+            return Step::Done(Err(ErrorData::internal_error("the call has ended", None)));
+        };
+        let stop = &self.facade.inner.stop;
+        loop {
+            let session_ended = self
+                .ended
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled);
+            let event = tokio::select! {
+                biased;
+                // Without a session (stdio, 2026-07-28) this branch is never polled.
+                () = cancelled(self.ended.as_ref()),
+                    if self.ended.is_some() && !self.withdrawn && !self.was_cancelled => {
+                    self.withdrawn = true;
+                    call.withdraw();
+                    continue;
+                }
+                event = call.next() => event,
+                () = cancelled(self.cancelled.as_ref()),
+                    if self.cancelled.is_some() && !self.was_cancelled && !self.withdrawn => {
+                    // rmcp cancels a session's requests as the session ends: that is the
+                    // session's end, not the client asking to cancel.
+                    if session_ended {
+                        self.withdrawn = true;
+                        call.withdraw();
+                    } else {
+                        self.was_cancelled = true;
+                        call.cancel();
+                    }
+                    continue;
+                }
+                () = stop.cancelled(), if !self.was_cancelled => {
+                    self.was_cancelled = true;
+                    call.cancel();
+                    continue;
+                }
+            };
+            let result = match event {
+                Some(Event::Progress(progress)) => {
+                    if let Some(token) = &self.token {
+                        let mut param =
+                            ProgressNotificationParam::new(token.clone(), progress.progress);
+                        param.total = progress.total;
+                        param.message = progress.message;
+                        return Step::Progress(param);
+                    }
+                    continue;
+                }
+                Some(Event::Result(result)) => result,
+                Some(_) => continue,
+                None => ToolResult::ended_without_result(call.call_id()),
+            };
+            self.call = None;
+            self.permits = None;
+            let line = self.line.take().expect("a running call has its line");
+            return Step::Done(self.facade.finish(&line, result));
+        }
+    }
+}
+
+impl Drop for Running {
+    /// The client went away before the result (on the stateless path, its closed stream): the
+    /// call is cancelled, and its result still classified and logged once it is in, with
+    /// serve's bounds held until then.
+    fn drop(&mut self) {
+        let (Some(call), Some(line)) = (self.call.take(), self.line.take()) else {
+            return;
+        };
+        call.cancel();
+        let facade = self.facade.clone();
+        let permits = self.permits.take();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let result = call.result().await;
+                let _ = facade.finish(&line, result);
+                drop(permits);
+            });
+        }
+    }
+}
+
+/// Resolves when `token` is cancelled (never without one).
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
         None => std::future::pending().await,
     }
 }
@@ -517,7 +783,7 @@ fn server_span(
 
 /// Continues the client's trace: its `_meta` `traceparent` and `tracestate` (MCP's place for
 /// them), else the HTTP request's headers.
-fn continue_trace(span: &tracing::Span, meta: &Value, context: &RequestContext<RoleServer>) {
+fn continue_trace(span: &tracing::Span, meta: &Value, headers: Option<&http::HeaderMap>) {
     use opentelemetry::propagation::TextMapPropagator;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let mut carrier: HashMap<String, String> = HashMap::new();
@@ -527,10 +793,10 @@ fn continue_trace(span: &tracing::Span, meta: &Value, context: &RequestContext<R
         }
     }
     if !carrier.contains_key("traceparent")
-        && let Some(parts) = context.extensions.get::<http::request::Parts>()
+        && let Some(headers) = headers
     {
         for key in ["traceparent", "tracestate"] {
-            if let Some(value) = parts.headers.get(key).and_then(|v| v.to_str().ok()) {
+            if let Some(value) = headers.get(key).and_then(|v| v.to_str().ok()) {
                 carrier.insert(key.to_owned(), value.to_owned());
             }
         }
@@ -539,69 +805,6 @@ fn continue_trace(span: &tracing::Span, meta: &Value, context: &RequestContext<R
         let parent =
             opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&carrier);
         let _ = span.set_parent(parent);
-    }
-}
-
-impl Facade {
-    /// Runs the call on the runtime: progress relayed with the client's own token, in order; the
-    /// client's cancellation (or, at 2026-07-28, its closed stream) cancels the call, whose
-    /// result still comes back classified. The end of its session (`ended`: the owner's DELETE,
-    /// or its idle expiry) withdraws it instead: cancelled if not yet claimed, else run to its
-    /// result, which the journal keeps for a retry with the same call id.
-    async fn run(
-        &self,
-        request: CallRequest,
-        context: &RequestContext<RoleServer>,
-        ended: Option<CancellationToken>,
-    ) -> ToolResult {
-        let token = context.meta.get_progress_token();
-        let mut call = self.inner.runtime.call(request);
-        let mut cancelled = false;
-        let mut withdrawn = false;
-        let session_ended = || ended.as_ref().is_some_and(CancellationToken::is_cancelled);
-        loop {
-            let event = tokio::select! {
-                biased;
-                // Without a session (stdio, 2026-07-28) this branch is never polled.
-                () = session_end(ended.as_ref()), if ended.is_some() && !withdrawn && !cancelled => {
-                    withdrawn = true;
-                    call.withdraw();
-                    continue;
-                }
-                event = call.next() => event,
-                () = context.ct.cancelled(), if !cancelled && !withdrawn => {
-                    // rmcp cancels a session's requests as the session ends: that is the
-                    // session's end, not the client asking to cancel.
-                    if session_ended() {
-                        withdrawn = true;
-                        call.withdraw();
-                    } else {
-                        cancelled = true;
-                        call.cancel();
-                    }
-                    continue;
-                }
-                () = self.inner.stop.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    call.cancel();
-                    continue;
-                }
-            };
-            match event {
-                Some(Event::Progress(progress)) => {
-                    if let Some(token) = &token {
-                        let mut param =
-                            ProgressNotificationParam::new(token.clone(), progress.progress);
-                        param.total = progress.total;
-                        param.message = progress.message;
-                        let _ = context.peer.notify_progress(param).await;
-                    }
-                }
-                Some(Event::Result(result)) => return result,
-                Some(_) => {}
-                None => return ToolResult::ended_without_result(call.call_id()),
-            }
-        }
     }
 }
 

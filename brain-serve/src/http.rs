@@ -30,6 +30,7 @@ use super::facade::Facade;
 use super::listener;
 use super::owners::{Full, Lookup, MAX_ID_BYTES, OwnedSessions, Owners, SessionEnd};
 use super::sources::{Throttle, TrustedProxies};
+use super::stateless;
 
 /// What the router is built from (the parts of `Http`, in `lib.rs`).
 pub(crate) struct Parts<'a> {
@@ -45,6 +46,10 @@ pub(crate) struct Parts<'a> {
 /// token verifier, the origins allowed, the session owners and caps, the throttle.
 struct Admission {
     clients: Clients,
+    /// The server: the stateless path's requests are its directly (`stateless.rs`).
+    facade: Facade,
+    /// The `Host`s the stateless path takes (rmcp judges any other).
+    hosts: Vec<String>,
     /// With `serve.authorization`: the JWT access token verifier, and where this resource's
     /// metadata is (named in every 401).
     oauth: Option<(AccessTokenVerifier, String)>,
@@ -117,13 +122,14 @@ pub(crate) async fn router(
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_json_response(true)
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(max_request_bytes)
         .with_cancellation_token(sessions_stop.child_token());
+    let factory = facade.clone();
     let service: StreamableHttpService<Facade, OwnedSessions> =
-        StreamableHttpService::new(move || Ok(facade.clone()), Arc::clone(&sessions), config);
+        StreamableHttpService::new(move || Ok(factory.clone()), Arc::clone(&sessions), config);
     let oauth = match &serve.authorization {
         Some(authorization) => {
             let verifier = AccessTokenVerifier::new(
@@ -147,6 +153,8 @@ pub(crate) async fn router(
     });
     let admission = Arc::new(Admission {
         clients,
+        facade,
+        hosts,
         oauth,
         anonymous: options.anonymous_tenant.clone(),
         origins,
@@ -411,8 +419,9 @@ async fn admit(
     }
     let opens = request.method() == Method::POST && session.is_none();
     let mut reservation = None;
-    if opens && may_initialize(request.headers()) {
-        // Read the body (within the bound) to see whether it is `initialize`.
+    if opens {
+        // Read the body (within the bound): an `initialize` opens a session, and a stateless
+        // request may be the facade's own (`stateless.rs`).
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, admission.max_request_bytes).await {
             Ok(bytes) => bytes,
@@ -424,12 +433,20 @@ async fn admit(
                 );
             }
         };
-        if is_initialize(&bytes) {
+        let (parts, bytes) = if may_initialize(&parts.headers) && is_initialize(&bytes) {
             match admission.owners.reserve(&client) {
                 Ok(reserved) => reservation = Some(reserved),
                 Err(full) => return over_cap(full),
             }
-        }
+            (parts, bytes)
+        } else {
+            let answered =
+                stateless::answer(&admission.facade, &client, &admission.hosts, parts, bytes);
+            match answered.await {
+                Ok(response) => return response,
+                Err(passed) => passed,
+            }
+        };
         request = Request::from_parts(parts, Body::from(bytes));
     }
     request.extensions_mut().insert(client.clone());

@@ -29,6 +29,7 @@ mod log;
 mod options;
 mod owners;
 mod sources;
+mod stateless;
 
 use std::future::Future;
 use std::net::SocketAddr;
