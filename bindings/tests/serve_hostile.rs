@@ -654,3 +654,134 @@ fn serve_hands_out_approval_ids_and_keeps_tenants_apart() {
     );
     assert_eq!(counted(), 1, "ran once");
 }
+
+/// serve answers a well-formed 2026-07-28 `tools/call` or `tools/list` itself (its stateless
+/// path, without rmcp's per-request service) and leaves anything else to rmcp: both answer
+/// alike. An allowed `Origin` is rmcp's to judge, so each request goes once without one (serve's
+/// own path) and once with one (rmcp's); statuses and messages match, progress streams and
+/// errors included, and the upstream counts each call once.
+#[test]
+fn the_stateless_path_answers_as_rmcp_does() {
+    let upstream = upstream_with(
+        |_| {},
+        |name, binding| {
+            if name == "slow" {
+                binding["tenants"] = json!(["globex"]);
+            }
+        },
+    );
+    let serving = Serving::start(&upstream.config, &upstream.state, &[]);
+    let authority = serving.authority();
+    let bearer = format!("Bearer {ACME}");
+    let meta = |call_id: &str| {
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "progressToken": format!("token-{call_id}"), "brain.dev/call_id": call_id})
+    };
+    // (status, the messages of the body: JSON, or each SSE `data:`), with the client's call id
+    // and progress token made one.
+    let send = |method: &str, name: Option<&str>, params: Value, rmcp: bool| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut headers = vec![
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if let Some(name) = name {
+            headers.push(("Mcp-Name", name));
+        }
+        if rmcp {
+            headers.push(("Origin", "http://localhost:3000"));
+        }
+        let (status, _, body) = post_body(&authority, &headers, &body.to_string());
+        let messages: Vec<Value> = match serde_json::from_str(&body) {
+            Ok(message) => vec![message],
+            Err(_) => body
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .filter_map(|data| serde_json::from_str(data).ok())
+                .collect(),
+        };
+        let text = serde_json::to_string(&messages)
+            .unwrap()
+            .replace("-rmcp", "");
+        (status, serde_json::from_str::<Value>(&text).unwrap())
+    };
+    // (method, `Mcp-Name`, the tool in the body, its arguments, whether `_meta` is whole).
+    let cases = [
+        ("tools/list", None, None, json!(null), true),
+        (
+            "tools/call",
+            Some("echo"),
+            Some("echo"),
+            json!({"message": "hi"}),
+            true,
+        ),
+        (
+            "tools/call",
+            Some("progress"),
+            Some("progress"),
+            json!({"steps": 2}),
+            true,
+        ),
+        // Another tenant's tool, as one that does not exist.
+        (
+            "tools/call",
+            Some("slow"),
+            Some("slow"),
+            json!({"seconds": 0}),
+            true,
+        ),
+        // Refused by the gate: arguments off the schema.
+        (
+            "tools/call",
+            Some("echo"),
+            Some("echo"),
+            json!({"message": 5}),
+            true,
+        ),
+        // rmcp's own refusals, which the stateless path leaves to it.
+        (
+            "tools/call",
+            Some("other"),
+            Some("echo"),
+            json!({"message": "hi"}),
+            true,
+        ),
+        (
+            "tools/call",
+            Some("echo"),
+            Some("echo"),
+            json!({"message": "hi"}),
+            false,
+        ),
+    ];
+    let params = |tool: Option<&str>, arguments: &Value, whole: bool, id: &str| {
+        let mut meta = meta(id);
+        if !whole {
+            meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        }
+        match tool {
+            Some(tool) => json!({"name": tool, "arguments": arguments, "_meta": meta}),
+            None => json!({"_meta": meta}),
+        }
+    };
+    let calls = &upstream.server.stats.calls;
+    for (n, (method, name, tool, arguments, whole)) in cases.into_iter().enumerate() {
+        let own = send(
+            method,
+            name,
+            params(tool, &arguments, whole, &format!("case-{n}")),
+            false,
+        );
+        let id = format!("case-{n}-rmcp");
+        let rmcp = send(method, name, params(tool, &arguments, whole, &id), true);
+        assert_eq!(
+            own, rmcp,
+            "{method} {name:?}: serve's own answer, then rmcp's"
+        );
+        assert!(own.0 == 200 || own.0 == 400, "{own:?}");
+    }
+    // echo and progress, each once through each path.
+    assert_eq!(tests::server::Stats::get(calls), 4);
+}

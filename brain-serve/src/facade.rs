@@ -251,7 +251,7 @@ pub(crate) fn upstream_call_id(tenant: &str, session: &str, call_id: &str) -> St
 
 /// A string at `key` of `meta`, or at `field` of its `brain.dev/scope` (a brain in front of a
 /// brain sends that).
-fn named(meta: &Value, key: &str, field: &str) -> Option<String> {
+fn named(meta: &serde_json::Map<String, Value>, key: &str, field: &str) -> Option<String> {
     let direct = meta.get(key).and_then(Value::as_str);
     let scoped = || meta.get(SCOPE_KEY)?.get(field)?.as_str();
     direct
@@ -263,29 +263,29 @@ fn named(meta: &Value, key: &str, field: &str) -> Option<String> {
 /// The `CallToolResult` of a brain result: its content as brain converted it, and the outcome in
 /// `_meta` under the client's call id.
 fn call_tool_result(result: &ToolResult, call_id: &str) -> CallToolResult {
-    let content: Vec<Value> = result
+    let content = result
         .content
         .iter()
         .map(|block| match block {
-            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+            ContentBlock::Text { text } => rmcp::model::ContentBlock::text(text.as_str()),
             ContentBlock::Image { data, mime_type } => {
-                json!({"type": "image", "data": data, "mimeType": mime_type})
+                rmcp::model::ContentBlock::image(data.as_str(), mime_type.as_str())
             }
             other => {
-                json!({"type": "text", "text": serde_json::to_string(other).unwrap_or_default()})
+                rmcp::model::ContentBlock::text(serde_json::to_string(other).unwrap_or_default())
             }
         })
         .collect();
-    let mut value = json!({
-        "resultType": "complete",
-        "content": content,
-        "isError": result.is_error,
-        "_meta": {OUTCOME_KEY: outcome(result, call_id)},
-    });
-    if let Some(structured) = &result.structured_content {
-        value["structuredContent"] = structured.clone();
-    }
-    serde_json::from_value(value).expect("brain's result is a CallToolResult")
+    let mut answer = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    answer.structured_content = result.structured_content.clone();
+    let mut meta = serde_json::Map::new();
+    meta.insert(OUTCOME_KEY.to_owned(), outcome(result, call_id));
+    answer.meta = Some(rmcp::model::MetaObject(meta));
+    answer
 }
 
 /// `_meta["brain.dev/outcome"]`.
@@ -549,12 +549,12 @@ impl Facade {
             )));
         }
         let token = meta.get_progress_token();
-        let meta = serde_json::to_value(&meta).unwrap_or_default();
-        let session = named(&meta, SESSION_KEY, "session_id")
+        let meta = &meta.0.0;
+        let session = named(meta, SESSION_KEY, "session_id")
             .or_else(|| self.inner.session.clone())
             .unwrap_or_else(|| DEFAULT_SESSION.to_owned());
         let call_id =
-            named(&meta, CALL_KEY, "call_id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            named(meta, CALL_KEY, "call_id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         // An id that cannot be taken is refused before anything (the journal, the log) sees it.
         for (what, id) in [("session id", &session), ("call id", &call_id)] {
             if let Err(why) = brain_runtime::check_id(id) {
@@ -597,7 +597,7 @@ impl Facade {
             &line.call_id,
             line.mcp_session.as_deref(),
         );
-        continue_trace(&span, &meta, headers.as_ref());
+        continue_trace(&span, meta, headers.as_ref());
         let request = CallRequest::new(line.tool.clone(), scope, arguments)
             .with_call_id(line.upstream.clone())
             .with_principal(line.client.acts_as.clone())
@@ -783,7 +783,11 @@ fn server_span(
 
 /// Continues the client's trace: its `_meta` `traceparent` and `tracestate` (MCP's place for
 /// them), else the HTTP request's headers.
-fn continue_trace(span: &tracing::Span, meta: &Value, headers: Option<&http::HeaderMap>) {
+fn continue_trace(
+    span: &tracing::Span,
+    meta: &serde_json::Map<String, Value>,
+    headers: Option<&http::HeaderMap>,
+) {
     use opentelemetry::propagation::TextMapPropagator;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let mut carrier: HashMap<String, String> = HashMap::new();

@@ -19,8 +19,9 @@ use futures_util::StreamExt;
 use http::{HeaderMap, StatusCode, header};
 use rmcp::ServerHandler;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, GetMeta, ProgressNotification,
-    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerNotification, ServerResult,
+    CallToolRequest, ClientRequest, ErrorCode, ErrorData, GetMeta, JsonRpcRequest,
+    ListToolsRequest, ProgressNotification, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerNotification, ServerResult,
 };
 
 use super::clients::Client;
@@ -91,14 +92,26 @@ fn taken(
     {
         return None;
     }
-    let ClientJsonRpcMessage::Request(request) = serde_json::from_slice(body).ok()? else {
-        return None;
-    };
-    let (method, name) = match &request.request {
-        ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
-        ClientRequest::ListToolsRequest(_) => ("tools/list", None),
+    // The `Mcp-Method` header names the one type the body may be (rmcp rejects a body that
+    // contradicts it): parsed as that, not as any client message.
+    let method = sole(headers, "mcp-method")?;
+    let (id, request, name) = match method {
+        "tools/call" => {
+            let call: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(body).ok()?;
+            let name = call.request.params.name.to_string();
+            (
+                call.id,
+                ClientRequest::CallToolRequest(call.request),
+                Some(name),
+            )
+        }
+        "tools/list" => {
+            let list: JsonRpcRequest<ListToolsRequest> = serde_json::from_slice(body).ok()?;
+            (list.id, ClientRequest::ListToolsRequest(list.request), None)
+        }
         _ => return None,
     };
+    let request = JsonRpcRequest::new(id, request);
     let meta = request.request.get_meta();
     let version = meta.protocol_version()?;
     let revision = ProtocolVersion::V_2026_07_28;
@@ -106,11 +119,10 @@ fn taken(
         || !facade.supported_protocol_versions().contains(&version)
         || !meta.missing_required_keys(&revision).is_empty()
         || sole(headers, "mcp-protocol-version") != Some(revision.as_str())
-        || sole(headers, "mcp-method") != Some(method)
     {
         return None;
     }
-    if let Some(name) = name {
+    if let Some(name) = name.as_deref() {
         // A Base64-wrapped name, or a tool whose `Mcp-Param-*` headers rmcp checks: rmcp's.
         if sole(headers, "mcp-name") != Some(name)
             || name.starts_with("=?base64?")
@@ -260,6 +272,144 @@ mod tests {
             request = request.header(*name, *value);
         }
         request.body(()).unwrap().into_parts().0
+    }
+
+    /// A facade over two bindings (never called): `echo`, and `routed`, whose schema asks for an
+    /// `Mcp-Param-Region` header.
+    fn facade() -> (Facade, tokio::runtime::Runtime) {
+        let binding = |name: &str, schema: serde_json::Value| {
+            serde_json::json!({"name": name, "description": "d", "input_schema": schema,
+                "url": "http://127.0.0.1:9/mcp", "mcp_tool": name, "tenants": ["acme"],
+                "protocol_version": "2026-07-28"})
+        };
+        let region = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}});
+        let config = serde_json::json!({"tools": [
+            binding("echo", serde_json::json!({"type": "object"})),
+            binding("routed", region),
+        ]});
+        let config = brain_config::parse(config.to_string().as_bytes(), "host.json").unwrap();
+        let tokio = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _entered = tokio.enter();
+        let runtime = brain_runtime::Runtime::new(&config).unwrap();
+        let bounds = crate::facade::Bounds {
+            calls_per_client: 4,
+            calls: 4,
+            sessions_per_client: 4,
+            sessions: 4,
+        };
+        let stop = tokio_util::sync::CancellationToken::new();
+        let facade = Facade::new(runtime, &config.tools, None, None, bounds, false, stop);
+        (facade, tokio)
+    }
+
+    /// What the stateless path takes, and what it leaves to rmcp: each case changes one thing of
+    /// a well-formed request; none of them is taken.
+    #[test]
+    fn only_what_rmcp_would_accept_is_taken() {
+        let (facade, _tokio) = facade();
+        let hosts = ["localhost".to_owned(), "127.0.0.1".to_owned()];
+        let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}});
+        let call = |name: &str, meta: &serde_json::Value| {
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": {}, "_meta": meta}})
+        };
+        let headers = |method: &str, name: Option<&str>| {
+            let mut headers = vec![
+                ("host", "127.0.0.1:8080".to_owned()),
+                ("accept", "application/json, text/event-stream".to_owned()),
+                ("content-type", "application/json".to_owned()),
+                ("mcp-protocol-version", "2026-07-28".to_owned()),
+                ("mcp-method", method.to_owned()),
+            ];
+            if let Some(name) = name {
+                headers.push(("mcp-name", name.to_owned()));
+            }
+            headers
+        };
+        let taken_as = |headers: &[(&str, String)], body: &serde_json::Value| {
+            let pairs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            taken(&facade, &hosts, &parts(&pairs), body.to_string().as_bytes()).is_some()
+        };
+        let echo = call("echo", &meta);
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+            "params": {"_meta": meta}});
+        assert!(taken_as(&headers("tools/call", Some("echo")), &echo));
+        assert!(taken_as(&headers("tools/list", None), &list));
+
+        let with = |name: &'static str, value: &str| {
+            let mut changed = headers("tools/call", Some("echo"));
+            changed.retain(|(n, _)| *n != name);
+            changed.push((name, value.to_owned()));
+            changed
+        };
+        let without = |name: &'static str| {
+            let mut changed = headers("tools/call", Some("echo"));
+            changed.retain(|(n, _)| *n != name);
+            changed
+        };
+        let mut twice = headers("tools/call", Some("echo"));
+        twice.push(("mcp-protocol-version", "2026-07-28".to_owned()));
+        let header_cases: Vec<(&str, Vec<(&str, String)>)> = vec![
+            ("an Origin", with("origin", "http://localhost:3000")),
+            ("another Host", with("host", "evil.example:8080")),
+            ("no Host", without("host")),
+            ("Accept without SSE", with("accept", "application/json")),
+            (
+                "a weighted Accept",
+                with("accept", "application/json, text/event-stream;q=0"),
+            ),
+            ("another Content-Type", with("content-type", "text/plain")),
+            ("no Mcp-Method", without("mcp-method")),
+            ("another Mcp-Method", with("mcp-method", "tools/list")),
+            ("no Mcp-Name", without("mcp-name")),
+            ("another Mcp-Name", with("mcp-name", "other")),
+            ("a Base64 Mcp-Name", with("mcp-name", "=?base64?ZWNobw==?=")),
+            (
+                "another revision's header",
+                with("mcp-protocol-version", "2025-11-25"),
+            ),
+            ("no revision header", without("mcp-protocol-version")),
+            ("the revision header twice", twice),
+        ];
+        for (what, changed) in header_cases {
+            assert!(!taken_as(&changed, &echo), "{what}");
+        }
+
+        let mut older = meta.clone();
+        older["io.modelcontextprotocol/protocolVersion"] = "2025-11-25".into();
+        let mut no_capabilities = meta.clone();
+        no_capabilities
+            .as_object_mut()
+            .unwrap()
+            .remove("io.modelcontextprotocol/clientCapabilities");
+        let mut notification = echo.clone();
+        notification.as_object_mut().unwrap().remove("id");
+        let body_cases = [
+            ("another revision in _meta", call("echo", &older)),
+            ("no clientCapabilities", call("echo", &no_capabilities)),
+            ("no _meta", call("echo", &serde_json::Value::Null)),
+            ("a notification", notification),
+            ("a batch", serde_json::json!([echo.clone()])),
+            ("not JSON-RPC 2.0", {
+                let mut old = echo.clone();
+                old["jsonrpc"] = "1.0".into();
+                old
+            }),
+        ];
+        for (what, body) in body_cases {
+            assert!(
+                !taken_as(&headers("tools/call", Some("echo")), &body),
+                "{what}"
+            );
+        }
+        // A tool whose `Mcp-Param-*` headers rmcp checks.
+        let routed = call("routed", &meta);
+        assert!(!taken_as(&headers("tools/call", Some("routed")), &routed));
     }
 
     #[test]
