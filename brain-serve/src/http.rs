@@ -28,7 +28,7 @@ use brain_runtime::auth::{AccessTokenVerifier, TokenRejected};
 use super::clients::{Client, Clients, bearer};
 use super::facade::Facade;
 use super::listener;
-use super::owners::{Full, Lookup, MAX_ID_BYTES, OwnedSessions, Owners, SessionEnd};
+use super::owners::{self, Full, Lookup, MAX_ID_BYTES, OwnedSessions, Owners, SessionEnd};
 use super::sources::{Throttle, TrustedProxies};
 use super::stateless;
 
@@ -420,34 +420,10 @@ async fn admit(
     let opens = request.method() == Method::POST && session.is_none();
     let mut reservation = None;
     if opens {
-        // Read the body (within the bound): an `initialize` opens a session, and a stateless
-        // request may be the facade's own (`stateless.rs`).
-        let (parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, admission.max_request_bytes).await {
-            Ok(bytes) => bytes,
-            Err(_) => {
-                return rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    -32600,
-                    "the request body is larger than serve's `max_request_bytes`",
-                );
-            }
+        (request, reservation) = match opening(&admission, &client, request).await {
+            Ok(opened) => opened,
+            Err(answered) => return answered,
         };
-        let (parts, bytes) = if may_initialize(&parts.headers) && is_initialize(&bytes) {
-            match admission.owners.reserve(&client) {
-                Ok(reserved) => reservation = Some(reserved),
-                Err(full) => return over_cap(full),
-            }
-            (parts, bytes)
-        } else {
-            let answered =
-                stateless::answer(&admission.facade, &client, &admission.hosts, parts, bytes);
-            match answered.await {
-                Ok(response) => return response,
-                Err(passed) => passed,
-            }
-        };
-        request = Request::from_parts(parts, Body::from(bytes));
     }
     request.extensions_mut().insert(client.clone());
     let mut response = next.run(request).await;
@@ -504,6 +480,36 @@ async fn admit(
             admission.sessions.close_soon(id);
             over_cap(full)
         }
+    }
+}
+
+/// A POST without a session, its body read (within the bound): an `initialize`, its session
+/// reserved against the caps, or a stateless request — the facade's own to answer
+/// (`stateless.rs`), or rmcp's. `Err`: the answer already given.
+async fn opening(
+    admission: &Admission,
+    client: &Client,
+    request: Request,
+) -> Result<(Request, Option<owners::Reservation>), Response> {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, admission.max_request_bytes).await else {
+        return Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            "the request body is larger than serve's `max_request_bytes`",
+        ));
+    };
+    if may_initialize(&parts.headers) && is_initialize(&bytes) {
+        let reserved = admission.owners.reserve(client).map_err(over_cap)?;
+        return Ok((
+            Request::from_parts(parts, Body::from(bytes)),
+            Some(reserved),
+        ));
+    }
+    let answered = stateless::answer(&admission.facade, client, &admission.hosts, parts, bytes);
+    match answered.await {
+        Ok(response) => Err(response),
+        Err((parts, bytes)) => Ok((Request::from_parts(parts, Body::from(bytes)), None)),
     }
 }
 

@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
 mod clients;
 mod facade;
 mod http;

@@ -1,7 +1,7 @@
 //! One line on stderr per call: JSON when stderr is not a terminal, `key=value` on one. It names
 //! the call (tool, tenant, client, session, the client's call id and the upstream one, the MCP
 //! session for telemetry) and its outcome — never an argument, a result or a credential. A
-//! failure's `detail` is the runtime's own text, which the client is not told (`facade.rs`).
+//! failure's `detail` is the runtime's own text, which the client is not told (`answer.rs`).
 //! Control characters in every field are escaped in both formats: no field can forge a line.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
