@@ -428,7 +428,8 @@ fn run_row(row: &Row) -> anyhow::Result<Value> {
     Ok(figures)
 }
 
-/// `brain-harness serve` under callgrind, collecting inside its facade's `call_tool`.
+/// `brain-harness serve` under callgrind, collecting inside its stateless path (`stateless::answer`:
+/// the request parsed and checked, the call started and its answer written).
 struct Serve {
     child: std::process::Child,
     url: String,
@@ -455,7 +456,7 @@ impl Serve {
         let child = Command::new("valgrind")
             .arg("--tool=callgrind")
             .arg("--collect-atstart=no")
-            .arg("--toggle-collect=*serve::facade*call_tool*")
+            .arg("--toggle-collect=*serve::stateless*answer*")
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(&harness)
             .arg("--config")
