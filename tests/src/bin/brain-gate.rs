@@ -488,6 +488,12 @@ impl Serve {
             .status()?;
         self.child.wait()?;
         let total = callgrind_total(&self.out)?;
+        if total == 0 {
+            bail!(
+                "callgrind collected nothing inside serve's `stateless::answer`: no call took the \
+                 stateless path, or the function was renamed (update --toggle-collect)"
+            );
+        }
         Ok((total as f64 / (WARM_UP + CALLS) as f64).round())
     }
 }
