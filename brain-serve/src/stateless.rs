@@ -41,6 +41,11 @@ pub(crate) async fn answer(
     let Some((id, mut request)) = taken(facade, allowed_hosts, &parts, &body) else {
         return Err((parts, body));
     };
+    // The body and the request's head are slices of hyper's read buffer: let them go before the
+    // call is awaited, so that a call in flight does not hold the connection's old buffer beside
+    // the one hyper reads into next.
+    drop(body);
+    let headers = headers_only(parts);
     // Where rmcp's service puts it for a handler: the request's `_meta`, out of the request.
     let meta = std::mem::take(request.get_meta_mut());
     Ok(match request {
@@ -52,7 +57,7 @@ pub(crate) async fn answer(
             let incoming = Incoming {
                 client: client.clone(),
                 meta,
-                headers: Some(parts.headers),
+                headers: Some(headers),
                 ended: None,
                 cancelled: None,
             };
@@ -71,6 +76,11 @@ pub(crate) async fn answer(
         }
         _ => unreachable!("`taken` takes tools/call and tools/list only"),
     })
+}
+
+/// The head's headers, the rest of it (its URI, its extensions) let go.
+fn headers_only(parts: http::request::Parts) -> HeaderMap {
+    parts.headers
 }
 
 /// The request, if it is one this path answers exactly as rmcp would: `tools/call` or
