@@ -1,6 +1,7 @@
-//! The MCP server a client sees: rmcp's server side answers the protocol, and this handler turns
-//! a `tools/list` into the client's tenant's pinned bindings and a `tools/call` into a
-//! [`CallRequest`] on the runtime — the same gate, journal, bounds and classifier as
+//! The MCP server a client sees: rmcp's server side answers the protocol (serve's stateless
+//! path, `stateless.rs`, answers well-formed 2026-07-28 calls and lists without it), and this
+//! handler turns a `tools/list` into the client's tenant's pinned bindings and a `tools/call`
+//! into a [`CallRequest`] on the runtime — the same gate, journal, bounds and classifier as
 //! `brain-harness call` — and its result back into a `CallToolResult`.
 
 use std::collections::HashMap;
@@ -515,9 +516,11 @@ impl Running {
     /// The call's next step for its client: a progress notification (with a token), or its
     /// answer.
     async fn next(&mut self) -> Step {
-        let Some(call) = self.call.as_mut() else {
-            return Step::Done(Err(ErrorData::internal_error("the call has ended", None)));
-        };
+        // `steps` stops at the answer: the call is there whenever a step is asked for.
+        let call = self
+            .call
+            .as_mut()
+            .expect("no step is asked for after the answer");
         let stop = &self.facade.inner.stop;
         loop {
             let session_ended = self

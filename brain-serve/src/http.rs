@@ -1,9 +1,10 @@
-//! Streamable HTTP at `/mcp`: rmcp's service (sessions at the 2025 revisions, stateless requests
-//! at 2026-07-28), behind brain's own layer, which runs first on every request: the `Origin`
-//! check (403), the failed-authentication throttle of its source (429), authentication (401,
-//! `WWW-Authenticate: Bearer`), the session's owner (404 for anyone else), the request body bound
-//! (413), and the caps on sessions (429). Connections are bounded before all of it
-//! (`listener.rs`). `/ready` answers without authentication, from a background probe.
+//! Streamable HTTP at `/mcp`: rmcp's service (sessions at the 2025 revisions, and the stateless
+//! requests of 2026-07-28 that `stateless.rs` leaves to it), behind brain's own layer, which runs
+//! first on every request: the `Origin` check (403), the failed-authentication throttle of its
+//! source (429), authentication (401, `WWW-Authenticate: Bearer`), the session's owner (404 for
+//! anyone else), the request body bound (413), and the caps on sessions (429). Connections are
+//! bounded before all of it (`listener.rs`). `/ready` answers without authentication, from a
+//! background probe.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -120,7 +121,7 @@ pub(crate) async fn router(
     origins.extend(options.origins.iter().cloned());
     let max_request_bytes = serve.max_request_bytes() as usize;
     let config = StreamableHttpServerConfig::default()
-        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_sse_keep_alive(Some(stateless::SSE_KEEP_ALIVE))
         .with_json_response(true)
         .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins.clone())

@@ -27,8 +27,8 @@ use rmcp::model::{
 use super::clients::Client;
 use super::facade::{Facade, Incoming, Step};
 
-/// How often an SSE answer says it is alive while a call runs (as rmcp's, `http.rs`).
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How often an SSE answer says it is alive while a call runs: here, and on rmcp's (`http.rs`).
+pub(crate) const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A stateless request this path answers, or gives back untouched for rmcp.
 pub(crate) async fn answer(
@@ -105,24 +105,18 @@ fn taken(
     // The `Mcp-Method` header names the one type the body may be (rmcp rejects a body that
     // contradicts it): parsed as that, not as any client message.
     let method = sole(headers, "mcp-method")?;
-    let (id, request, name) = match method {
+    let (id, request) = match method {
         "tools/call" => {
             let call: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(body).ok()?;
-            let name = call.request.params.name.to_string();
-            (
-                call.id,
-                ClientRequest::CallToolRequest(call.request),
-                Some(name),
-            )
+            (call.id, ClientRequest::CallToolRequest(call.request))
         }
         "tools/list" => {
             let list: JsonRpcRequest<ListToolsRequest> = serde_json::from_slice(body).ok()?;
-            (list.id, ClientRequest::ListToolsRequest(list.request), None)
+            (list.id, ClientRequest::ListToolsRequest(list.request))
         }
         _ => return None,
     };
-    let request = JsonRpcRequest::new(id, request);
-    let meta = request.request.get_meta();
+    let meta = request.get_meta();
     let version = meta.protocol_version()?;
     let revision = ProtocolVersion::V_2026_07_28;
     if version != revision
@@ -132,7 +126,8 @@ fn taken(
     {
         return None;
     }
-    if let Some(name) = name.as_deref() {
+    if let ClientRequest::CallToolRequest(call) = &request {
+        let name = call.params.name.as_ref();
         // A Base64-wrapped name, or a tool whose `Mcp-Param-*` headers rmcp checks: rmcp's.
         if sole(headers, "mcp-name") != Some(name)
             || name.starts_with("=?base64?")
@@ -141,7 +136,7 @@ fn taken(
             return None;
         }
     }
-    Some((request.id, request.request))
+    Some((id, request))
 }
 
 /// The one value of header `name`, as text; `None` when absent, repeated or not text.
@@ -268,7 +263,7 @@ fn streamed(
                 .map_err(axum::Error::new)
         });
     Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .keep_alive(KeepAlive::new().interval(SSE_KEEP_ALIVE))
         .into_response()
 }
 

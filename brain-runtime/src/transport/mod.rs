@@ -131,8 +131,7 @@ impl Route {
     /// Runs one call through the lifecycle on this route's transport: a session, or — for a
     /// binding pinned to 2026-07-28, or whose server refused a session before — none; a
     /// process; one POST. Each transport's lifecycle is boxed: a call in flight holds its own
-    /// transport's state, not the largest of the four (10.9 KB where a stateless call needs
-    /// 4.8 KB; the performance log, 2026-12-07).
+    /// transport's state, not the largest of the four (figures in the performance log).
     pub(crate) async fn call(&self, started: Started<'_>) -> ToolResult {
         match self {
             Route::HttpTool(route) => Box::pin(run(Arc::clone(route), started)).await,
