@@ -528,7 +528,6 @@ impl Runtime {
             }
         };
         let tool = Arc::clone(&bound.tool);
-        let own_http = bound.http.clone();
         let span = crate::telemetry::call_span(
             &parent,
             &tool.binding,
@@ -540,10 +539,10 @@ impl Runtime {
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
         self.inner.cleanups.spawn(async move {
-            let http = match (own_http, tool.binding.kind()) {
+            let http = match (&bound.http, tool.binding.kind()) {
                 (Some(own), _) => own,
-                (None, BindingKind::Http) => inner.http_plain.clone(),
-                (None, _) => inner.http.clone(),
+                (None, BindingKind::Http) => &inner.http_plain,
+                (None, _) => &inner.http,
             };
             let ticket = inner.journal.as_ref().map(|journaling| {
                 let key = Key {

@@ -73,8 +73,9 @@ const ADMIT_GRACE: Duration = Duration::from_secs(10);
 
 /// A call the gate let through, as the runtime hands it to the lifecycle.
 pub(crate) struct Started<'a> {
-    /// The pooled client the call's requests go through.
-    pub(crate) http: HttpClient,
+    /// The pooled client the call's requests go through (borrowed: a call in flight holds no
+    /// copy of it; a cleanup that outlives the call takes its own).
+    pub(crate) http: &'a HttpClient,
     /// The call's journal entry, when the runtime keeps a journal.
     pub(crate) ticket: Option<&'a Ticket>,
     /// The call's limits, when its binding or tenant has any.
@@ -123,7 +124,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     let deadline = tokio::time::Instant::now() + timeout;
     let mut exchange = Exchange {
         endpoint: Endpoint {
-            http: &http,
+            http,
             url: tool.binding.url.as_deref().unwrap_or_default(),
             auth: Authorizing {
                 credentials: &tool.credentials,
@@ -321,8 +322,13 @@ async fn exchanged<T: Transport>(
     };
     exchange.deadline = deadline;
     let exchange = &*exchange;
-    let phases = phases(transport, exchange, resume.as_ref().map(|r| &r.task));
-    tokio::pin!(phases);
+    // Pinned where it is made: `tokio::pin!` moves the future into a second local, and the
+    // moved-from one keeps its space in this future's state too (the phases' size twice).
+    let mut phases = std::pin::pin!(phases(
+        transport,
+        exchange,
+        resume.as_ref().map(|r| &r.task)
+    ));
     let mut until = deadline;
     loop {
         tokio::select! {
@@ -402,7 +408,7 @@ fn observed(
 /// cleanup, spawned off the caller's path and tracked by `cleanups`.
 fn clean_up<T: Transport>(
     transport: T,
-    http: HttpClient,
+    http: &HttpClient,
     tool: Arc<Tool>,
     state: CallState,
     cleanups: &TaskTracker,
@@ -410,6 +416,7 @@ fn clean_up<T: Transport>(
 ) {
     if transport.leaves_work(&state) {
         let closing = crate::telemetry::phase("session close", None, span);
+        let http = http.clone();
         cleanups.spawn(async move {
             let _closing = closing;
             transport.clean_up(http, tool, state).await

@@ -148,7 +148,9 @@ async fn round<T: Transport>(
         state.request_id = round.request_id();
     }
     let answered = match Box::pin(transport.write(call, opened, round)).await {
-        Ok(mut reading) => call.read(&mut reading, round).await,
+        // Boxed: a call waiting for its answer's head holds only the write's state, not
+        // also the space of the read that follows (memory per call in flight, T2 and T3).
+        Ok(mut reading) => Box::pin(call.read(&mut reading, round)).await,
         Err(failure) => Err(failure),
     };
     answered.inspect_err(|failure| {
