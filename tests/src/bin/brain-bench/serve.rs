@@ -291,6 +291,7 @@ async fn in_flight(
         running = snapshot["running"].as_u64().unwrap_or_default() as usize;
     }
     let during = tests::process::memory_mb_of(&pid, "VmRSS:");
+    let during_files = tests::process::memory_mb_of(&pid, "RssFile:");
     let upstream_during = tests::process::memory_mb_of(test_server_pid, "VmRSS:");
     let results = futures_util::future::join_all(pending.into_iter().map(|c| c.result())).await;
     let failed = results.iter().filter(|result| result.is_error).count();
@@ -304,6 +305,14 @@ async fn in_flight(
         "MB",
         IN_FLIGHT_BUDGET_MB,
     ));
+    if let Some(files) = during_files {
+        targets.push(Target::value(
+            "P10",
+            "  same: of which mapped files (serve's code)".into(),
+            files,
+            "MB",
+        ));
+    }
     if let Some(per_call) = during
         .zip(before)
         .map(|(d, b)| (d - b) * 1024.0 / calls as f64)

@@ -152,6 +152,7 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
         "MB",
         30.0,
     ));
+    mapped_files(targets, "T2", &t2);
     let mut per_call = Vec::new();
     let most = scaled(10_000);
     for calls in [scaled(100), scaled(1000), most] {
@@ -173,6 +174,7 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
                 "MB",
                 150.0,
             ));
+            mapped_files(targets, "T3", &report);
             targets.push(Target::below_measured(
                 "T3",
                 "  same: calls that failed",
@@ -228,6 +230,20 @@ pub(super) async fn memory(require_sdks: bool, targets: &mut Vec<Target>) -> any
         }
     }
     Ok(())
+}
+
+/// Beside an in-flight RSS row: how much of it is mapped files (`RssFile`: the probe's own
+/// program code, paged in by what ran, the same with no call in flight), so that a reader can tell
+/// the program's size from what the calls hold.
+fn mapped_files(targets: &mut Vec<Target>, id: &'static str, report: &Value) {
+    if let Some(files) = report["file_mb"].as_f64() {
+        targets.push(Target::value(
+            id,
+            "  same: of which mapped files (the program's code)".into(),
+            files,
+            "MB",
+        ));
+    }
 }
 
 /// The probe, in a fresh process: `calls` `slow` calls in flight at once against `url`; prints
@@ -298,6 +314,7 @@ pub(super) async fn in_flight_probe(
         );
     }
     let in_flight = tests::process::memory_mb("VmRSS:");
+    let files = tests::process::memory_mb("RssFile:");
     let results = futures_util::future::join_all(pending.into_iter().map(|c| c.result())).await;
     let cpu = cpu_seconds() - cpu_before;
     let errors = results.iter().filter(|result| result.is_error).count();
@@ -309,6 +326,8 @@ pub(super) async fn in_flight_probe(
     let fds_left = open_fds() as i64 - fds_before as i64;
     Ok(json!({
         "rss_mb": in_flight,
+        // The part of it that is mapped files: the program's own code, not the calls.
+        "file_mb": files,
         "added_mb": in_flight.zip(baseline).map(|(now, before)| now - before),
         "errors": errors,
         "fds_left": fds_left,
