@@ -319,7 +319,8 @@ pub struct ToolBinding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Auth {
-    /// The grant: `client_credentials`, `authorization_code`, `jwt_bearer` or `enterprise_managed`.
+    /// The grant: `client_credentials`, `authorization_code`, `jwt_bearer`, `enterprise_managed`
+    /// or `token_exchange`.
     #[serde(rename = "type")]
     pub grant: Grant,
     /// The client's id at the authorization server. Optional for `authorization_code`.
@@ -356,6 +357,21 @@ pub struct Auth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub idp_client_id: Option<String>,
+    /// `token_exchange`: the authorization server's token endpoint, where the caller's own token
+    /// is exchanged (RFC 8693) for one issued to brain for this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(url)]
+    pub token_endpoint: Option<String>,
+    /// `token_exchange`: the `audience` to ask for (the logical name of the upstream service), when
+    /// the authorization server wants one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub audience: Option<String>,
+    /// `token_exchange`: the `resource` to ask for (the upstream's resource URI, RFC 8707); by
+    /// default the resource the server's protected-resource metadata names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(url)]
+    pub resource: Option<String>,
     /// `authorization_code`: an `https` client ID metadata document URL, used as the client id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(url)]
@@ -377,6 +393,9 @@ pub enum Grant {
     JwtBearer,
     /// Enterprise-managed: the user's ID token exchanged at the IdP for an ID-JAG, then a JWT bearer grant.
     EnterpriseManaged,
+    /// On behalf of the caller: the user's own token exchanged (RFC 8693) for one issued to brain
+    /// for this server, per user; the user's token is never sent upstream.
+    TokenExchange,
 }
 
 impl Grant {
@@ -387,6 +406,7 @@ impl Grant {
             Grant::AuthorizationCode => "authorization_code",
             Grant::JwtBearer => "jwt_bearer",
             Grant::EnterpriseManaged => "enterprise_managed",
+            Grant::TokenExchange => "token_exchange",
         }
     }
 }
@@ -411,6 +431,11 @@ impl Auth {
         .into_iter()
         .filter_map(|(field, var)| Some((field, var.as_deref()?)))
         .collect()
+    }
+
+    /// Whether each call needs its caller's own token (a subject token) to obtain one.
+    pub fn on_behalf_of_users(&self) -> bool {
+        self.grant == Grant::TokenExchange
     }
 
     /// Whether tokens are bound to a key (DPoP).

@@ -80,6 +80,7 @@ mod runtime;
 mod session_token;
 mod state;
 mod store;
+mod subject;
 mod telemetry;
 mod tool;
 mod transport;
@@ -95,6 +96,7 @@ pub use http::raise_open_file_limit;
 pub use outcome::Refusal;
 pub use pins::{DEFAULT_LISTING_TTL, MAX_LISTING_TTL};
 pub use request::CallRequest;
+pub use subject::SubjectToken;
 pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{
     MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,

@@ -4,6 +4,7 @@ use brain_config::ModelApi;
 use brain_config::policy::{Principal, Via};
 use serde_json::Value;
 
+use crate::subject::SubjectToken;
 use crate::tool::Scope;
 
 /// One call to make: [`CallRequest::new`], then `with_…` for the optional parts.
@@ -43,6 +44,9 @@ pub struct CallRequest {
     pub principal: Option<Principal>,
     /// Which front end the call came through (`context.call.via`): [`Via::Rust`] unless set.
     pub via: Via,
+    /// The caller's own token, for a binding whose `auth` exchanges it for the upstream
+    /// (`token_exchange`); such a binding refuses a call without one.
+    pub subject_token: Option<SubjectToken>,
 }
 
 impl CallRequest {
@@ -58,6 +62,7 @@ impl CallRequest {
             parent: None,
             principal: None,
             via: Via::Rust,
+            subject_token: None,
         }
     }
 
@@ -85,6 +90,13 @@ impl CallRequest {
     /// default. A principal of another tenant than the scope's is refused.
     pub fn with_principal(mut self, principal: Principal) -> Self {
         self.principal = Some(principal);
+        self
+    }
+
+    /// The caller's own token: a binding with `auth.type` `token_exchange` exchanges it for a
+    /// token issued to brain for the upstream (the caller's token never goes there).
+    pub fn with_subject_token(mut self, token: SubjectToken) -> Self {
+        self.subject_token = Some(token);
         self
     }
 

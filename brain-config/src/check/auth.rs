@@ -95,7 +95,7 @@ pub(super) fn auth(draft: &Draft, out: &mut Vec<Diagnostic>) {
 
 /// `auth` holds the fields its grant requires and no field the grant does not use.
 fn grant_fields(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
-    let fields: [(&str, bool); 11] = [
+    let fields: [(&str, bool); 14] = [
         ("client_id", auth.client_id.is_some()),
         ("client_secret_env", auth.client_secret_env.is_some()),
         ("private_key_env", auth.private_key_env.is_some()),
@@ -106,6 +106,9 @@ fn grant_fields(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
         ("idp_token_endpoint", auth.idp_token_endpoint.is_some()),
         ("idp_client_id", auth.idp_client_id.is_some()),
         ("client_metadata_url", auth.client_metadata_url.is_some()),
+        ("token_endpoint", auth.token_endpoint.is_some()),
+        ("audience", auth.audience.is_some()),
+        ("resource", auth.resource.is_some()),
         ("dpop", auth.dpop.is_some()),
     ];
     let (required, allowed): (&[&str], &[&str]) = match auth.grant {
@@ -142,6 +145,18 @@ fn grant_fields(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
             ],
             &["idp_client_id", "scopes", "dpop"],
         ),
+        Grant::TokenExchange => (
+            &["client_id", "token_endpoint"],
+            &[
+                "client_secret_env",
+                "private_key_env",
+                "signing_algorithm",
+                "audience",
+                "resource",
+                "scopes",
+                "dpop",
+            ],
+        ),
     };
     let grant = auth.grant.as_str();
     for (field, set) in fields {
@@ -169,14 +184,16 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
     let mut invalid = |field: &str, message: String, help: &str| {
         out.push(draft.error(Rule::AuthInvalid, &format!("auth/{field}"), message, help));
     };
-    if auth.grant == Grant::ClientCredentials
+    if matches!(auth.grant, Grant::ClientCredentials | Grant::TokenExchange)
         && auth.client_secret_env.is_some() == auth.private_key_env.is_some()
     {
         invalid(
             "private_key_env",
-            "`auth` of type client_credentials needs exactly one of `client_secret_env` and \
-             `private_key_env`"
-                .into(),
+            format!(
+                "`auth` of type {} needs exactly one of `client_secret_env` and \
+                 `private_key_env`",
+                auth.grant.as_str()
+            ),
             "name the variable that holds the client secret, or the one that holds the PEM \
              private key the client signs its assertions with",
         );
@@ -208,6 +225,7 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
     for (field, value) in [
         ("client_id", &auth.client_id),
         ("idp_client_id", &auth.idp_client_id),
+        ("audience", &auth.audience),
     ] {
         if value.as_deref().is_some_and(|id| id.trim().is_empty()) {
             invalid(
@@ -220,6 +238,8 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
     for (field, value, https_only) in [
         ("idp_token_endpoint", &auth.idp_token_endpoint, false),
         ("client_metadata_url", &auth.client_metadata_url, true),
+        ("token_endpoint", &auth.token_endpoint, false),
+        ("resource", &auth.resource, false),
     ] {
         let Some(raw) = value else { continue };
         let ok = match Url::parse(raw) {
@@ -231,15 +251,25 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
             invalid(
                 field,
                 format!("`auth.{field}` {raw:?} is not a usable URL"),
-                if https_only {
-                    "use the `https://` URL (with a path) where the client's metadata document is \
-                     served"
-                } else {
-                    "use the IdP's token endpoint, an absolute `https://` URL"
+                match field {
+                    "client_metadata_url" => {
+                        "use the `https://` URL (with a path) where the client's metadata \
+                         document is served"
+                    }
+                    "resource" => {
+                        "use the upstream server's resource URI, an absolute `https://` URL \
+                         without a fragment (RFC 8707), or remove it to use the one its metadata \
+                         names"
+                    }
+                    "token_endpoint" => {
+                        "use the authorization server's token endpoint, an absolute `https://` URL"
+                    }
+                    _ => "use the IdP's token endpoint, an absolute `https://` URL",
                 },
             );
         }
     }
+
     for (i, scope) in auth.scopes.iter().flatten().enumerate() {
         if scope.is_empty()
             || scope
@@ -253,6 +283,23 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+    // The caller's token and the client's secret go to the token endpoint: in clear text only
+    // to this machine.
+    if let Some(Ok(url)) = auth.token_endpoint.as_deref().map(Url::parse)
+        && url.scheme() == "http"
+        && !loopback(&url)
+    {
+        out.push(draft.error(
+            Rule::TokenOverPlainHttp,
+            "auth/token_endpoint",
+            format!(
+                "the callers' tokens and the client's credentials would be sent in clear text to \
+                 {}",
+                url.host_str().unwrap_or_default()
+            ),
+            "use the token endpoint's `https://` URL",
+        ));
+    }
 }
 
 /// What an `auth` field holds, for a missing field's help.
@@ -263,6 +310,9 @@ fn auth_field_help(field: &str) -> &'static str {
         "assertion_env" => "the environment variable that holds the workload's JWT",
         "id_token_env" => "the environment variable that holds the user's ID token from the IdP",
         "idp_token_endpoint" => "the IdP's token endpoint, where the ID token is exchanged",
+        "token_endpoint" => {
+            "the authorization server's token endpoint, where the caller's token is exchanged"
+        }
         _ => "see the config's JSON Schema",
     }
 }
