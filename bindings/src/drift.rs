@@ -108,6 +108,7 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
             tenant: first.tenants.first().cloned().unwrap_or_default(),
             store: Some(journal.grants()),
             agent: None,
+            subject: None,
         });
         let listed = list_server(
             &server,

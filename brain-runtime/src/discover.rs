@@ -69,8 +69,11 @@ pub struct DiscoverAuth {
     pub config: brain_config::Auth,
     /// Values of the variables `config` names (by name).
     pub secrets: std::collections::BTreeMap<String, String>,
-    /// Whose tokens (`authorization_code`).
+    /// Whose tokens (`authorization_code`, `token_exchange`).
     pub tenant: String,
+    /// The user's own token, for a binding on behalf of users (`token_exchange`): discovery
+    /// lists the server as that user.
+    pub subject: Option<crate::SubjectToken>,
     /// Where tokens are read and written (the state's store); else this process's memory.
     pub store: Option<std::sync::Arc<dyn crate::auth::TokenStore>>,
     /// Takes the user to the authorization server when no stored token works.
@@ -189,6 +192,7 @@ pub async fn discover(options: &DiscoverOptions) -> Result<Discovery, DiscoverEr
                     .auth
                     .as_ref()
                     .map_or("", |auth| auth.tenant.as_str()),
+                subject: options.auth.as_ref().and_then(|auth| auth.subject.as_ref()),
             },
             departure: Default::default(),
         },
@@ -383,7 +387,7 @@ pub(crate) fn listing_on_call<'a>(
 /// How a runtime refreshes an upstream's verified listing off the call path: a session of its
 /// own at the binding's revision (`pins.rs`).
 pub(crate) fn refresher() -> crate::pins::Lister {
-    std::sync::Arc::new(|http, tool, tenant| {
+    std::sync::Arc::new(|http, tool, tenant, subject| {
         Box::pin(async move {
             let endpoint = Endpoint {
                 http: &http,
@@ -391,6 +395,7 @@ pub(crate) fn refresher() -> crate::pins::Lister {
                 auth: Authorizing {
                     credentials: &tool.credentials,
                     tenant: &tenant,
+                    subject: subject.as_ref(),
                 },
                 departure: Default::default(),
             };

@@ -267,6 +267,10 @@ pub enum Reason {
     ResultNotKept,
     /// The front end is stopping (`serve` draining at SIGTERM): retry elsewhere or later.
     Stopping,
+    /// The binding acts on behalf of users (`auth.type` `token_exchange`) and the call carries
+    /// no user token of its own ([`CallRequest::with_subject_token`](crate::CallRequest::with_subject_token)):
+    /// nothing is sent, and no other credential stands in for the user's.
+    UserCredentialRequired,
 }
 
 impl Reason {
@@ -281,6 +285,7 @@ impl Reason {
             Reason::InvalidHeader => "invalid_header",
             Reason::ResultNotKept => "result_not_kept",
             Reason::Stopping => "stopping",
+            Reason::UserCredentialRequired => "user_credential_required",
         }
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use brain_config::Auth;
 use brain_config::policy::{Decision, Policies, PolicyRequest, Principal};
 
 use crate::approvals::signed::ApproverKeys;
@@ -140,6 +141,19 @@ impl<B: Gated> Gate<B> {
             return Err(refused(
                 Reason::Unavailable,
                 format!("refused: {why}; {fix}"),
+            ));
+        }
+        if request.subject_token.is_none()
+            && binding.auth.as_ref().is_some_and(Auth::on_behalf_of_users)
+        {
+            return Err(refused(
+                Reason::UserCredentialRequired,
+                format!(
+                    "refused: {name:?} calls its server on behalf of each user (token exchange) \
+                     and this call carries no user token; nothing was sent. Call it as an \
+                     authenticated user (serve with JWT users), with `brain-harness call \
+                     --subject-token-env VAR`, or with `CallRequest::with_subject_token`"
+                ),
             ));
         }
         let errors: Vec<String> = tool

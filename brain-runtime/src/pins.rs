@@ -106,12 +106,14 @@ impl CacheHints {
     }
 }
 
-/// Takes an upstream's listing off the call path (for `tool`, authorized for `tenant`).
+/// Takes an upstream's listing off the call path (for `tool`, authorized for `tenant` and, on
+/// behalf of users, the calling user).
 pub(crate) type Lister = Arc<
     dyn Fn(
             HttpClient,
             Arc<Tool>,
             String,
+            Option<crate::SubjectToken>,
         )
             -> futures_util::future::BoxFuture<'static, Result<(Vec<Value>, CacheHints), String>>
         + Send
@@ -173,9 +175,10 @@ impl Pins {
         }
     }
 
-    /// The upstream of a call to `tool` for `tenant`: its endpoint and credential, and the
-    /// revision it is listed at (a server may list otherwise at another).
-    fn key(tool: &Tool, tenant: &str) -> String {
+    /// The upstream of a call to `tool` for `tenant` (and `subject`, on behalf of users): its
+    /// endpoint and credential, and the revision it is listed at (a server may list otherwise at
+    /// another, and to another user).
+    fn key(tool: &Tool, tenant: &str, subject: Option<&crate::SubjectToken>) -> String {
         let url = Self::endpoint(tool);
         match (&tool.credentials, &tool.binding.auth) {
             (Credentials::None, _) => format!("{url} none"),
@@ -186,8 +189,9 @@ impl Pins {
                 )
             }
             (Credentials::OAuth(_), auth) => format!(
-                "{url} oauth {} tenant {tenant}",
-                serde_json::to_string(auth).unwrap_or_default()
+                "{url} oauth {} tenant {tenant} subject {}",
+                serde_json::to_string(auth).unwrap_or_default(),
+                subject.map_or("", crate::SubjectToken::subject)
             ),
         }
     }
@@ -208,9 +212,10 @@ impl Pins {
         Arc::clone(lock(&self.upstreams).entry(key.to_owned()).or_default())
     }
 
-    /// Expires the listing of `tool`'s upstream for `tenant` (the server said its list changed).
-    pub(crate) fn expire(&self, tool: &Tool, tenant: &str) {
-        let upstream = self.upstream(&Self::key(tool, tenant), &Self::endpoint(tool));
+    /// Expires the listing of `tool`'s upstream for `tenant` and `subject` (the server said its
+    /// list changed).
+    pub(crate) fn expire(&self, tool: &Tool, tenant: &str, subject: Option<&crate::SubjectToken>) {
+        let upstream = self.upstream(&Self::key(tool, tenant, subject), &Self::endpoint(tool));
         *lock(&upstream.listed) = None;
     }
 
@@ -229,8 +234,7 @@ impl Pins {
         session: Option<&http::HeaderMap>,
     ) -> Result<(), Failure> {
         let arrived = Instant::now();
-        let tenant = call.endpoint.auth.tenant;
-        let key = Self::key(tool, tenant);
+        let key = Self::key(tool, call.endpoint.auth.tenant, call.endpoint.auth.subject);
         let upstream = self.upstream(&key, &Self::endpoint(tool));
         let current = lock(&upstream.listed).clone();
         let listed = match current {
@@ -315,10 +319,11 @@ impl Pins {
         let tool = Arc::clone(tool);
         let http = call.endpoint.http.clone();
         let tenant = call.endpoint.auth.tenant.to_owned();
+        let subject = call.endpoint.auth.subject.cloned();
         tokio::spawn(async move {
             {
                 let _taking = upstream.taking.lock().await;
-                let listing = (pins.lister)(http, Arc::clone(&tool), tenant);
+                let listing = (pins.lister)(http, Arc::clone(&tool), tenant, subject);
                 if let Err(failure) = pins.take(listing, &tool, &key, &upstream).await {
                     tracing::debug!(binding = %tool.binding.name, error = %failure.message,
                         "refreshing the verified listing failed; the next call after it expires \

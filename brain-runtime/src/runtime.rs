@@ -567,6 +567,7 @@ impl Runtime {
                 tool,
                 call_id: &call_id,
                 scope: &request.scope,
+                subject: request.subject_token.as_ref(),
                 arguments: &request.arguments,
                 events: &sender,
                 cancel,

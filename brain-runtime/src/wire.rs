@@ -108,20 +108,20 @@ impl Endpoint<'_> {
         mut headers: HeaderMap,
         body: Bytes,
     ) -> Result<Response, HttpError> {
-        let (Credentials::OAuth(oauth), tenant) = (self.auth.credentials, self.auth.tenant) else {
+        let (Credentials::OAuth(oauth), party) = (self.auth.credentials, self.auth.party()) else {
             crate::auth::add_static(self.auth.credentials, &mut headers);
             return self.send(method, headers, body).await;
         };
         // Boxed: OAuth's exchanges are large futures, and every request would carry their size
         // while it waits for its response (memory per call in flight, `cargo xtask bench` T2).
-        Box::pin(self.request_oauth(oauth, tenant, method, headers, body)).await
+        Box::pin(self.request_oauth(oauth, party, method, headers, body)).await
     }
 
     /// [`Endpoint::request`] with OAuth's tokens and its refusals.
     async fn request_oauth(
         &self,
         oauth: &crate::auth::OAuth,
-        tenant: &str,
+        party: crate::auth::Party<'_>,
         method: Method,
         headers: HeaderMap,
         body: Bytes,
@@ -130,7 +130,7 @@ impl Endpoint<'_> {
         loop {
             let mut attempt = headers.clone();
             let generation = oauth
-                .authorize(tenant, &method, self.url, &mut attempt)
+                .authorize(party, &method, self.url, &mut attempt)
                 .await
                 .map_err(HttpError::Auth)?;
             let response = self.send(method.clone(), attempt, body.clone()).await?;
@@ -140,7 +140,7 @@ impl Endpoint<'_> {
                 return Ok(response);
             }
             let retry = oauth
-                .challenged(tenant, status, response.headers(), generation, &spent)
+                .challenged(party, status, response.headers(), generation, &spent)
                 .await
                 .map_err(HttpError::Auth)?;
             if retry == Retry::No {

@@ -444,6 +444,7 @@ async fn discover_auth(
         tenant: tenant.to_owned(),
         store,
         agent,
+        subject: None,
     })
 }
 

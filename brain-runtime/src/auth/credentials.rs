@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use http::header::HeaderMap;
 
-use super::oauth::OAuth;
+use super::oauth::{OAuth, Party};
+use crate::subject::SubjectToken;
 use super::secret::Token;
 
 /// How a binding's requests are authorized.
@@ -20,11 +21,23 @@ pub(crate) enum Credentials {
 }
 
 /// The credentials of one request, and for whom it is made (user-delegated tokens are per
-/// tenant).
+/// tenant; tokens on behalf of users per tenant and caller).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Authorizing<'a> {
     pub(crate) credentials: &'a Credentials,
     pub(crate) tenant: &'a str,
+    /// The caller's own token, for a binding that exchanges it (`token_exchange`).
+    pub(crate) subject: Option<&'a SubjectToken>,
+}
+
+impl<'a> Authorizing<'a> {
+    /// For whom the request's OAuth token is obtained.
+    pub(crate) fn party(&self) -> Party<'a> {
+        Party {
+            tenant: self.tenant,
+            subject: self.subject,
+        }
+    }
 }
 
 /// Adds the static token, when there is one; OAuth goes through [`OAuth::authorize`].

@@ -19,6 +19,8 @@ pub(crate) const GRANT_AUTHORIZATION_CODE: &str = "authorization_code";
 pub(crate) const GRANT_REFRESH_TOKEN: &str = "refresh_token";
 pub(crate) const GRANT_JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub(crate) const GRANT_TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// RFC 8693's token type of an OAuth access token (the subject token on behalf of a user).
+pub(crate) const TOKEN_TYPE_ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 const ASSERTION_TYPE_JWT: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// How a client proves who it is at the token endpoint.

@@ -53,7 +53,7 @@ pub use code::{LoopbackAgent, UserAgent};
 pub(crate) use credentials::{Authorizing, Credentials, add_static};
 pub use error::AuthError;
 pub use grants::{Expected, Grant, GrantKey, GrantState, GrantWrite, MemoryTokenStore, TokenStore};
-pub(crate) use oauth::{OAuth, Retry};
+pub(crate) use oauth::{OAuth, Party, Retry};
 pub use resource::{
     AccessTokenVerifier, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MAX_STALE, KEYS_WAIT, LEEWAY_SECONDS,
     REFETCH_INTERVAL, RETIRED_KEYS, TokenRejected, VerifiedToken, VerifierError,

@@ -38,6 +38,25 @@ use super::grants::{Expected, GrantState, GrantWrite, TokenStore};
 use super::metadata::{self, Resource, ServerMetadata, merged_challenge};
 use super::secret::{Secret, sensitive};
 use crate::http::HttpClient;
+use crate::subject::SubjectToken;
+
+/// For whom a token is obtained: the calling tenant, and — for a binding on behalf of users
+/// (`token_exchange`) — the caller's own token.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Party<'a> {
+    pub(crate) tenant: &'a str,
+    pub(crate) subject: Option<&'a SubjectToken>,
+}
+
+impl<'a> Party<'a> {
+    /// `tenant`, with no token of a caller's own.
+    pub(crate) fn tenant(tenant: &'a str) -> Party<'a> {
+        Party {
+            tenant,
+            subject: None,
+        }
+    }
+}
 
 /// What the caller may do after a refused request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,26 +212,41 @@ impl OAuth {
         self.config.grant == Grant::AuthorizationCode
     }
 
-    fn slot(&self, tenant: &str) -> Arc<tokio::sync::Mutex<Slot>> {
-        let key = if self.user_delegated() { tenant } else { "" };
+    /// Whether tokens are kept per tenant: a user's login, or a token exchanged for a user.
+    fn per_tenant(&self) -> bool {
+        self.user_delegated() || self.config.on_behalf_of_users()
+    }
+
+    /// The cached tokens of `party`: one slot for the binding, per tenant for a user's login,
+    /// per tenant and subject on behalf of users.
+    fn slot(&self, party: Party<'_>) -> Arc<tokio::sync::Mutex<Slot>> {
+        let key = match (self.per_tenant(), self.config.on_behalf_of_users()) {
+            (_, true) => format!(
+                "{}\0{}",
+                party.tenant,
+                party.subject.map_or("", SubjectToken::subject)
+            ),
+            (true, false) => party.tenant.to_owned(),
+            (false, false) => String::new(),
+        };
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.entry(key.to_owned()).or_default().clone()
+        slots.entry(key).or_default().clone()
     }
 
     /// Adds the token (and DPoP proof) for a request of `tenant`: `method` to `url`. Returns the
     /// token's generation, for [`OAuth::challenged`].
     pub(crate) async fn authorize(
         &self,
-        tenant: &str,
+        party: Party<'_>,
         method: &Method,
         url: &str,
         headers: &mut HeaderMap,
     ) -> Result<i64, String> {
-        let slot = self.slot(tenant);
+        let slot = self.slot(party);
         let mut slot = slot.lock().await;
         if slot.tokens.as_ref().is_none_or(Tokens::due) {
             // What another process wrote meanwhile (a login, a refresh).
-            if let Err(error) = self.sync(&mut slot, tenant).await {
+            if let Err(error) = self.sync(&mut slot, party).await {
                 // Nothing to go on; else an expired token goes on to its refresh, which decides
                 // (a rotating grant is not refreshed blind).
                 if slot.tokens.is_none() {
@@ -221,7 +255,7 @@ impl OAuth {
                 tracing::debug!(binding = %self.binding, %error, "the token store cannot be read");
             }
             if self.user_delegated() {
-                self.usable(&slot, tenant)?;
+                self.usable(&slot, party)?;
             }
         }
         if slot.tokens.as_ref().is_none_or(Tokens::due) {
@@ -235,7 +269,7 @@ impl OAuth {
             let early = slot.tokens.as_ref().is_some_and(|t| !t.expired());
             if known
                 && let Err(error) = self
-                    .renew(&mut slot, tenant, discovered.as_deref(), false, !early)
+                    .renew(&mut slot, party, discovered.as_deref(), false, !early)
                     .await
             {
                 if slot.tokens.as_ref().is_none_or(Tokens::expired) {
@@ -293,7 +327,7 @@ impl OAuth {
     /// (`spent`). An error is why no token could be obtained.
     pub(crate) async fn challenged(
         &self,
-        tenant: &str,
+        party: Party<'_>,
         status: StatusCode,
         headers: &HeaderMap,
         generation: i64,
@@ -319,10 +353,10 @@ impl OAuth {
             return Ok(retry);
         }
         let step_up = retry == Retry::SteppedUp;
-        let slot = self.slot(tenant);
+        let slot = self.slot(party);
         let mut slot = slot.lock().await;
         // Another process may have replaced the refused token already.
-        if let Err(error) = self.sync(&mut slot, tenant).await {
+        if let Err(error) = self.sync(&mut slot, party).await {
             tracing::debug!(binding = %self.binding, %error, "the token store cannot be read");
         }
         if step_up {
@@ -356,7 +390,7 @@ impl OAuth {
         let discovered = self
             .discover(challenge.resource_metadata.as_deref())
             .await?;
-        self.renew(&mut slot, tenant, Some(&discovered), step_up, true)
+        self.renew(&mut slot, party, Some(&discovered), step_up, true)
             .await?;
         Ok(retry)
     }
@@ -380,6 +414,7 @@ impl OAuth {
     /// `brain-harness login`: asks the server for its challenge, finds its authorization
     /// server, runs the authorization code flow and stores the tokens.
     pub(crate) async fn login(&self, tenant: &str) -> Result<String, String> {
+        let party = Party::tenant(tenant);
         if !self.user_delegated() {
             return Err(format!(
                 "{} gets its tokens with the {} grant, without a user: there is nothing to log in to",
@@ -417,11 +452,11 @@ impl OAuth {
         let discovered = self
             .discover(challenge.resource_metadata.as_deref())
             .await?;
-        let slot = self.slot(tenant);
+        let slot = self.slot(party);
         let mut slot = slot.lock().await;
         slot.tokens = None;
         slot.challenge_scope = challenge.scope;
-        self.store_login(&mut slot, tenant, &discovered).await?;
+        self.store_login(&mut slot, party, &discovered).await?;
         let tokens = slot.tokens.as_ref().ok_or("no token was issued")?;
         let expires = match tokens
             .expires_at
@@ -450,7 +485,8 @@ impl OAuth {
     /// `brain-harness logout`: the grant becomes a tombstone (a refresher finishing later
     /// cannot bring it back). Whether it held tokens.
     pub(crate) async fn logout(&self, tenant: &str) -> Result<bool, String> {
-        let key = self.grant_key(tenant);
+        let party = Party::tenant(tenant);
+        let key = self.grant_key(party);
         let held = self
             .store
             .load(&key)
@@ -470,7 +506,7 @@ impl OAuth {
             .write(&key, &Expected::Any, &tombstone)
             .await
             .map_err(|e| self.store_failed(&e))?;
-        let slot = self.slot(tenant);
+        let slot = self.slot(party);
         *slot.lock().await = Slot::default();
         Ok(held)
     }

@@ -33,6 +33,9 @@ pub(crate) struct CallState {
     pub(crate) session_id: Option<String>,
     /// The calling tenant (the cleanup's requests are authorized for it).
     pub(crate) tenant: String,
+    /// The caller's own token, for a binding on behalf of users (the cleanup's requests carry
+    /// the token issued for that user, never another's).
+    pub(crate) subject: Option<crate::SubjectToken>,
     /// The revision the call is made at, once known.
     pub(crate) revision: Option<&'static str>,
     /// The call was claimed as sent (`send::claim`): from here on, a failure may have an

@@ -83,6 +83,8 @@ pub(crate) struct Started<'a> {
     pub(crate) tool: Arc<Tool>,
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
+    /// The caller's own token, for a binding on behalf of users.
+    pub(crate) subject: Option<&'a crate::SubjectToken>,
     pub(crate) arguments: &'a Value,
     pub(crate) events: &'a Events,
     /// Cancelled when the caller drops or cancels the call.
@@ -108,6 +110,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
         tool,
         call_id,
         scope,
+        subject,
         arguments,
         events,
         cancel,
@@ -118,6 +121,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
     } = started;
     let state = Mutex::new(CallState {
         tenant: scope.tenant_id.clone(),
+        subject: subject.cloned(),
         ..CallState::default()
     });
     let timeout = Duration::from_secs(tool.binding.timeout_seconds);
@@ -129,6 +133,7 @@ pub(crate) async fn run<T: Transport>(transport: T, started: Started<'_>) -> Too
             auth: Authorizing {
                 credentials: &tool.credentials,
                 tenant: &scope.tenant_id,
+                subject,
             },
             departure: Default::default(),
         },

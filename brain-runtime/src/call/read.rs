@@ -106,7 +106,8 @@ impl Exchange<'_> {
     /// that the next call verifies against a new one.
     fn list_changed(&self) {
         if self.tool.binding.url.is_some() {
-            self.pins.expire(self.tool, &self.scope.tenant_id);
+            self.pins
+                .expire(self.tool, &self.scope.tenant_id, self.endpoint.auth.subject);
         }
     }
 

@@ -197,11 +197,12 @@ impl Transport for Session {
     async fn clean_up(self, http: HttpClient, tool: Arc<Tool>, state: CallState) {
         let Some(session) = state
             .session_id
-            .and_then(|s| HeaderValue::from_str(&s).ok())
+            .as_deref()
+            .and_then(|s| HeaderValue::from_str(s).ok())
         else {
             return;
         };
-        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state.tenant);
+        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state);
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static(SESSION_HEADER), session);
         if let Some(revision) = state.revision {

@@ -90,7 +90,7 @@ impl Transport for Stateless {
         let Some(task) = &state.task else {
             return;
         };
-        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state.tenant);
+        let endpoint = streamable::cleanup_endpoint(&http, &tool, &state);
         let cancel = crate::mcp::task_request(CANCEL_ID, "tasks/cancel", task, Some(STATELESS));
         let headers = task_headers(&cancel);
         let _ = tokio::time::timeout(CONTROL_TIMEOUT, endpoint.post(&cancel, headers)).await;

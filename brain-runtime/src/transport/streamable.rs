@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use tracing::Span;
 
 use crate::auth::Authorizing;
-use crate::call::{Exchange, Incoming, MAX_HEARD, Reading, Round};
+use crate::call::{CallState, Exchange, Incoming, MAX_HEARD, Reading, Round};
 use crate::http::HttpClient;
 use crate::http::HttpError;
 use crate::outcome::{Fact, Failure};
@@ -36,18 +36,19 @@ pub(crate) struct McpHttp {
 }
 
 /// The endpoint a call's cleanup sends on (cancellation, DELETE): the binding's URL, authorized
-/// for the calling tenant.
+/// for the calling tenant (and user, on behalf of users), as the call was.
 pub(crate) fn cleanup_endpoint<'a>(
     http: &'a HttpClient,
     tool: &'a Tool,
-    tenant: &'a str,
+    state: &'a CallState,
 ) -> Endpoint<'a> {
     Endpoint {
         http,
         url: tool.binding.url.as_deref().unwrap_or_default(),
         auth: Authorizing {
             credentials: &tool.credentials,
-            tenant,
+            tenant: &state.tenant,
+            subject: state.subject.as_ref(),
         },
         departure: Default::default(),
     }

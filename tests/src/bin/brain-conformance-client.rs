@@ -54,6 +54,7 @@ async fn main() -> ExitCode {
             tenant: "conformance".into(),
             store: Some(store.clone()),
             agent: Some(agent.clone()),
+            subject: None,
         }),
         timeout: Duration::from_secs(20),
         ca_file: None,
@@ -318,6 +319,9 @@ fn auth_for(scenario: &str, context: &Value) -> (Auth, BTreeMap<String, String>)
         idp_token_endpoint: None,
         idp_client_id: None,
         client_metadata_url: None,
+        token_endpoint: None,
+        audience: None,
+        resource: None,
         dpop: None,
     };
     if context.get("idp_id_token").is_some() {

@@ -9,7 +9,7 @@ use brain_config::Grant;
 
 use super::shared::{Obtained, Outcome, Refused};
 use super::tokens::{Slot, Tokens, words};
-use super::{Discovered, OAuth};
+use super::{Discovered, OAuth, Party};
 use crate::auth::code::{CodeFlow, UserAgent};
 use crate::auth::grant::{self, Authn, Client, ClientAuth, Issued};
 use crate::auth::metadata::ServerMetadata;
@@ -47,7 +47,7 @@ impl OAuth {
     pub(super) async fn obtain(
         &self,
         slot: &Slot,
-        tenant: &str,
+        party: Party<'_>,
         discovered: Option<&Discovered>,
         step_up: bool,
     ) -> Outcome {
@@ -55,7 +55,7 @@ impl OAuth {
             t.refresh.is_some() && discovered.is_none_or(|d| t.issuer == d.metadata.issuer)
         });
         if refreshable && !step_up {
-            match self.refresh(slot, tenant).await {
+            match self.refresh(slot, party).await {
                 Ok(obtained) => return Outcome::Obtained(Box::new(obtained)),
                 // A user's spent or revoked authorization: only a login mends it (at once when
                 // the user is at hand, through the agent).
@@ -76,7 +76,7 @@ impl OAuth {
                 self.server_url
             ));
         };
-        match self.grant(slot, tenant, discovered).await {
+        match self.grant(slot, party, discovered).await {
             Ok(obtained) => Outcome::Obtained(Box::new(obtained)),
             Err(message) => Outcome::Failed(message),
         }
@@ -86,7 +86,7 @@ impl OAuth {
     async fn grant(
         &self,
         slot: &Slot,
-        tenant: &str,
+        party: Party<'_>,
         discovered: &Discovered,
     ) -> Result<Obtained, String> {
         let scopes = self.scopes(slot, discovered);
@@ -116,8 +116,17 @@ impl OAuth {
                 let client = self.configured_client(metadata);
                 (self.token(metadata, form, &client).await?, client)
             }
+            Grant::TokenExchange => {
+                // The configured resource, else the one the upstream's metadata names.
+                let resource = self.config.resource.as_deref().unwrap_or(resource);
+                let (issued, client, endpoint) = self
+                    .exchange_subject_token(party, metadata, resource, scope.as_deref())
+                    .await?;
+                return Ok(self.obtained(issued, client, (metadata, &endpoint), resource, scopes));
+            }
             Grant::AuthorizationCode => {
                 let Some(agent) = &self.agent else {
+                    let tenant = party.tenant;
                     return Err(format!(
                         "no user tokens for tenant {tenant:?} at {}: run `brain-harness login --tenant {tenant} {}` first",
                         self.server_url, self.binding
@@ -144,25 +153,86 @@ impl OAuth {
                 )
             }
         };
+        let endpoint = metadata.token_endpoint.clone();
+        Ok(self.obtained(issued, client, (metadata, &endpoint), resource, scopes))
+    }
+
+    /// A new grant's tokens (issued at `endpoint` of the authorization server `metadata`
+    /// describes), not yet published.
+    fn obtained(
+        &self,
+        issued: Issued,
+        client: Client,
+        (metadata, endpoint): (&ServerMetadata, &String),
+        resource: &str,
+        scopes: BTreeSet<String>,
+    ) -> Obtained {
         let tokens = Tokens::new(
             issued,
-            (&metadata.issuer, &metadata.token_endpoint),
+            (&metadata.issuer, endpoint),
             resource,
             client,
             scopes.iter().cloned().collect(),
             None,
             self.dpop.as_ref(),
         );
-        Ok(Obtained {
+        Obtained {
             tokens,
             requested: scopes,
             // A new grant: whether its refresh tokens rotate is learnt at its first refresh.
             rotates: None,
-        })
+        }
+    }
+
+    /// On behalf of a user (RFC 8693): the caller's own access token exchanged at the configured
+    /// token endpoint for one issued to this client for the upstream — `resource`, `audience`
+    /// when configured, the scopes; no actor token. The client authenticates as the server's metadata allows.
+    /// Returns the issued token, the client and the endpoint (a refresh goes there too).
+    async fn exchange_subject_token(
+        &self,
+        party: Party<'_>,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<(Issued, Client, String), String> {
+        let subject = party.subject.ok_or_else(|| {
+            format!(
+                "{} exchanges each user's own token and the call carries none",
+                self.binding
+            )
+        })?;
+        let endpoint = self
+            .config
+            .token_endpoint
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let mut form = vec![
+            ("grant_type", grant::GRANT_TOKEN_EXCHANGE.to_owned()),
+            ("subject_token", subject.expose().to_owned()),
+            ("subject_token_type", grant::TOKEN_TYPE_ACCESS_TOKEN.to_owned()),
+        ];
+        form.extend(self.config.audience.clone().map(|a| ("audience", a)));
+        let form = scoped(form, scope, resource);
+        let client = self.configured_client(metadata);
+        let authn = Authn {
+            client: &client,
+            key: self.key.as_ref(),
+            issuer: &metadata.issuer,
+        };
+        let issued =
+            grant::token_request(&self.http, &endpoint, form, Some(&authn), self.dpop_pair())
+                .await
+                .map_err(|refused| {
+                    format!(
+                        "the authorization server refused to exchange the user's token for {}: {}",
+                        self.binding, refused.message
+                    )
+                })?;
+        Ok((issued, client, endpoint))
     }
 
     /// Refreshes the slot's token with its refresh token (spent once: a rotated one replaces it).
-    async fn refresh(&self, slot: &Slot, tenant: &str) -> Result<Obtained, Refused> {
+    async fn refresh(&self, slot: &Slot, party: Party<'_>) -> Result<Obtained, Refused> {
         let tokens = slot
             .tokens
             .as_ref()
@@ -193,6 +263,7 @@ impl OAuth {
                     if refused.error.as_deref() == Some("invalid_grant") {
                         // Revoked or spent: never presented again.
                         Refused::Spent(if self.user_delegated() {
+                            let tenant = party.tenant;
                             format!(
                                 "{}; the stored authorization is no longer valid: run `brain-harness login --tenant {tenant} {}` again",
                                 refused.message, self.binding

@@ -10,6 +10,9 @@ use super::tokens::{Slot, Tokens};
 use super::{Discovered, OAuth};
 use crate::auth::grants::{Expected, GrantKey, GrantState, GrantWrite};
 use crate::auth::store::StoredTokens;
+use crate::subject::SubjectToken;
+
+use super::Party;
 
 /// A claim outlives the token request it covers (30 s at most, `request.rs`): a slow but live
 /// refresher is never overtaken.
@@ -46,8 +49,9 @@ pub(super) enum Refused {
 impl OAuth {
     /// The grant's key in the store: the server and the `auth` fields that identify the client
     /// and the flow (not the scopes: a step-up does not fork the grant), and the tenant for
-    /// user-delegated tokens.
-    pub(super) fn grant_key(&self, tenant: &str) -> GrantKey {
+    /// user-delegated tokens; on behalf of users (`token_exchange`), the token endpoint, audience
+    /// and resource and the caller's subject too (a grant per user, per tenant).
+    pub(super) fn grant_key(&self, party: Party<'_>) -> GrantKey {
         use sha2::{Digest, Sha256};
         let config = &self.config;
         let mut hash = Sha256::new();
@@ -64,10 +68,22 @@ impl OAuth {
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());
         }
+        if config.on_behalf_of_users() {
+            // Only here: the keys of the other grants stay what they were.
+            for part in [
+                config.token_endpoint.as_deref().unwrap_or(""),
+                config.audience.as_deref().unwrap_or(""),
+                config.resource.as_deref().unwrap_or(""),
+                party.subject.map_or("", SubjectToken::subject),
+            ] {
+                hash.update((part.len() as u64).to_be_bytes());
+                hash.update(part.as_bytes());
+            }
+        }
         GrantKey {
             grant: format!("sha256:{}", crate::state::hex(&hash.finalize())),
-            tenant: if self.user_delegated() {
-                tenant.to_owned()
+            tenant: if self.per_tenant() {
+                party.tenant.to_owned()
             } else {
                 String::new()
             },
@@ -75,8 +91,8 @@ impl OAuth {
     }
 
     /// Reads the grant's row and takes what another process wrote since this one last looked.
-    pub(super) async fn sync(&self, slot: &mut Slot, tenant: &str) -> Result<(), String> {
-        let key = self.grant_key(tenant);
+    pub(super) async fn sync(&self, slot: &mut Slot, party: Party<'_>) -> Result<(), String> {
+        let key = self.grant_key(party);
         let row = self
             .store
             .load(&key)
@@ -117,12 +133,12 @@ impl OAuth {
     pub(super) async fn renew(
         &self,
         slot: &mut Slot,
-        tenant: &str,
+        party: Party<'_>,
         discovered: Option<&Discovered>,
         step_up: bool,
         wait: bool,
     ) -> Result<(), String> {
-        let key = self.grant_key(tenant);
+        let key = self.grant_key(party);
         let lease = i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX);
         let deadline = Instant::now() + WAIT;
         let mut pause = Duration::from_millis(20);
@@ -139,7 +155,7 @@ impl OAuth {
                 }
                 Err(error) => {
                     tracing::warn!(binding = %self.binding, error = %self.store_failed(&error), "new tokens are not shared");
-                    return match self.obtain(slot, tenant, discovered, step_up).await {
+                    return match self.obtain(slot, party, discovered, step_up).await {
                         Outcome::Obtained(obtained) => {
                             adopt(slot, obtained, generation);
                             Ok(())
@@ -148,8 +164,8 @@ impl OAuth {
                     };
                 }
                 Ok(true) => {
-                    let outcome = self.obtain(slot, tenant, discovered, step_up).await;
-                    return self.publish(slot, tenant, &key, generation, outcome).await;
+                    let outcome = self.obtain(slot, party, discovered, step_up).await;
+                    return self.publish(slot, party, &key, generation, outcome).await;
                 }
                 Ok(false) if !wait => {
                     return Err("another process is refreshing the tokens".into());
@@ -164,8 +180,8 @@ impl OAuth {
                     }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_PAUSE);
-                    self.sync(slot, tenant).await?;
-                    self.usable(slot, tenant)?;
+                    self.sync(slot, party).await?;
+                    self.usable(slot, party)?;
                     if slot.generation != generation
                         && slot.tokens.as_ref().is_some_and(|t| !t.expired())
                     {
@@ -177,12 +193,13 @@ impl OAuth {
     }
 
     /// An error when the grant in the store cannot be used: it needs a login, or was logged out.
-    pub(super) fn usable(&self, slot: &Slot, tenant: &str) -> Result<(), String> {
+    pub(super) fn usable(&self, slot: &Slot, party: Party<'_>) -> Result<(), String> {
         let what = match slot.state {
             GrantState::Valid => return Ok(()),
             GrantState::NeedsLogin => "needs a new login (its refresh token was refused)",
             GrantState::LoggedOut => "was logged out",
         };
+        let tenant = party.tenant;
         Err(format!(
             "the authorization of tenant {tenant:?} at {} {what}: run `brain-harness login \
              --tenant {tenant} {}`",
@@ -194,7 +211,7 @@ impl OAuth {
     async fn publish(
         &self,
         slot: &mut Slot,
-        tenant: &str,
+        party: Party<'_>,
         key: &GrantKey,
         generation: i64,
         outcome: Outcome,
@@ -248,8 +265,8 @@ impl OAuth {
             }
             // Overtaken, or logged out meanwhile: the store's row wins.
             Ok(None) => {
-                self.sync(slot, tenant).await?;
-                self.usable(slot, tenant)?;
+                self.sync(slot, party).await?;
+                self.usable(slot, party)?;
                 if slot.tokens.as_ref().is_some_and(|t| !t.expired()) {
                     return Ok(());
                 }
@@ -301,10 +318,10 @@ impl OAuth {
     pub(super) async fn store_login(
         &self,
         slot: &mut Slot,
-        tenant: &str,
+        party: Party<'_>,
         discovered: &Discovered,
     ) -> Result<(), String> {
-        let obtained = match self.obtain(slot, tenant, Some(discovered), true).await {
+        let obtained = match self.obtain(slot, party, Some(discovered), true).await {
             Outcome::Obtained(obtained) => *obtained,
             Outcome::NeedsLogin(message) | Outcome::Failed(message) => {
                 return Err(message);
@@ -312,7 +329,7 @@ impl OAuth {
         };
         // A login replaces whatever the grant was; sealed for the generation it will have, so
         // written only at the one it was read at (once more if a sibling wrote meanwhile).
-        let key = self.grant_key(tenant);
+        let key = self.grant_key(party);
         let mut written = None;
         for _ in 0..2 {
             let current = self
@@ -344,7 +361,7 @@ impl OAuth {
     /// Imports `stored` (an earlier brain's token file) as `tenant`'s grant, unless the store
     /// has the grant already. Whether it did.
     pub(crate) async fn import(&self, tenant: &str, stored: StoredTokens) -> Result<bool, String> {
-        let key = self.grant_key(tenant);
+        let key = self.grant_key(Party::tenant(tenant));
         let write = GrantWrite {
             state: GrantState::Valid,
             binding: self.binding.clone(),
