@@ -96,12 +96,12 @@ pub use http::raise_open_file_limit;
 pub use outcome::Refusal;
 pub use pins::{DEFAULT_LISTING_TTL, MAX_LISTING_TTL};
 pub use request::CallRequest;
-pub use subject::SubjectToken;
 pub use runtime::{__bench, Call, Runtime, RuntimeBuilder, RuntimeError};
 pub use session_token::{
     MIN_SESSION_TOKEN_KEY_BYTES, SESSION_TOKEN_HEADER, SESSION_TOKEN_KEY_ENV, SessionClaims,
     SessionTokenError, verify_session_token,
 };
+pub use subject::SubjectToken;
 pub use tool::Scope;
 pub use typed::{__codegen, ParseError, StaticBinding, TypedCall, UnknownTool};
 

@@ -21,7 +21,8 @@
 // `brain-service-globex`; for a user, the user's, `acme` for alice and carol and `globex` for bob
 // (none for other users).
 import http from 'node:http';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 
 const [resource, ttlText] = process.argv.slice(2);
 const accessTtl = Number(ttlText || 300);
@@ -33,7 +34,9 @@ let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
-const stats = { token: {}, token_errors: {}, revocations: 0, authorizations: 0 };
+const stats = { token: {}, token_errors: {}, revocations: 0, authorizations: 0, exchanges: {} };
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 const provider = new Provider(issuer, {
   clients: [
@@ -53,6 +56,12 @@ const provider = new Provider(issuer, {
       client_id: 'brain-user', application_type: 'native', token_endpoint_auth_method: 'none',
       grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
       redirect_uris: ['http://127.0.0.1/callback'],
+    },
+    // A gateway acting on behalf of users: it exchanges a user's access token (RFC 8693).
+    {
+      client_id: 'brain-exchange', client_secret: 'exchange-secret-0123456789',
+      grant_types: [TOKEN_EXCHANGE], response_types: [], redirect_uris: [],
+      token_endpoint_auth_method: 'client_secret_basic',
     },
     // The MCP server, introspecting the tokens it is shown.
     {
@@ -80,6 +89,8 @@ const provider = new Provider(issuer, {
     },
   },
   extraTokenClaims: (ctx, token) => {
+    // A token issued by exchange names the client that acts for the user (RFC 8693 `act`).
+    if (token.gty === 'token_exchange') return { act: { sub: token.clientId } };
     if (!jwt) return undefined;
     // A user's token (authorization code, refresh) names its account; a machine's does not.
     const tenant = token.accountId ? userTenants[token.accountId] : tenants[token.clientId];
@@ -135,6 +146,56 @@ provider.on('grant.error', (ctx, error) => {
 });
 provider.on('revocation.success', () => { stats.revocations += 1; });
 provider.on('server_error', (ctx, error) => console.error('server_error', error));
+
+// Token exchange (RFC 8693) on behalf of a user: the subject token is a user's access token of
+// this server (opaque, looked up; or a JWT, verified with its keys), active and not expired;
+// the issued token names the user (`sub`) and the exchanging client as the actor
+// (`act.sub`), for the requested resource. Counted per user in /stats `exchanges`.
+// BRAIN_TEST_AS_EXCHANGE_DENY names users whose exchange is refused (`invalid_grant`).
+const denied = new Set((process.env.BRAIN_TEST_AS_EXCHANGE_DENY || '').split(',').filter(Boolean));
+const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`));
+async function subjectOf(token) {
+  if (token.split('.').length === 3) {
+    try {
+      const { payload } = await jwtVerify(token, jwks, { issuer });
+      return payload.sub;
+    } catch {
+      return undefined;
+    }
+  }
+  const found = await provider.AccessToken.find(token);
+  return found && !found.isExpired ? found.accountId : undefined;
+}
+provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+  const { params, client } = ctx.oidc;
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+    throw new errors.InvalidRequest('subject_token_type must be an access token');
+  }
+  if (params.actor_token) throw new errors.InvalidRequest('actor_token is not supported');
+  const sub = await subjectOf(params.subject_token);
+  if (!sub) throw new errors.InvalidGrant('the subject token is not active');
+  if (denied.has(sub)) throw new errors.InvalidGrant(`${sub} may not be impersonated`);
+  const target = params.resource || resource;
+  const token = new provider.AccessToken({
+    accountId: sub,
+    client,
+    scope: params.scope || 'mcp:basic',
+    gty: 'token_exchange',
+  });
+  token.resourceServer = new provider.ResourceServer(target, {
+    scope: 'mcp:basic mcp:admin', audience: target, accessTokenFormat: 'opaque', accessTokenTTL: accessTtl,
+  });
+  const value = await token.save();
+  count(stats.exchanges, sub);
+  ctx.body = {
+    access_token: value,
+    issued_token_type: ACCESS_TOKEN_TYPE,
+    token_type: 'Bearer',
+    expires_in: token.expiration,
+    scope: token.scope,
+  };
+}, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope',
+  'actor_token', 'actor_token_type'], ['audience', 'resource']);
 
 server.on('request', provider.callback());
 console.log(JSON.stringify({ issuer }));

@@ -22,6 +22,10 @@ pub const USER_CLIENT: &str = "brain-user";
 pub const RESOURCE_CLIENT: &str = "mcp-server";
 /// The secret of [`RESOURCE_CLIENT`].
 pub const RESOURCE_SECRET: &str = "mcp-server-secret-0123456789";
+/// A gateway's client allowed the token exchange grant (RFC 8693) on behalf of users.
+pub const EXCHANGE_CLIENT: &str = "brain-exchange";
+/// The secret of [`EXCHANGE_CLIENT`].
+pub const EXCHANGE_SECRET: &str = "exchange-secret-0123456789";
 /// A second machine client; with `BRAIN_TEST_AS_JWT=1` its tokens name tenant `globex` (and
 /// [`SERVICE_CLIENT`]'s `acme`).
 pub const GLOBEX_CLIENT: &str = "brain-service-globex";

@@ -184,6 +184,20 @@ pub struct Stats {
     pub drift: std::sync::Mutex<Option<crate::drift::Change>>,
     /// `tools/list` requests answered.
     pub lists: AtomicUsize,
+    /// With `oauth`: each `tools/call` let through — the bearer token it carried, and its
+    /// introspection's `sub` and `act.sub` (whom the token stands for, and who acts for them).
+    pub identities: std::sync::Mutex<Vec<Identity>>,
+}
+
+/// Who a `tools/call` came from, as the server's introspection says ([`Stats::identities`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The bearer token the request carried.
+    pub token: String,
+    /// The introspection's `sub`.
+    pub subject: Option<String>,
+    /// Its `act.sub` (RFC 8693: the party acting for the subject).
+    pub actor: Option<String>,
 }
 
 impl Stats {
@@ -561,6 +575,18 @@ impl FaultLayer {
             && guard.admin_tools.iter().any(|admin| admin == tool);
         if needs_admin && !scopes.contains(&"mcp:admin") {
             return challenge(StatusCode::FORBIDDEN, "insufficient_scope", "mcp:admin");
+        }
+        if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+            let text = |value: &Value| value.as_str().map(str::to_owned);
+            self.stats
+                .identities
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Identity {
+                    token: token.to_owned(),
+                    subject: text(&introspected["sub"]),
+                    actor: text(&introspected["act"]["sub"]),
+                });
         }
         None
     }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use http::header::HeaderMap;
 
 use super::oauth::{OAuth, Party};
-use crate::subject::SubjectToken;
 use super::secret::Token;
+use crate::subject::SubjectToken;
 
 /// How a binding's requests are authorized.
 #[derive(Debug, Default)]

@@ -209,7 +209,10 @@ impl OAuth {
         let mut form = vec![
             ("grant_type", grant::GRANT_TOKEN_EXCHANGE.to_owned()),
             ("subject_token", subject.expose().to_owned()),
-            ("subject_token_type", grant::TOKEN_TYPE_ACCESS_TOKEN.to_owned()),
+            (
+                "subject_token_type",
+                grant::TOKEN_TYPE_ACCESS_TOKEN.to_owned(),
+            ),
         ];
         form.extend(self.config.audience.clone().map(|a| ("audience", a)));
         let form = scoped(form, scope, resource);

@@ -1,0 +1,193 @@
+//! On behalf of users: a binding whose `auth` is `token_exchange` exchanges each caller's own
+//! token (RFC 8693) at a real authorization server (`oidc-provider` with the grant registered,
+//! `tests/interop/oauth_server.mjs`) and calls the test server — which introspects every request
+//! — with the issued token. Counted on both sides: the server sees each user (`sub`) and brain
+//! (`act.sub`), never a user's own token; the authorization server counts one exchange per user
+//! while the issued token lives; a call without a user token, or one the authorization server
+//! refuses, is not sent.
+
+use std::time::Duration;
+
+use brain_config::HostConfig;
+use brain_runtime::{CallRequest, Reason, Runtime, Scope, SubjectToken, ToolResult};
+use serde_json::{Value, json};
+use tests::client::{config, text};
+use tests::oauth::{ALICE, BOB, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET, servers_with};
+use tests::server::{Stats, TestServer};
+
+const SECRET_VAR: &str = "BRAIN_EXCHANGE_TEST_CLIENT_SECRET";
+
+/// Every test-server tool on behalf of users, exchanging at `token_endpoint`, at 2026-07-28.
+fn exchange_config(server: &TestServer, token_endpoint: &str) -> HostConfig {
+    let auth = json!({
+        "type": "token_exchange",
+        "token_endpoint": token_endpoint,
+        "client_id": EXCHANGE_CLIENT,
+        "client_secret_env": SECRET_VAR,
+    });
+    config(&server.url, |_, binding| {
+        binding["auth"] = auth.clone();
+        binding["protocol_version"] = json!("2026-07-28");
+    })
+}
+
+fn runtime(config: &HostConfig) -> Runtime {
+    Runtime::builder(config)
+        .env(|var| (var == SECRET_VAR).then(|| EXCHANGE_SECRET.to_owned()))
+        .build()
+        .unwrap()
+}
+
+/// `echo` as tenant `local`, with the caller's token when there is one.
+async fn echo(runtime: &Runtime, message: &str, subject: Option<SubjectToken>) -> ToolResult {
+    let scope = Scope {
+        tenant_id: "local".into(),
+        session_id: "session-1".into(),
+    };
+    let mut request = CallRequest::new("echo", scope, json!({ "message": message }));
+    if let Some(subject) = subject {
+        request = request.with_subject_token(subject);
+    }
+    runtime.call(request).result().await
+}
+
+/// The exchanges the authorization server made for `user`.
+async fn exchanges(stats: &Value, user: &str) -> u64 {
+    stats["exchanges"][user].as_u64().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_user_reaches_the_server_as_themselves_with_one_exchange_each() {
+    let (authorization, server) = servers_with(300, &[], &[]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let runtime = runtime(&exchange_config(&server, &endpoint));
+    // The users' own tokens, for brain (another resource than the server's).
+    let brain = "http://127.0.0.1:9/brain";
+    let alice = authorization.user_token(brain, ALICE).await;
+    let bob = authorization.user_token(brain, BOB).await;
+    let verified =
+        |token: &str, user: &str| SubjectToken::verified(token, &authorization.issuer, user);
+    // 20 calls each, interleaved and concurrent.
+    let calls = (0..40).map(|i| {
+        let (token, user) = if i % 2 == 0 {
+            (&alice, ALICE)
+        } else {
+            (&bob, BOB)
+        };
+        let runtime = &runtime;
+        let subject = verified(token, user);
+        async move {
+            (
+                user,
+                echo(runtime, &format!("{user} {i}"), Some(subject)).await,
+            )
+        }
+    });
+    for (user, result) in futures_util::future::join_all(calls).await {
+        assert!(!result.is_error, "{user}: {result:?}");
+        assert!(text(&result).starts_with(user), "{result:?}");
+    }
+    let identities = server.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 40, "every call ran once: {identities:?}");
+    for user in [ALICE, BOB] {
+        let theirs: Vec<_> = identities
+            .iter()
+            .filter(|seen| seen.subject.as_deref() == Some(user))
+            .collect();
+        assert_eq!(
+            theirs.len(),
+            20,
+            "{user}'s calls reached the server as {user}"
+        );
+        assert!(
+            theirs
+                .iter()
+                .all(|seen| seen.actor.as_deref() == Some(EXCHANGE_CLIENT)),
+            "brain acts for {user}: {theirs:?}"
+        );
+    }
+    assert!(
+        identities
+            .iter()
+            .all(|seen| seen.token != alice && seen.token != bob),
+        "a user's own token never reaches the server"
+    );
+    let stats = authorization.stats().await;
+    assert_eq!(exchanges(&stats, ALICE).await, 1, "{stats}");
+    assert_eq!(exchanges(&stats, BOB).await, 1, "{stats}");
+    assert_eq!(Stats::get(&server.stats.calls), 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_user_token_or_with_one_refused_nothing_is_sent() {
+    let (authorization, server) =
+        servers_with(300, &[], &[("BRAIN_TEST_AS_EXCHANGE_DENY", CAROL)]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let runtime = runtime(&exchange_config(&server, &endpoint));
+
+    let anonymous = echo(&runtime, "who am I", None).await;
+    assert!(
+        anonymous.is_error && !anonymous.unknown_outcome,
+        "{anonymous:?}"
+    );
+    assert_eq!(
+        anonymous.reason,
+        Some(Reason::UserCredentialRequired),
+        "{anonymous:?}"
+    );
+    assert!(text(&anonymous).contains("no user token"), "{anonymous:?}");
+
+    let carol = authorization
+        .user_token("http://127.0.0.1:9/brain", CAROL)
+        .await;
+    let refused = echo(&runtime, "as carol", Some(SubjectToken::new(carol.clone()))).await;
+    assert!(refused.is_error && !refused.unknown_outcome, "{refused:?}");
+    assert!(text(&refused).contains("invalid_grant"), "{refused:?}");
+    assert!(
+        !text(&refused).contains(&carol),
+        "the user's token is never in a message"
+    );
+
+    let forged = echo(&runtime, "forged", Some(SubjectToken::new("not-a-token"))).await;
+    assert!(forged.is_error && !forged.unknown_outcome, "{forged:?}");
+
+    // The authorization server stopped: refused, not sent.
+    drop(authorization);
+    let alone = echo(&runtime, "no AS", Some(SubjectToken::new("whatever"))).await;
+    assert!(alone.is_error && !alone.unknown_outcome, "{alone:?}");
+
+    assert_eq!(
+        Stats::get(&server.stats.calls),
+        0,
+        "no call reached the tool"
+    );
+    assert!(server.stats.identities.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_is_exchanged_again_once_the_issued_token_is_due() {
+    // Tokens live 6 s: the issued one is renewed once 2 s of it remain.
+    let (authorization, server) = servers_with(6, &[], &[]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let runtime = runtime(&exchange_config(&server, &endpoint));
+    let brain = "http://127.0.0.1:9/brain";
+    let issuer = authorization.issuer.clone();
+    let as_alice = |token: &str| SubjectToken::verified(token, &issuer, ALICE);
+    let first = authorization.user_token(brain, ALICE).await;
+    for i in 0..5 {
+        let result = echo(&runtime, &format!("early {i}"), Some(as_alice(&first))).await;
+        assert!(!result.is_error, "{result:?}");
+    }
+    // A new token of the same user (a new `jti`) does not force an exchange while the issued
+    // token is valid.
+    let second = authorization.user_token(brain, ALICE).await;
+    let result = echo(&runtime, "new jti", Some(as_alice(&second))).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(exchanges(&authorization.stats().await, ALICE).await, 1);
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let third = authorization.user_token(brain, ALICE).await;
+    let result = echo(&runtime, "late", Some(as_alice(&third))).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(exchanges(&authorization.stats().await, ALICE).await, 2);
+    assert_eq!(Stats::get(&server.stats.calls), 7);
+}
