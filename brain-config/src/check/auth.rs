@@ -231,7 +231,11 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
             invalid(
                 field,
                 format!("`auth.{field}` is empty"),
-                "write the client's id, or remove the field",
+                if field == "audience" {
+                    "write the audience the authorization server expects, or remove the field"
+                } else {
+                    "write the client's id, or remove the field"
+                },
             );
         }
     }
