@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use brain_config::ToolBinding;
-use brain_runtime::{CallRequest, Event, Reason, Refusal, Runtime, Scope, ToolResult, Via};
+use brain_runtime::{
+    CallRequest, Event, Reason, Refusal, Runtime, Scope, SubjectToken, ToolResult, Via,
+};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use rmcp::model::{
@@ -364,6 +366,24 @@ pub(crate) struct Incoming {
     pub(crate) cancelled: Option<CancellationToken>,
 }
 
+/// The user's own token, for a binding that acts on behalf of users: the bearer JWT this very
+/// request was authenticated with, keyed by the verified issuer and subject. Only a JWT user
+/// has one; a static client's token is serve's own credential, never a user's.
+fn user_token(client: &Client, headers: Option<&http::HeaderMap>) -> Option<SubjectToken> {
+    let brain_runtime::Principal::User {
+        issuer, subject, ..
+    } = &client.acts_as
+    else {
+        return None;
+    };
+    let token = headers?
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()
+        .and_then(super::clients::bearer)?;
+    Some(SubjectToken::verified(token, issuer, subject))
+}
+
 /// What a call gives its client: progress (only with a `progressToken`), then its answer.
 pub(crate) enum Step {
     Progress(ProgressNotificationParam),
@@ -453,11 +473,14 @@ impl Facade {
             line.mcp_session.as_deref(),
         );
         continue_trace(&span, meta, headers.as_ref());
-        let request = CallRequest::new(line.tool.clone(), scope, arguments)
+        let mut request = CallRequest::new(line.tool.clone(), scope, arguments)
             .with_call_id(line.upstream.clone())
             .with_principal(line.client.acts_as.clone())
             .with_via(Via::Serve)
             .with_parent(span);
+        if let Some(subject) = user_token(&line.client, headers.as_ref()) {
+            request = request.with_subject_token(subject);
+        }
         let running = Running {
             facade: self.clone(),
             call: Some(self.inner.runtime.call(request)),

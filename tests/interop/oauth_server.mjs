@@ -80,9 +80,10 @@ const provider = new Provider(issuer, {
       enabled: true,
       defaultResource: () => resource,
       useGrantedResource: () => true,
-      getResourceServerInfo: () => ({
+      // Any resource asked for is served, with itself as the audience.
+      getResourceServerInfo: (ctx, indicator) => ({
         scope: 'mcp:basic mcp:admin',
-        audience: resource,
+        audience: indicator,
         accessTokenFormat: jwt ? 'jwt' : 'opaque',
         accessTokenTTL: accessTtl,
       }),

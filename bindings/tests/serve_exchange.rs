@@ -1,0 +1,119 @@
+//! serve on behalf of its users: alice and carol of one company (tenant `acme`) sign in to serve
+//! with JWTs from a real authorization server (`oidc-provider`); serve's `echo` binding exchanges
+//! each user's own JWT (RFC 8693) at the same server and calls the test server, which
+//! introspects every request. Counted on both sides: the upstream sees each user as themselves
+//! with brain as the actor and never a user's JWT; one exchange per user; a static client of
+//! serve (no user) is refused and nothing is sent.
+
+use serde_json::{Value, json};
+use tests::oauth::{ALICE, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET, servers_with};
+use tests::server::Stats;
+
+mod serving;
+
+use serving::*;
+
+const SECRET_VAR: &str = "BRAIN_SERVE_EXCHANGE_SECRET";
+
+#[test]
+fn users_reach_the_upstream_as_themselves_through_serve() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let (authorization, upstream) =
+        tokio.block_on(servers_with(300, &[], &[("BRAIN_TEST_AS_JWT", "1")]));
+    let (port, resource) = free_resource();
+    let mut echo = tests::server::bindings_json(&upstream.url, |_, _| {})
+        .into_iter()
+        .find(|binding| binding["name"] == "echo")
+        .expect("the test server has echo");
+    echo["tenants"] = json!(["acme"]);
+    echo["protocol_version"] = json!("2026-07-28");
+    echo["auth"] = json!({
+        "type": "token_exchange",
+        "token_endpoint": format!("{}/token", authorization.issuer),
+        "client_id": EXCHANGE_CLIENT,
+        "client_secret_env": SECRET_VAR,
+    });
+    let config = json!({
+        "serve": {
+            "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
+            "authorization": {"issuer": authorization.issuer, "resource": resource,
+                "tenant_claim": "tenant"},
+        },
+        "tools": [echo],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let state = format!("sqlite:{}", dir.path().join("state.db").display());
+    let serving = Serving::start_at(
+        &format!("127.0.0.1:{port}"),
+        path.to_str().unwrap(),
+        &state,
+        &[
+            (SECRET_VAR, EXCHANGE_SECRET),
+            ("BRAIN_SERVE_TOKEN_ACME", ACME),
+        ],
+    );
+    let alice = tokio.block_on(authorization.user_token(&resource, ALICE));
+    let carol = tokio.block_on(authorization.user_token(&resource, CAROL));
+    assert_eq!(alice.split('.').count(), 3, "a JWT");
+
+    let plan = |token: &str, user: &str| {
+        let steps: Vec<Value> = (0..20)
+            .map(|i| json!({"call": "echo", "arguments": {"message": format!("{user} {i}")}}))
+            .collect();
+        json!({"url": serving.url, "token": token, "mode": "auto", "steps": steps})
+    };
+    // The two users at once.
+    let (alice_lines, carol_lines) = std::thread::scope(|scope| {
+        let alice_plan = plan(&alice, ALICE);
+        let carol_plan = plan(&carol, CAROL);
+        let a = scope.spawn(move || client(alice_plan));
+        let c = scope.spawn(move || client(carol_plan));
+        (a.join().unwrap(), c.join().unwrap())
+    });
+    for (user, lines) in [(ALICE, &alice_lines), (CAROL, &carol_lines)] {
+        assert_eq!(lines.len(), 20);
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(text(line), format!("{user} {i}"), "{line}");
+        }
+    }
+    let identities = upstream.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 40, "each call ran once");
+    for user in [ALICE, CAROL] {
+        let theirs = identities
+            .iter()
+            .filter(|seen| {
+                seen.subject.as_deref() == Some(user)
+                    && seen.actor.as_deref() == Some(EXCHANGE_CLIENT)
+            })
+            .count();
+        assert_eq!(
+            theirs, 20,
+            "{user} reached the upstream as {user}, brain acting"
+        );
+    }
+    assert!(
+        identities
+            .iter()
+            .all(|seen| seen.token != alice && seen.token != carol),
+        "no user's own token reached the upstream"
+    );
+    let stats = tokio.block_on(authorization.stats());
+    assert_eq!(stats["exchanges"][ALICE], json!(1), "{stats}");
+    assert_eq!(stats["exchanges"][CAROL], json!(1), "{stats}");
+
+    // serve's static client acts for no user: refused, nothing sent.
+    let lines = client(
+        json!({"url": serving.url, "token": ACME, "mode": "auto", "steps": [
+            {"call": "echo", "arguments": {"message": "no user"}},
+        ]}),
+    );
+    assert_eq!(
+        outcome(&lines[0])["reason"],
+        json!("user_credential_required"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(Stats::get(&upstream.stats.calls), 40);
+}
