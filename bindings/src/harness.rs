@@ -114,6 +114,11 @@ enum Command {
         /// absent. Without it, the arguments follow the binding's own schema.
         #[arg(long, value_name = "API")]
         from: Option<brain_config::ModelApi>,
+        /// The environment variable holding the calling user's own access token, for a binding
+        /// that acts on behalf of users (`auth.type` `token_exchange`): brain exchanges it and
+        /// never sends it upstream. Without it such a binding refuses the call.
+        #[arg(long, value_name = "VAR")]
+        subject_token_env: Option<String>,
         /// The binding's name.
         tool: String,
         /// The arguments as a JSON object, or `-` to read them from stdin.
@@ -308,12 +313,21 @@ fn run(cli: Cli) -> ExitCode {
             call_id,
             json,
             from,
+            subject_token_env,
             tool,
             args,
         } => {
             let arguments = match arguments(&args) {
                 Ok(arguments) => arguments,
                 Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let subject = match subject_token_env.as_deref().map(subject_token) {
+                None => None,
+                Some(Ok(subject)) => Some(subject),
+                Some(Err(message)) => {
                     eprintln!("error: {message}");
                     return ExitCode::from(2);
                 }
@@ -330,6 +344,10 @@ fn run(cli: Cli) -> ExitCode {
             .with_via(brain_runtime::Via::Call);
             let request = match from {
                 Some(api) => request.with_from(api),
+                None => request,
+            };
+            let request = match subject {
+                Some(subject) => request.with_subject_token(subject),
                 None => request,
             };
             call_tool(&config, state, request, json)
@@ -731,5 +749,19 @@ fn print_readable(result: &ToolResult) {
             }
             other => println!("[{}]", crate::output::json_text(other)),
         }
+    }
+}
+
+/// The user's token named by `--subject-token-env VAR`: brain has not verified it, so it is
+/// keyed by its digest ([`brain_runtime::SubjectToken::new`]).
+fn subject_token(var: &str) -> Result<brain_runtime::SubjectToken, String> {
+    match std::env::var(var) {
+        Ok(token) if !token.trim().is_empty() => Ok(brain_runtime::SubjectToken::new(token.trim())),
+        Ok(_) => Err(format!(
+            "--subject-token-env: {var} is empty; set it to the calling user's access token"
+        )),
+        Err(_) => Err(format!(
+            "--subject-token-env: {var} is not set; set it to the calling user's access token"
+        )),
     }
 }

@@ -1,14 +1,20 @@
-//! serve on behalf of its users: alice and carol of one company (tenant `acme`) sign in to serve
+//! Bindings on behalf of users (`auth.type` `token_exchange`), through the front ends.
+//!
+//! serve: alice and carol of one company (tenant `acme`) sign in to serve
 //! with JWTs from a real authorization server (`oidc-provider`); serve's `echo` binding exchanges
 //! each user's own JWT (RFC 8693) at the same server and calls the test server, which
 //! introspects every request. Counted on both sides: the upstream sees each user as themselves
 //! with brain as the actor and never a user's JWT; one exchange per user; a static client of
 //! serve (no user) is refused and nothing is sent.
+//!
+//! `brain-harness call --subject-token-env VAR`: the upstream sees the user whose token VAR
+//! holds; without the flag the call is refused (a `tool.result`, exit 1) and nothing is sent.
 
 use serde_json::{Value, json};
 use tests::oauth::{ALICE, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET, servers_with};
 use tests::server::Stats;
 
+mod common;
 mod serving;
 
 use serving::*;
@@ -116,4 +122,69 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
         lines[0]
     );
     assert_eq!(Stats::get(&upstream.stats.calls), 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
+    let (authorization, upstream) = servers_with(300, &[], &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("{}/token", authorization.issuer);
+    let config = common::write_config(dir.path(), &upstream.url, |binding| {
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["auth"] = json!({
+            "type": "token_exchange",
+            "token_endpoint": endpoint,
+            "client_id": EXCHANGE_CLIENT,
+            "client_secret_env": SECRET_VAR,
+        });
+    });
+    let alice = authorization
+        .user_token("http://127.0.0.1:9/brain", ALICE)
+        .await;
+    let call = |extra: &'static [&'static str]| {
+        let config = config.clone();
+        let alice = alice.clone();
+        async move {
+            let mut args = vec!["--config", config.as_str(), "call", "--tenant", "local"];
+            args.extend_from_slice(extra);
+            args.extend(["echo", r#"{"message": "hello"}"#]);
+            common::harness(
+                &args,
+                &[
+                    (SECRET_VAR, EXCHANGE_SECRET),
+                    ("ALICE_TOKEN", alice.as_str()),
+                ],
+            )
+            .await
+        }
+    };
+    let output = call(&["--json", "--subject-token-env", "ALICE_TOKEN"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        common::stderr(&output)
+    );
+    assert!(
+        !stdout.contains(&alice),
+        "the user's token is never printed"
+    );
+    let identities = upstream.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 1, "{identities:?}");
+    assert_eq!(identities[0].subject.as_deref(), Some(ALICE));
+    assert_eq!(identities[0].actor.as_deref(), Some(EXCHANGE_CLIENT));
+    assert_ne!(identities[0].token, alice);
+
+    let output = call(&["--json"]).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("user_credential_required"), "{stdout}");
+    let output = call(&["--subject-token-env", "NOT_SET_ANYWHERE"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(common::stderr(&output).contains("NOT_SET_ANYWHERE is not set"));
+    assert_eq!(
+        Stats::get(&upstream.stats.calls),
+        1,
+        "nothing else was sent"
+    );
 }
