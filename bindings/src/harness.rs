@@ -317,37 +317,19 @@ fn run(cli: Cli) -> ExitCode {
             tool,
             args,
         } => {
-            let arguments = match arguments(&args) {
-                Ok(arguments) => arguments,
+            let scope = Scope {
+                tenant_id: tenant,
+                session_id: session,
+            };
+            let request = match call_request(tool, scope, &args, subject_token_env.as_deref()) {
+                Ok(request) => request.with_optional_call_id(call_id),
                 Err(message) => {
                     eprintln!("error: {message}");
                     return ExitCode::from(2);
                 }
             };
-            let subject = match subject_token_env.as_deref().map(subject_token) {
-                None => None,
-                Some(Ok(subject)) => Some(subject),
-                Some(Err(message)) => {
-                    eprintln!("error: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            let request = CallRequest::new(
-                tool,
-                Scope {
-                    tenant_id: tenant,
-                    session_id: session,
-                },
-                arguments,
-            )
-            .with_optional_call_id(call_id)
-            .with_via(brain_runtime::Via::Call);
             let request = match from {
                 Some(api) => request.with_from(api),
-                None => request,
-            };
-            let request = match subject {
-                Some(subject) => request.with_subject_token(subject),
                 None => request,
             };
             call_tool(&config, state, request, json)
@@ -750,6 +732,23 @@ fn print_readable(result: &ToolResult) {
             other => println!("[{}]", crate::output::json_text(other)),
         }
     }
+}
+
+/// `brain-harness call`'s request: `tool` by `scope` with the arguments `args` (JSON, or `-`
+/// for stdin), and the user's token when `subject_token_env` names its variable. An error is
+/// bad input (exit 2).
+fn call_request(
+    tool: String,
+    scope: Scope,
+    args: &str,
+    subject_token_env: Option<&str>,
+) -> Result<CallRequest, String> {
+    let arguments = arguments(args)?;
+    let request = CallRequest::new(tool, scope, arguments).with_via(brain_runtime::Via::Call);
+    Ok(match subject_token_env.map(subject_token).transpose()? {
+        Some(subject) => request.with_subject_token(subject),
+        None => request,
+    })
 }
 
 /// The user's token named by `--subject-token-env VAR`: brain has not verified it, so it is

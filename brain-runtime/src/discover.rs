@@ -73,7 +73,7 @@ pub struct DiscoverAuth {
     pub tenant: String,
     /// The user's own token, for a binding on behalf of users (`token_exchange`): discovery
     /// lists the server as that user.
-    pub subject: Option<crate::SubjectToken>,
+    pub subject: Option<crate::subject::SubjectToken>,
     /// Where tokens are read and written (the state's store); else this process's memory.
     pub store: Option<std::sync::Arc<dyn crate::auth::TokenStore>>,
     /// Takes the user to the authorization server when no stored token works.

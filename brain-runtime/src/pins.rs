@@ -113,7 +113,7 @@ pub(crate) type Lister = Arc<
             HttpClient,
             Arc<Tool>,
             String,
-            Option<crate::SubjectToken>,
+            Option<crate::subject::SubjectToken>,
         )
             -> futures_util::future::BoxFuture<'static, Result<(Vec<Value>, CacheHints), String>>
         + Send
@@ -178,7 +178,7 @@ impl Pins {
     /// The upstream of a call to `tool` for `tenant` (and `subject`, on behalf of users): its
     /// endpoint and credential, and the revision it is listed at (a server may list otherwise at
     /// another, and to another user).
-    fn key(tool: &Tool, tenant: &str, subject: Option<&crate::SubjectToken>) -> String {
+    fn key(tool: &Tool, tenant: &str, subject: Option<&crate::subject::SubjectToken>) -> String {
         let url = Self::endpoint(tool);
         match (&tool.credentials, &tool.binding.auth) {
             (Credentials::None, _) => format!("{url} none"),
@@ -191,7 +191,7 @@ impl Pins {
             (Credentials::OAuth(_), auth) => format!(
                 "{url} oauth {} tenant {tenant} subject {}",
                 serde_json::to_string(auth).unwrap_or_default(),
-                subject.map_or("", crate::SubjectToken::subject)
+                subject.map_or("", crate::subject::SubjectToken::subject)
             ),
         }
     }
@@ -214,7 +214,12 @@ impl Pins {
 
     /// Expires the listing of `tool`'s upstream for `tenant` and `subject` (the server said its
     /// list changed).
-    pub(crate) fn expire(&self, tool: &Tool, tenant: &str, subject: Option<&crate::SubjectToken>) {
+    pub(crate) fn expire(
+        &self,
+        tool: &Tool,
+        tenant: &str,
+        subject: Option<&crate::subject::SubjectToken>,
+    ) {
         let upstream = self.upstream(&Self::key(tool, tenant, subject), &Self::endpoint(tool));
         *lock(&upstream.listed) = None;
     }

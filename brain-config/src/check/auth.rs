@@ -239,6 +239,42 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
             );
         }
     }
+    auth_urls(auth, &mut invalid);
+    for (i, scope) in auth.scopes.iter().flatten().enumerate() {
+        if scope.is_empty()
+            || scope
+                .chars()
+                .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+        {
+            invalid(
+                &format!("scopes/{i}"),
+                format!("scope {scope:?} is not an OAuth scope"),
+                "write one scope per string, without spaces, e.g. `[\"mcp:read\", \"mcp:write\"]`",
+            );
+        }
+    }
+    // The caller's token and the client's secret go to the token endpoint: in clear text only
+    // to this machine.
+    if let Some(Ok(url)) = auth.token_endpoint.as_deref().map(Url::parse)
+        && url.scheme() == "http"
+        && !loopback(&url)
+    {
+        out.push(draft.error(
+            Rule::TokenOverPlainHttp,
+            "auth/token_endpoint",
+            format!(
+                "the callers' tokens and the client's credentials would be sent in clear text to \
+                 {}",
+                url.host_str().unwrap_or_default()
+            ),
+            "use the token endpoint's `https://` URL",
+        ));
+    }
+}
+
+/// Each URL field of `auth` is usable where it goes: an absolute `http(s)` URL without a fragment
+/// (an `https` one with a path for a client metadata document).
+fn auth_urls(auth: &Auth, invalid: &mut impl FnMut(&str, String, &str)) {
     for (field, value, https_only) in [
         ("idp_token_endpoint", &auth.idp_token_endpoint, false),
         ("client_metadata_url", &auth.client_metadata_url, true),
@@ -272,37 +308,6 @@ fn auth_values(draft: &Draft, auth: &Auth, out: &mut Vec<Diagnostic>) {
                 },
             );
         }
-    }
-
-    for (i, scope) in auth.scopes.iter().flatten().enumerate() {
-        if scope.is_empty()
-            || scope
-                .chars()
-                .any(|c| c.is_whitespace() || c == '"' || c == '\\')
-        {
-            invalid(
-                &format!("scopes/{i}"),
-                format!("scope {scope:?} is not an OAuth scope"),
-                "write one scope per string, without spaces, e.g. `[\"mcp:read\", \"mcp:write\"]`",
-            );
-        }
-    }
-    // The caller's token and the client's secret go to the token endpoint: in clear text only
-    // to this machine.
-    if let Some(Ok(url)) = auth.token_endpoint.as_deref().map(Url::parse)
-        && url.scheme() == "http"
-        && !loopback(&url)
-    {
-        out.push(draft.error(
-            Rule::TokenOverPlainHttp,
-            "auth/token_endpoint",
-            format!(
-                "the callers' tokens and the client's credentials would be sent in clear text to \
-                 {}",
-                url.host_str().unwrap_or_default()
-            ),
-            "use the token endpoint's `https://` URL",
-        ));
     }
 }
 

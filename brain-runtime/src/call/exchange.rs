@@ -35,7 +35,7 @@ pub(crate) struct CallState {
     pub(crate) tenant: String,
     /// The caller's own token, for a binding on behalf of users (the cleanup's requests carry
     /// the token issued for that user, never another's).
-    pub(crate) subject: Option<crate::SubjectToken>,
+    pub(crate) subject: Option<crate::subject::SubjectToken>,
     /// The revision the call is made at, once known.
     pub(crate) revision: Option<&'static str>,
     /// The call was claimed as sent (`send::claim`): from here on, a failure may have an

@@ -84,7 +84,7 @@ pub(crate) struct Started<'a> {
     pub(crate) call_id: &'a str,
     pub(crate) scope: &'a Scope,
     /// The caller's own token, for a binding on behalf of users.
-    pub(crate) subject: Option<&'a crate::SubjectToken>,
+    pub(crate) subject: Option<&'a crate::subject::SubjectToken>,
     pub(crate) arguments: &'a Value,
     pub(crate) events: &'a Events,
     /// Cancelled when the caller drops or cancels the call.
