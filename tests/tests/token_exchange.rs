@@ -16,6 +16,8 @@ use tests::oauth::{ALICE, BOB, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET, servers_
 use tests::server::{Stats, TestServer};
 
 const SECRET_VAR: &str = "BRAIN_EXCHANGE_TEST_CLIENT_SECRET";
+/// The key the replicas seal the shared tokens with.
+const STATE_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 /// Every test-server tool on behalf of users, exchanging at `token_endpoint`, at 2026-07-28.
 fn exchange_config(server: &TestServer, token_endpoint: &str) -> HostConfig {
@@ -190,4 +192,66 @@ async fn a_user_is_exchanged_again_once_the_issued_token_is_due() {
     assert!(!result.is_error, "{result:?}");
     assert_eq!(exchanges(&authorization.stats().await, ALICE).await, 2);
     assert_eq!(Stats::get(&server.stats.calls), 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_replicas_on_one_postgres_exchange_a_user_once() {
+    let (authorization, server) = servers_with(300, &[], &[]).await;
+    let cluster = tokio::task::spawn_blocking(tests::postgres::Cluster::start)
+        .await
+        .unwrap();
+    let endpoint = format!("{}/token", authorization.issuer);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    let tools = tests::server::bindings_json(&server.url, |_, binding| {
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["auth"] = json!({
+            "type": "token_exchange",
+            "token_endpoint": endpoint,
+            "client_id": EXCHANGE_CLIENT,
+            "client_secret_env": SECRET_VAR,
+        });
+    });
+    std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
+    let alice = authorization
+        .user_token("http://127.0.0.1:9/brain", ALICE)
+        .await;
+    // Four processes, 16 calls each at once, the same user: the first calls arrive together.
+    let replicas: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_brain-replica"))
+                .args([path.to_str().unwrap(), &cluster.url, "echo", "16", "1", "0"])
+                .env(SECRET_VAR, EXCHANGE_SECRET)
+                .env("BRAIN_STATE_KEY", STATE_KEY)
+                .env("BRAIN_REPLICA_SUBJECT_TOKEN", &alice)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("brain-replica starts")
+        })
+        .collect();
+    for (i, replica) in replicas.into_iter().enumerate() {
+        let output = tokio::task::spawn_blocking(move || replica.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "replica {i}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stats = authorization.stats().await;
+    assert_eq!(
+        exchanges(&stats, ALICE).await,
+        1,
+        "one exchange across replicas: {stats}"
+    );
+    let identities = server.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 64);
+    assert!(
+        identities
+            .iter()
+            .all(|seen| seen.subject.as_deref() == Some(ALICE))
+    );
 }

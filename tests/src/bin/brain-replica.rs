@@ -1,7 +1,8 @@
 //! One replica of a host for the tests of shared OAuth grants: a process with its own runtime,
 //! whose tokens live in the state's store at STATE_URL (`BRAIN_STATE_KEY` from the
 //! environment), making ROUNDS rounds of CALLS concurrent calls of TOOL for tenant `local`,
-//! PAUSE_MS apart.
+//! PAUSE_MS apart. With `BRAIN_REPLICA_SUBJECT_TOKEN` set, each call carries it as the
+//! caller's own token (for a binding on behalf of users).
 //!
 //! Usage: `brain-replica CONFIG STATE_URL TOOL CALLS ROUNDS PAUSE_MS`. Prints each failed
 //! call's result and exits 1 when any failed.
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brain_runtime::journal::Journal;
-use brain_runtime::{CallRequest, Runtime, Scope};
+use brain_runtime::{CallRequest, Runtime, Scope, SubjectToken};
 use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -31,6 +32,9 @@ async fn main() -> anyhow::Result<ExitCode> {
     let runtime = Runtime::builder(&config)
         .token_store(journal.grants())
         .build()?;
+    let subject = std::env::var("BRAIN_REPLICA_SUBJECT_TOKEN")
+        .ok()
+        .map(SubjectToken::new);
     let mut failed = 0;
     for round in 0..rounds {
         if round > 0 {
@@ -48,6 +52,10 @@ async fn main() -> anyhow::Result<ExitCode> {
                     },
                     json!({ "message": message }),
                 );
+                let request = match &subject {
+                    Some(subject) => request.with_subject_token(subject.clone()),
+                    None => request,
+                };
                 tokio::spawn(async move { runtime.call(request).result().await })
             })
             .collect();
