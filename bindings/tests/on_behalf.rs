@@ -4,8 +4,9 @@
 //! with JWTs from a real authorization server (`oidc-provider`); serve's `echo` binding exchanges
 //! each user's own JWT (RFC 8693) at the same server and calls the test server, which
 //! introspects every request. Counted on both sides: the upstream sees each user as themselves
-//! with brain as the actor and never a user's JWT; one exchange per user; a static client of
-//! serve (no user) is refused and nothing is sent.
+//! with brain as the actor and never a user's JWT; one exchange per user; two users writing the
+//! same session and call id each get their own call; a static client of serve (no user) is
+//! refused and nothing is sent.
 //!
 //! `brain-harness call --subject-token-env VAR`: the upstream sees the user whose token VAR
 //! holds; without the flag the call is refused (a `tool.result`, exit 1) and nothing is sent.
@@ -109,6 +110,21 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
     assert_eq!(stats["exchanges"][ALICE], json!(1), "{stats}");
     assert_eq!(stats["exchanges"][CAROL], json!(1), "{stats}");
 
+    // Two users of one tenant writing the same session and call id: each call is its own
+    // (the journal answers neither from the other's), each runs as its user.
+    let same = json!({"brain.dev/session_id": "shared", "brain.dev/call_id": "same-id"});
+    for (token, user) in [(&alice, ALICE), (&carol, CAROL)] {
+        let lines = client(
+            json!({"url": serving.url, "token": token, "mode": "auto", "steps": [
+                {"call": "echo", "arguments": {"message": format!("{user} again")}, "meta": same},
+            ]}),
+        );
+        assert_eq!(text(&lines[0]), format!("{user} again"), "{}", lines[0]);
+    }
+    let identities = upstream.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 42, "both calls ran");
+    assert_eq!(identities[41].subject.as_deref(), Some(CAROL));
+
     // serve's static client acts for no user: refused, nothing sent.
     let lines = client(
         json!({"url": serving.url, "token": ACME, "mode": "auto", "steps": [
@@ -121,7 +137,7 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
         "{}",
         lines[0]
     );
-    assert_eq!(Stats::get(&upstream.stats.calls), 40);
+    assert_eq!(Stats::get(&upstream.stats.calls), 42);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

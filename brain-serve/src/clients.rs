@@ -39,6 +39,11 @@ impl Principal {
             .hash_one(&name);
         Principal(std::sync::Arc::new((name, hash)))
     }
+
+    /// Its tenant, issuer and subject.
+    pub(crate) fn name(&self) -> &PrincipalName {
+        &self.0.0
+    }
 }
 
 /// The process's randomly keyed hasher of principals: no client chooses its principal's hash.

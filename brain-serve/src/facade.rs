@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::answer::{
     CALL_KEY, Line, SESSION_KEY, call_tool_result, continue_trace, named, server_span,
 };
-use super::clients::Client;
+use super::clients::{Client, PrincipalName};
 
 /// How long a client may keep serve's `tools/list` (2026-07-28's `ttlMs`): the list changes only
 /// with a restart on another config (there is no live reload), so five minutes; a client that
@@ -229,12 +229,21 @@ fn annotated(schema: &Value) -> bool {
     }
 }
 
-/// The upstream call id of a client's call: a UUID derived from the tenant, the session and the
-/// client's call id, so that a retry maps to the same journal entry and no client can choose
-/// (or learn) what is sent upstream as `progressToken`, `Idempotency-Key` or `brain.dev/scope`.
-pub(crate) fn upstream_call_id(tenant: &str, session: &str, call_id: &str) -> String {
+/// The upstream call id of a client's call: a UUID derived from its principal (tenant, issuer,
+/// subject), the session and the client's call id, so that a retry maps to the same journal
+/// entry, no other user of the tenant who writes the same ids is answered from it, and no
+/// client can choose (or learn) what is sent upstream as `progressToken`, `Idempotency-Key` or
+/// `brain.dev/scope`.
+pub(crate) fn upstream_call_id(principal: &PrincipalName, session: &str, call_id: &str) -> String {
     let mut hash = Sha256::new();
-    for part in ["brain serve call id v1", tenant, session, call_id] {
+    for part in [
+        "brain serve call id v2",
+        &principal.tenant,
+        &principal.issuer,
+        &principal.subject,
+        session,
+        call_id,
+    ] {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
@@ -438,7 +447,7 @@ impl Facade {
                 return done(Ok(call_tool_result(&result, "-").into()));
             }
         }
-        let upstream = upstream_call_id(&client.tenant, &session, &call_id);
+        let upstream = upstream_call_id(client.principal.name(), &session, &call_id);
         let mcp_session = headers
             .as_ref()
             .and_then(|headers| headers.get("mcp-session-id"))
