@@ -66,6 +66,8 @@ struct Inner {
     by_name: HashMap<String, Tool>,
     /// The tools whose input schemas carry `x-mcp-header` annotations.
     param_headers: std::collections::HashSet<String>,
+    /// The tools that call their servers on behalf of each user (`token_exchange`).
+    on_behalf: std::collections::HashSet<String>,
     /// Each binding's tenants, by name.
     tenants: HashMap<String, Vec<String>>,
     /// Calls in flight, all clients together.
@@ -102,7 +104,15 @@ impl Facade {
         let mut tenants = HashMap::new();
         let mut by_name = HashMap::new();
         let mut param_headers = std::collections::HashSet::new();
+        let mut on_behalf = std::collections::HashSet::new();
         for binding in bindings {
+            if binding
+                .auth
+                .as_ref()
+                .is_some_and(|auth| auth.on_behalf_of_users())
+            {
+                on_behalf.insert(binding.name.clone());
+            }
             let tool = tool(binding);
             by_name.insert(binding.name.clone(), tool.clone());
             if annotated(&binding.input_schema) {
@@ -124,6 +134,7 @@ impl Facade {
                 tenants,
                 by_name,
                 param_headers,
+                on_behalf,
                 all_calls: Arc::new(Semaphore::new(all as usize)),
                 per_client: per_client as usize,
                 owners: Owners::new(
@@ -229,21 +240,32 @@ fn annotated(schema: &Value) -> bool {
     }
 }
 
-/// The upstream call id of a client's call: a UUID derived from its principal (tenant, issuer,
-/// subject), the session and the client's call id, so that a retry maps to the same journal
-/// entry, no other user of the tenant who writes the same ids is answered from it, and no
-/// client can choose (or learn) what is sent upstream as `progressToken`, `Idempotency-Key` or
-/// `brain.dev/scope`.
-pub(crate) fn upstream_call_id(principal: &PrincipalName, session: &str, call_id: &str) -> String {
+/// The upstream call id of a client's call: a UUID derived from the tenant, the session and the
+/// client's call id, so that a retry maps to the same journal entry and no client can choose
+/// (or learn) what is sent upstream as `progressToken`, `Idempotency-Key` or `brain.dev/scope`.
+/// For a tool on behalf of users, the principal's issuer and subject too (`user`): its results
+/// are the user's own, and no other user of the tenant who writes the same ids is answered
+/// from them. (The other tools keep the derivation they always had, so that a retry across an
+/// upgrade still finds its journal entry.)
+pub(crate) fn upstream_call_id(
+    tenant: &str,
+    user: Option<&PrincipalName>,
+    session: &str,
+    call_id: &str,
+) -> String {
     let mut hash = Sha256::new();
-    for part in [
-        "brain serve call id v2",
-        &principal.tenant,
-        &principal.issuer,
-        &principal.subject,
-        session,
-        call_id,
-    ] {
+    let parts: &[&str] = match user {
+        None => &["brain serve call id v1", tenant, session, call_id],
+        Some(user) => &[
+            "brain serve call id v2",
+            tenant,
+            &user.issuer,
+            &user.subject,
+            session,
+            call_id,
+        ],
+    };
+    for part in parts {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
@@ -447,7 +469,8 @@ impl Facade {
                 return done(Ok(call_tool_result(&result, "-").into()));
             }
         }
-        let upstream = upstream_call_id(client.principal.name(), &session, &call_id);
+        let user = (self.inner.on_behalf.contains(&name)).then(|| client.principal.name());
+        let upstream = upstream_call_id(&client.tenant, user, &session, &call_id);
         let mcp_session = headers
             .as_ref()
             .and_then(|headers| headers.get("mcp-session-id"))
