@@ -367,3 +367,31 @@ impl UserAgent for Browser {
         })
     }
 }
+
+/// Runs four `brain-replica` processes (`exe`, the integration test's
+/// `env!("CARGO_BIN_EXE_brain-replica")`) at once with `args` and `env`, and waits for each to
+/// succeed (its output in the failure).
+pub async fn four_replicas(exe: &str, args: &[&str], env: &[(&str, &str)]) {
+    let replicas: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(exe)
+                .args(args)
+                .envs(env.iter().copied())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("brain-replica starts")
+        })
+        .collect();
+    for (i, replica) in replicas.into_iter().enumerate() {
+        let output = tokio::task::spawn_blocking(move || replica.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "replica {i}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

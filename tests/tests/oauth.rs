@@ -320,36 +320,19 @@ async fn four_replicas(server: &TestServer, auth: Value, cluster: &tests::postgr
         binding["protocol_version"] = json!("2026-07-28");
     });
     std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
-    let replicas: Vec<_> = (0..4)
-        .map(|_| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_brain-replica"))
-                .args([
-                    path.to_str().unwrap(),
-                    &cluster.url,
-                    "echo",
-                    "16",
-                    "3",
-                    "3500",
-                ])
-                .env(SECRET_VAR, SERVICE_SECRET)
-                .env("BRAIN_STATE_KEY", STATE_KEY)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("brain-replica starts")
-        })
-        .collect();
-    for (i, replica) in replicas.into_iter().enumerate() {
-        let output = tokio::task::spawn_blocking(move || replica.wait_with_output().unwrap())
-            .await
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "replica {i}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    tests::oauth::four_replicas(
+        env!("CARGO_BIN_EXE_brain-replica"),
+        &[
+            path.to_str().unwrap(),
+            &cluster.url,
+            "echo",
+            "16",
+            "3",
+            "3500",
+        ],
+        &[(SECRET_VAR, SERVICE_SECRET), ("BRAIN_STATE_KEY", STATE_KEY)],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -217,30 +217,16 @@ async fn four_replicas_on_one_postgres_exchange_a_user_once() {
         .user_token("http://127.0.0.1:9/brain", ALICE)
         .await;
     // Four processes, 16 calls each at once, the same user: the first calls arrive together.
-    let replicas: Vec<_> = (0..4)
-        .map(|_| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_brain-replica"))
-                .args([path.to_str().unwrap(), &cluster.url, "echo", "16", "1", "0"])
-                .env(SECRET_VAR, EXCHANGE_SECRET)
-                .env("BRAIN_STATE_KEY", STATE_KEY)
-                .env("BRAIN_REPLICA_SUBJECT_TOKEN", &alice)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("brain-replica starts")
-        })
-        .collect();
-    for (i, replica) in replicas.into_iter().enumerate() {
-        let output = tokio::task::spawn_blocking(move || replica.wait_with_output().unwrap())
-            .await
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "replica {i}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    tests::oauth::four_replicas(
+        env!("CARGO_BIN_EXE_brain-replica"),
+        &[path.to_str().unwrap(), &cluster.url, "echo", "16", "1", "0"],
+        &[
+            (SECRET_VAR, EXCHANGE_SECRET),
+            ("BRAIN_STATE_KEY", STATE_KEY),
+            ("BRAIN_REPLICA_SUBJECT_TOKEN", &alice),
+        ],
+    )
+    .await;
     let stats = authorization.stats().await;
     assert_eq!(
         exchanges(&stats, ALICE).await,
