@@ -374,7 +374,7 @@ impl UserAgent for Browser {
 pub async fn four_replicas(exe: &str, args: &[&str], env: &[(&str, &str)]) {
     let replicas: Vec<_> = (0..4)
         .map(|_| {
-            std::process::Command::new(exe)
+            Command::new(exe)
                 .args(args)
                 .envs(env.iter().copied())
                 .stdout(Stdio::piped())
