@@ -194,12 +194,23 @@ impl AuthorizationServer {
     /// Revokes `token` (RFC 7009) as the public user client: an access token alone, or a refresh
     /// token with its whole grant.
     pub async fn revoke(&self, token: &str) {
-        let body = form_urlencoded::Serializer::new(String::new())
-            .append_pair("token", token)
-            .append_pair("client_id", USER_CLIENT)
-            .finish();
-        let response = client()
-            .post(format!("{}/token/revocation", self.issuer))
+        self.revoke_as(token, USER_CLIENT, None).await;
+    }
+
+    /// Revokes `token` (RFC 7009) as `client` (authenticated with `secret` when it has one): a
+    /// server revokes only its own client's tokens.
+    pub async fn revoke_as(&self, token: &str, client_id: &str, secret: Option<&str>) {
+        let mut body = form_urlencoded::Serializer::new(String::new());
+        body.append_pair("token", token);
+        if secret.is_none() {
+            body.append_pair("client_id", client_id);
+        }
+        let body = body.finish();
+        let mut request = client().post(format!("{}/token/revocation", self.issuer));
+        if let Some(secret) = secret {
+            request = request.basic_auth(client_id, Some(secret));
+        }
+        let response = request
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body)
             .send()

@@ -241,3 +241,33 @@ async fn four_replicas_on_one_postgres_exchange_a_user_once() {
             .all(|seen| seen.subject.as_deref() == Some(ALICE))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issued_token_the_upstream_refuses_is_exchanged_once_more() {
+    let (authorization, server) = servers_with(300, &[], &[]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let runtime = runtime(&exchange_config(&server, &endpoint));
+    let alice = authorization
+        .user_token("http://127.0.0.1:9/brain", ALICE)
+        .await;
+    let as_alice = || SubjectToken::verified(&alice, &authorization.issuer, ALICE);
+    let first = echo(&runtime, "first", Some(as_alice())).await;
+    assert!(!first.is_error, "{first:?}");
+    let issued = server.stats.identities.lock().unwrap()[0].token.clone();
+    // The issued token revoked: the upstream's introspection now says inactive, and answers 401.
+    authorization
+        .revoke_as(&issued, EXCHANGE_CLIENT, Some(EXCHANGE_SECRET))
+        .await;
+    let second = echo(&runtime, "second", Some(as_alice())).await;
+    assert!(!second.is_error, "{second:?}");
+    assert_eq!(text(&second), "second");
+    assert_eq!(exchanges(&authorization.stats().await, ALICE).await, 2);
+    let identities = server.stats.identities.lock().unwrap().clone();
+    assert_eq!(identities.len(), 2, "the tool ran once per call");
+    assert_ne!(identities[1].token, issued, "a new issued token");
+    assert!(
+        Stats::get(&server.stats.refused) >= 1,
+        "the revoked token was refused"
+    );
+    assert_eq!(Stats::get(&server.stats.calls), 2);
+}
