@@ -45,6 +45,7 @@ fn a_deny_names_the_forbid_and_its_reason() {
         via: Via::Serve,
         session: "s",
         granted: false,
+        subject: None,
     });
     assert_eq!(
         decision,

@@ -96,6 +96,7 @@ fn decide(policies: &Policies, principal: &Principal, binding: &str, arguments: 
         via: Via::Rust,
         session: "s1",
         granted: false,
+        subject: None,
     })
 }
 

@@ -203,6 +203,10 @@ impl<B: Gated> Gate<B> {
                 via: request.via,
                 session: &scope.session_id,
                 granted: false,
+                subject: request
+                    .subject_token
+                    .as_ref()
+                    .map(crate::subject::SubjectToken::subject),
             });
             match decision {
                 Decision::Allow => {}

@@ -271,3 +271,59 @@ async fn an_issued_token_the_upstream_refuses_is_exchanged_once_more() {
     );
     assert_eq!(Stats::get(&server.stats.calls), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_see_whom_brain_will_ask_for_before_any_exchange() {
+    let (authorization, server) = servers_with(300, &[], &[]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let dir = tempfile::tempdir().unwrap();
+    let policies = format!(
+        "@id(\"all\")\npermit (principal, action, resource);\n\
+         @id(\"not-bob\")\n@reason(\"bob may not act upstream\")\n\
+         forbid (principal, action, resource)\n\
+         when {{ context.upstream.subject == \"{}|{BOB}\" \
+         && context.upstream.actor == \"{EXCHANGE_CLIENT}\" }};\n",
+        authorization.issuer
+    );
+    std::fs::write(dir.path().join("calls.cedar"), policies).unwrap();
+    let tools = tests::server::bindings_json(&server.url, |_, binding| {
+        binding["protocol_version"] = json!("2026-07-28");
+        binding["auth"] = json!({
+            "type": "token_exchange",
+            "token_endpoint": endpoint,
+            "client_id": EXCHANGE_CLIENT,
+            "client_secret_env": SECRET_VAR,
+        });
+    });
+    let path = dir.path().join("host.json");
+    let host = json!({"policies": {"files": ["calls.cedar"]}, "tools": tools});
+    std::fs::write(&path, host.to_string()).unwrap();
+    let config = brain_config::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let runtime = runtime(&config);
+    let brain = "http://127.0.0.1:9/brain";
+    let issuer = authorization.issuer.clone();
+    let alice = authorization.user_token(brain, ALICE).await;
+    let bob = authorization.user_token(brain, BOB).await;
+    let allowed = echo(
+        &runtime,
+        "alice",
+        Some(SubjectToken::verified(&alice, &issuer, ALICE)),
+    )
+    .await;
+    assert!(!allowed.is_error, "{allowed:?}");
+    let denied = echo(
+        &runtime,
+        "bob",
+        Some(SubjectToken::verified(&bob, &issuer, BOB)),
+    )
+    .await;
+    assert!(denied.is_error && !denied.unknown_outcome, "{denied:?}");
+    assert!(text(&denied).contains("not-bob"), "{denied:?}");
+    let stats = authorization.stats().await;
+    assert_eq!(
+        exchanges(&stats, BOB).await,
+        0,
+        "a denied call never reaches the AS: {stats}"
+    );
+    assert_eq!(Stats::get(&server.stats.calls), 1);
+}

@@ -6,7 +6,8 @@
 //! The request for a call: principal `Brain::Tenant::"acme"` (or `Brain::User::"<iss>|<sub>"`
 //! in that tenant, for a user serve authenticated), action `Brain::Action::"tool:<binding>"` (in
 //! the groups `all_tools` and `upstream:<id>`), resource `Brain::Upstream::"<id>"`, context
-//! `{input, call: {via, session, approval: {granted}}}`.
+//! `{input, call: {via, session, approval: {granted}}}`, and for a binding on behalf of users
+//! `upstream: {subject, actor}`.
 //!
 //! ```
 //! use brain_config::policy::{Decision, Policies, PolicyRequest, Principal, Via};
@@ -27,6 +28,7 @@
 //! let acme = Principal::Tenant("acme".into());
 //! let decide = |amount: i64| policies.decide(&PolicyRequest {
 //!     principal: &acme, binding: "refund", via: Via::Rust, session: "s1", granted: false,
+//!     subject: None,
 //!     arguments: &serde_json::json!({"amount": amount}),
 //! });
 //! assert_eq!(decide(40), Decision::Allow);
@@ -75,6 +77,9 @@ struct Tool {
     resource: EntityUid,
     input: Shape,
     left_out: Vec<LeftOut>,
+    /// On behalf of users (`token_exchange`): the client brain exchanges as, the actor of
+    /// `context.upstream`.
+    actor: Option<String>,
 }
 
 /// Where a policy came from.
@@ -226,7 +231,11 @@ impl Policies {
             ),
         ])
         .map_err(|e| e.to_string())?;
-        let context = Context::from_pairs([("input".to_owned(), input), ("call".to_owned(), call)])
+        let mut pairs = vec![("input".to_owned(), input), ("call".to_owned(), call)];
+        if let Some(actor) = &tool.actor {
+            pairs.push(("upstream".to_owned(), request.upstream(actor)?));
+        }
+        let context = Context::from_pairs(pairs)
             .map_err(|e| format!("refused by policy: the call's context: {e}"))?;
         let (principal, user) = principal_entity(request.principal);
         let entities;
@@ -355,6 +364,25 @@ fn derive_schema(bindings: &[ToolBinding]) -> (Value, HashMap<String, Tool>) {
         let mut input_type = input.cedar_type();
         input_type["required"] = Value::Bool(true);
         let action = format!("tool:{}", binding.name);
+        let mut context = json!({"type": "Record", "attributes": {
+            "input": input_type,
+            "call": {"type": "Record", "attributes": {
+                "via": {"type": "String"},
+                "session": {"type": "String"},
+                "approval": {"type": "Record", "attributes": {
+                    "granted": {"type": "Boolean"}
+                }}
+            }}
+        }});
+        let actor = (binding.auth.as_ref())
+            .filter(|auth| auth.on_behalf_of_users())
+            .map(|auth| auth.client_id.clone().unwrap_or_default());
+        if actor.is_some() {
+            context["attributes"]["upstream"] = json!({"type": "Record", "attributes": {
+                "subject": {"type": "String"},
+                "actor": {"type": "String"}
+            }});
+        }
         actions.insert(
             action.clone(),
             json!({
@@ -362,16 +390,7 @@ fn derive_schema(bindings: &[ToolBinding]) -> (Value, HashMap<String, Tool>) {
                 "appliesTo": {
                     "principalTypes": ["Tenant", "User"],
                     "resourceTypes": ["Upstream"],
-                    "context": {"type": "Record", "attributes": {
-                        "input": input_type,
-                        "call": {"type": "Record", "attributes": {
-                            "via": {"type": "String"},
-                            "session": {"type": "String"},
-                            "approval": {"type": "Record", "attributes": {
-                                "granted": {"type": "Boolean"}
-                            }}
-                        }}
-                    }}
+                    "context": context
                 }
             }),
         );
@@ -382,6 +401,7 @@ fn derive_schema(bindings: &[ToolBinding]) -> (Value, HashMap<String, Tool>) {
                 resource: entity_uid("Upstream", &upstream),
                 input,
                 left_out,
+                actor,
             },
         );
     }

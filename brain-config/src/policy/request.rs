@@ -157,6 +157,29 @@ pub struct PolicyRequest<'a> {
     /// `context.call.approval.granted`: whether a person approved this call (always false until
     /// brain has approvals).
     pub granted: bool,
+    /// `context.upstream.subject`, for a binding on behalf of users: whom brain will ask a token
+    /// for (`issuer|subject` of a verified user, else `sha256:` of the token); `None` otherwise.
+    pub subject: Option<&'a str>,
+}
+
+impl PolicyRequest<'_> {
+    /// `context.upstream` of a binding on behalf of users: whom brain will ask the
+    /// authorization server for, and the client it asks as (`actor`). The exchange comes after
+    /// the gate, for a permitted call only.
+    pub(crate) fn upstream(
+        &self,
+        actor: &str,
+    ) -> Result<cedar_policy::RestrictedExpression, String> {
+        use cedar_policy::RestrictedExpression as Expression;
+        Expression::new_record([
+            (
+                "subject".to_owned(),
+                Expression::new_string(self.subject.unwrap_or_default().to_owned()),
+            ),
+            ("actor".to_owned(), Expression::new_string(actor.to_owned())),
+        ])
+        .map_err(|e| e.to_string())
+    }
 }
 
 /// What the policies decided.

@@ -204,6 +204,7 @@ fn check_case(
             via: case.via.unwrap_or(Via::Rust),
             session: "policy-test",
             granted: false,
+            subject: None,
         };
         match decide(&request) {
             Decision::Allow => (Expect::Allow, "allowed".to_owned()),

@@ -139,6 +139,7 @@ fn request<'a>(
         via: Via::Rust,
         session: "bench",
         granted: false,
+        subject: None,
     }
 }
 
