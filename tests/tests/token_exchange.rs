@@ -21,15 +21,20 @@ const STATE_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 /// Every test-server tool on behalf of users, exchanging at `token_endpoint`, at 2026-07-28.
 fn exchange_config(server: &TestServer, token_endpoint: &str) -> HostConfig {
-    let auth = json!({
+    let auth = exchange_auth(token_endpoint);
+    config(&server.url, |_, binding| {
+        binding["auth"] = auth.clone();
+        binding["protocol_version"] = json!("2026-07-28");
+    })
+}
+
+/// The `auth` of a binding on behalf of users, exchanging at `token_endpoint`.
+fn exchange_auth(token_endpoint: &str) -> Value {
+    json!({
         "type": "token_exchange",
         "token_endpoint": token_endpoint,
         "client_id": EXCHANGE_CLIENT,
         "client_secret_env": SECRET_VAR,
-    });
-    config(&server.url, |_, binding| {
-        binding["auth"] = auth.clone();
-        binding["protocol_version"] = json!("2026-07-28");
     })
 }
 
@@ -205,12 +210,7 @@ async fn four_replicas_on_one_postgres_exchange_a_user_once() {
     let path = dir.path().join("host.json");
     let tools = tests::server::bindings_json(&server.url, |_, binding| {
         binding["protocol_version"] = json!("2026-07-28");
-        binding["auth"] = json!({
-            "type": "token_exchange",
-            "token_endpoint": endpoint,
-            "client_id": EXCHANGE_CLIENT,
-            "client_secret_env": SECRET_VAR,
-        });
+        binding["auth"] = exchange_auth(&endpoint);
     });
     std::fs::write(&path, json!({ "tools": tools }).to_string()).unwrap();
     let alice = authorization
@@ -288,12 +288,7 @@ async fn policies_see_whom_brain_will_ask_for_before_any_exchange() {
     std::fs::write(dir.path().join("calls.cedar"), policies).unwrap();
     let tools = tests::server::bindings_json(&server.url, |_, binding| {
         binding["protocol_version"] = json!("2026-07-28");
-        binding["auth"] = json!({
-            "type": "token_exchange",
-            "token_endpoint": endpoint,
-            "client_id": EXCHANGE_CLIENT,
-            "client_secret_env": SECRET_VAR,
-        });
+        binding["auth"] = exchange_auth(&endpoint);
     });
     let path = dir.path().join("host.json");
     let host = json!({"policies": {"files": ["calls.cedar"]}, "tools": tools});
