@@ -188,11 +188,17 @@ impl Pins {
                     tool.binding.token_env.as_deref().unwrap_or("")
                 )
             }
-            (Credentials::OAuth(_), auth) => format!(
-                "{url} oauth {} tenant {tenant} subject {}",
-                serde_json::to_string(auth).unwrap_or_default(),
-                subject.map_or("", crate::subject::SubjectToken::subject)
-            ),
+            (Credentials::OAuth(_), auth) => {
+                // Per user only where the upstream sees each user (a listing may differ by
+                // user); every other binding shares one listing per tenant.
+                let subject = subject
+                    .filter(|_| auth.as_ref().is_some_and(|a| a.on_behalf_of_users()))
+                    .map_or("", crate::subject::SubjectToken::subject);
+                format!(
+                    "{url} oauth {} tenant {tenant} subject {subject}",
+                    serde_json::to_string(auth).unwrap_or_default(),
+                )
+            }
         }
     }
 

@@ -469,7 +469,8 @@ impl Facade {
                 return done(Ok(call_tool_result(&result, "-").into()));
             }
         }
-        let user = (self.inner.on_behalf.contains(&name)).then(|| client.principal.name());
+        let on_behalf = self.inner.on_behalf.contains(&name);
+        let user = on_behalf.then(|| client.principal.name());
         let upstream = upstream_call_id(&client.tenant, user, &session, &call_id);
         let mcp_session = headers
             .as_ref()
@@ -510,7 +511,7 @@ impl Facade {
             .with_principal(line.client.acts_as.clone())
             .with_via(Via::Serve)
             .with_parent(span);
-        if let Some(subject) = user_token(&line.client, headers.as_ref()) {
+        if on_behalf && let Some(subject) = user_token(&line.client, headers.as_ref()) {
             request = request.with_subject_token(subject);
         }
         let running = Running {

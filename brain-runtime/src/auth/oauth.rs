@@ -220,15 +220,14 @@ impl OAuth {
     /// The cached tokens of `party`: one slot for the binding, per tenant for a user's login,
     /// per tenant and subject on behalf of users.
     fn slot(&self, party: Party<'_>) -> Arc<tokio::sync::Mutex<Slot>> {
-        let key = match (self.per_tenant(), self.config.on_behalf_of_users()) {
-            (_, true) => format!(
-                "{}\0{}",
-                party.tenant,
-                party.subject.map_or("", SubjectToken::subject)
-            ),
-            (true, false) => party.tenant.to_owned(),
-            (false, false) => String::new(),
-        };
+        let mut key = String::new();
+        if self.per_tenant() {
+            key.push_str(party.tenant);
+        }
+        if self.config.on_behalf_of_users() {
+            key.push('\0');
+            key.push_str(party.subject.map_or("", SubjectToken::subject));
+        }
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots.entry(key).or_default().clone()
     }

@@ -122,7 +122,8 @@ impl OAuth {
                 let (issued, client, endpoint) = self
                     .exchange_subject_token(party, metadata, resource, scope.as_deref())
                     .await?;
-                return Ok(self.obtained(issued, client, (metadata, &endpoint), resource, scopes));
+                let at = (metadata.issuer.as_str(), endpoint.as_str());
+                return Ok(self.obtained(issued, client, at, resource, scopes));
             }
             Grant::AuthorizationCode => {
                 let Some(agent) = &self.agent else {
@@ -153,23 +154,23 @@ impl OAuth {
                 )
             }
         };
-        let endpoint = metadata.token_endpoint.clone();
-        Ok(self.obtained(issued, client, (metadata, &endpoint), resource, scopes))
+        let at = (metadata.issuer.as_str(), metadata.token_endpoint.as_str());
+        Ok(self.obtained(issued, client, at, resource, scopes))
     }
 
-    /// A new grant's tokens (issued at `endpoint` of the authorization server `metadata`
-    /// describes), not yet published.
+    /// A new grant's tokens, issued `at` (the issuer, and the token endpoint a refresh goes
+    /// to), not yet published.
     fn obtained(
         &self,
         issued: Issued,
         client: Client,
-        (metadata, endpoint): (&ServerMetadata, &String),
+        at: (&str, &str),
         resource: &str,
         scopes: BTreeSet<String>,
     ) -> Obtained {
         let tokens = Tokens::new(
             issued,
-            (&metadata.issuer, endpoint),
+            at,
             resource,
             client,
             scopes.iter().cloned().collect(),
@@ -186,8 +187,8 @@ impl OAuth {
 
     /// On behalf of a user (RFC 8693): the caller's own access token exchanged at the configured
     /// token endpoint for one issued to this client for the upstream — `resource`, `audience`
-    /// when configured, the scopes; no actor token. The client authenticates as the server's metadata allows.
-    /// Returns the issued token, the client and the endpoint (a refresh goes there too).
+    /// when configured, the scopes; no actor token. The client authenticates as the server's
+    /// metadata allows. Returns the issued token, the client and the endpoint (a refresh goes there too).
     async fn exchange_subject_token(
         &self,
         party: Party<'_>,
