@@ -23,6 +23,8 @@ use crate::output::{self, text};
 pub(crate) struct Report {
     /// List the servers now too.
     pub(crate) live: bool,
+    /// The user's own token the servers of bindings on behalf of users are listed with.
+    pub(crate) subject: Option<brain_runtime::SubjectToken>,
     /// JSON Lines.
     pub(crate) json: bool,
     /// At most this many recorded (0: all).
@@ -76,7 +78,7 @@ pub(crate) async fn show(
         }
     }
     if report.live {
-        return live(config, journal, report.json).await;
+        return live(config, journal, report).await;
     } else if recorded.is_empty() && !report.json {
         output::line(&format!("no drift recorded in {}", journal.describe()));
     }
@@ -85,8 +87,8 @@ pub(crate) async fn show(
 
 /// Lists each MCP binding's server now (one listing per server and access, as `cargo xtask
 /// discover --check` does) and prints each binding that differs from its pin; returns whether
-/// any does.
-async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool, String> {
+/// any does. A binding on behalf of users is listed as the user whose token `report.subject` is.
+async fn live(config: &HostConfig, journal: &Journal, report: &Report) -> Result<bool, String> {
     type Access = (Option<String>, Option<String>);
     let mut servers: BTreeMap<(Server, Access), Vec<&ToolBinding>> = BTreeMap::new();
     for binding in config.tools.iter().filter(|b| b.kind() == BindingKind::Mcp) {
@@ -100,6 +102,14 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
     let mut drifted = false;
     for ((server, _), bindings) in servers {
         let first = bindings[0];
+        let on_behalf = first.auth.as_ref().is_some_and(|a| a.on_behalf_of_users());
+        if on_behalf && report.subject.is_none() {
+            return Err(format!(
+                "{server} is called on behalf of users (`auth.type` `token_exchange` of {:?}): \
+                 pass --subject-token-env VAR, VAR holding a user's access token, to list it",
+                first.name
+            ));
+        }
         let auth = first.auth.as_ref().map(|auth| DiscoverAuth {
             config: auth.clone(),
             secrets: (auth.env_vars().into_iter())
@@ -108,7 +118,7 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
             tenant: first.tenants.first().cloned().unwrap_or_default(),
             store: Some(journal.grants()),
             agent: None,
-            subject: None,
+            subject: report.subject.clone().filter(|_| on_behalf),
         });
         let listed = list_server(
             &server,
@@ -126,7 +136,7 @@ async fn live(config: &HostConfig, journal: &Journal, json: bool) -> Result<bool
                 .collect();
             let check = pin::check(binding, &entries, binding.on_drift() == OnDrift::Refuse);
             drifted |= !check.unchanged();
-            print_live(binding, &check, json);
+            print_live(binding, &check, report.json);
         }
     }
     Ok(drifted)

@@ -185,6 +185,10 @@ enum Command {
         /// List each MCP binding's server now too, and compare it with the pin.
         #[arg(long)]
         live: bool,
+        /// With `--live`: the variable holding a user's own access token, with which the
+        /// servers of bindings on behalf of users (`auth.type` `token_exchange`) are listed.
+        #[arg(long, value_name = "VAR", requires = "live")]
+        subject_token_env: Option<String>,
         /// Print JSON Lines.
         #[arg(long)]
         json: bool,
@@ -283,8 +287,26 @@ fn run(cli: Cli) -> ExitCode {
             let journal = crate::journal::open(&config, state).await?;
             crate::limits::show(&config, &journal, tenant.as_deref(), json).await
         })),
-        Command::Drift { live, json, limit } => {
-            show_drift(&config, state, crate::drift::Report { live, json, limit })
+        Command::Drift {
+            live,
+            subject_token_env,
+            json,
+            limit,
+        } => {
+            let subject = match subject_token_env.as_deref().map(subject_token).transpose() {
+                Ok(subject) => subject,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            let report = crate::drift::Report {
+                live,
+                subject,
+                json,
+                limit,
+            };
+            show_drift(&config, state, report)
         }
         Command::Approvals {
             action,

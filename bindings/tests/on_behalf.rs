@@ -1,19 +1,27 @@
-//! Bindings on behalf of users (`auth.type` `token_exchange`), through the front ends.
+//! Bindings on behalf of users (`auth.type` `token_exchange`), through the front ends, against
+//! the official Python SDK server as an OAuth resource server (`tests/interop/python_server.py`
+//! with `INTROSPECT_ISSUER`: the SDK's `AuthSettings` and a `TokenVerifier` that introspects
+//! every request's token at the authorization server and accepts only tokens for itself).
 //!
 //! serve: alice and carol of one company (tenant `acme`) sign in to serve
 //! with JWTs from a real authorization server (`oidc-provider`); serve's `echo` binding exchanges
-//! each user's own JWT (RFC 8693) at the same server and calls the test server, which
-//! introspects every request. Counted on both sides: the upstream sees each user as themselves
+//! each user's own JWT (RFC 8693) at the same server, for the resource the upstream's protected
+//! resource metadata names. Counted on both sides: the upstream sees each user as themselves
 //! with brain as the actor and never a user's JWT; one exchange per user; two users writing the
 //! same session and call id each get their own call; a static client of serve (no user) is
 //! refused and nothing is sent.
 //!
 //! `brain-harness call --subject-token-env VAR`: the upstream sees the user whose token VAR
 //! holds; without the flag the call is refused (a `tool.result`, exit 1) and nothing is sent.
+//! `brain-harness drift --live --subject-token-env VAR` lists the server as that user.
 
+use std::time::Duration;
+
+use brain_runtime::SubjectToken;
+use brain_runtime::discover::{DiscoverAuth, DiscoverOptions, discover};
 use serde_json::{Value, json};
-use tests::oauth::{ALICE, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET, servers_with};
-use tests::server::Stats;
+use tests::oauth::{ALICE, AuthorizationServer, CAROL, EXCHANGE_CLIENT, EXCHANGE_SECRET};
+use tests::peers::{Peer, free_port};
 
 mod common;
 mod serving;
@@ -22,24 +30,79 @@ use serving::*;
 
 const SECRET_VAR: &str = "BRAIN_SERVE_EXCHANGE_SECRET";
 
-#[test]
-fn users_reach_the_upstream_as_themselves_through_serve() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let (authorization, upstream) =
-        tokio.block_on(servers_with(300, &[], &[("BRAIN_TEST_AS_JWT", "1")]));
-    let (port, resource) = free_resource();
-    let mut echo = tests::server::bindings_json(&upstream.url, |_, _| {})
-        .into_iter()
-        .find(|binding| binding["name"] == "echo")
-        .expect("the test server has echo");
-    echo["tenants"] = json!(["acme"]);
-    echo["protocol_version"] = json!("2026-07-28");
-    echo["auth"] = json!({
+/// An authorization server (`env` set) and the Python SDK server introspecting at it.
+fn introspecting(env: &[(&str, &str)]) -> (AuthorizationServer, Peer) {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let authorization = AuthorizationServer::start_with(&url, 300, env);
+    let upstream = Peer::python_introspecting(port, &authorization.issuer);
+    (authorization, upstream)
+}
+
+/// The `auth` of a binding on behalf of users, exchanging at `authorization`'s token endpoint
+/// (no `resource`: the upstream's metadata names it).
+fn exchange_auth(authorization: &AuthorizationServer) -> Value {
+    json!({
         "type": "token_exchange",
         "token_endpoint": format!("{}/token", authorization.issuer),
         "client_id": EXCHANGE_CLIENT,
         "client_secret_env": SECRET_VAR,
-    });
+    })
+}
+
+/// The binding of the upstream's `echo` for `tenant`, discovered as the user whose token
+/// `subject` is (the library `cargo xtask discover --subject-token-env` runs).
+async fn echo_binding(upstream: &Peer, auth: &Value, tenant: &str, subject: &str) -> Value {
+    let discovery = discover(&DiscoverOptions {
+        url: upstream.url.clone(),
+        token: None,
+        auth: Some(DiscoverAuth {
+            config: serde_json::from_value(auth.clone()).unwrap(),
+            secrets: [(SECRET_VAR.to_owned(), EXCHANGE_SECRET.to_owned())].into(),
+            tenant: tenant.to_owned(),
+            subject: Some(SubjectToken::new(subject)),
+            store: None,
+            agent: None,
+        }),
+        timeout: Duration::from_secs(20),
+        ca_file: None,
+    })
+    .await
+    .expect("discovered as the user");
+    let tool = (discovery.tools.iter())
+        .find(|tool| tool["name"] == "echo")
+        .expect("the server lists echo");
+    json!({"name": "echo", "description": tool["description"], "url": upstream.url,
+        "mcp_tool": "echo", "input_schema": tool["inputSchema"], "tenants": [tenant],
+        "timeout_seconds": 30, "pin": brain_config::ToolPin::of(tool), "auth": auth})
+}
+
+/// Whom the upstream's `echo` calls came from: `(sub, act)` in order.
+fn identities(upstream: &Peer) -> Vec<(String, String)> {
+    let stats = upstream.stats();
+    (stats["identities"].as_array().expect("identities").iter())
+        .map(|seen| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&seen["sub"]), text(&seen["act"]))
+        })
+        .collect()
+}
+
+/// Whether the upstream was ever shown `token`.
+fn shown(upstream: &Peer, token: &str) -> bool {
+    (upstream.stats()["tokens"].as_array().expect("tokens").iter()).any(|seen| seen == token)
+}
+
+#[test]
+fn users_reach_the_upstream_as_themselves_through_serve() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let (authorization, upstream) = introspecting(&[("BRAIN_TEST_AS_JWT", "1")]);
+    let (port, resource) = free_resource();
+    let alice = tokio.block_on(authorization.user_token(&resource, ALICE));
+    let carol = tokio.block_on(authorization.user_token(&resource, CAROL));
+    assert_eq!(alice.split('.').count(), 3, "a JWT");
+    let auth = exchange_auth(&authorization);
+    let echo = tokio.block_on(echo_binding(&upstream, &auth, "acme", &alice));
     let config = json!({
         "serve": {
             "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
@@ -61,9 +124,9 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
             ("BRAIN_SERVE_TOKEN_ACME", ACME),
         ],
     );
-    let alice = tokio.block_on(authorization.user_token(&resource, ALICE));
-    let carol = tokio.block_on(authorization.user_token(&resource, CAROL));
-    assert_eq!(alice.split('.').count(), 3, "a JWT");
+    // Discovery exchanged alice's token once, in its own process's memory.
+    let before = tokio.block_on(authorization.stats());
+    assert_eq!(before["exchanges"][ALICE], json!(1), "{before}");
 
     let plan = |token: &str, user: &str| {
         let steps: Vec<Value> = (0..20)
@@ -85,29 +148,23 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
             assert_eq!(text(line), format!("{user} {i}"), "{line}");
         }
     }
-    let identities = upstream.stats.identities.lock().unwrap().clone();
-    assert_eq!(identities.len(), 40, "each call ran once");
+    let seen = identities(&upstream);
+    assert_eq!(seen.len(), 40, "each call ran once");
     for user in [ALICE, CAROL] {
-        let theirs = identities
-            .iter()
-            .filter(|seen| {
-                seen.subject.as_deref() == Some(user)
-                    && seen.actor.as_deref() == Some(EXCHANGE_CLIENT)
-            })
+        let theirs = (seen.iter())
+            .filter(|(sub, act)| sub == user && act == EXCHANGE_CLIENT)
             .count();
         assert_eq!(
             theirs, 20,
-            "{user} reached the upstream as {user}, brain acting"
+            "{user} reached the upstream as {user}, brain acting: {seen:?}"
         );
     }
     assert!(
-        identities
-            .iter()
-            .all(|seen| seen.token != alice && seen.token != carol),
+        !shown(&upstream, &alice) && !shown(&upstream, &carol),
         "no user's own token reached the upstream"
     );
     let stats = tokio.block_on(authorization.stats());
-    assert_eq!(stats["exchanges"][ALICE], json!(1), "{stats}");
+    assert_eq!(stats["exchanges"][ALICE], json!(2), "serve's one: {stats}");
     assert_eq!(stats["exchanges"][CAROL], json!(1), "{stats}");
 
     // Two users of one tenant writing the same session and call id: each call is its own
@@ -121,9 +178,9 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
         );
         assert_eq!(text(&lines[0]), format!("{user} again"), "{}", lines[0]);
     }
-    let identities = upstream.stats.identities.lock().unwrap().clone();
-    assert_eq!(identities.len(), 42, "both calls ran");
-    assert_eq!(identities[41].subject.as_deref(), Some(CAROL));
+    let seen = identities(&upstream);
+    assert_eq!(seen.len(), 42, "both calls ran");
+    assert_eq!(seen[41].0, CAROL);
 
     // serve's static client acts for no user: refused, nothing sent.
     let lines = client(
@@ -137,35 +194,30 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
         "{}",
         lines[0]
     );
-    assert_eq!(Stats::get(&upstream.stats.calls), 42);
+    assert_eq!(upstream.tool_calls(), 42);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
-    let (authorization, upstream) = servers_with(300, &[], &[]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let endpoint = format!("{}/token", authorization.issuer);
-    let config = common::write_config(dir.path(), &upstream.url, |binding| {
-        binding["protocol_version"] = json!("2026-07-28");
-        binding["auth"] = json!({
-            "type": "token_exchange",
-            "token_endpoint": endpoint,
-            "client_id": EXCHANGE_CLIENT,
-            "client_secret_env": SECRET_VAR,
-        });
-    });
+    let (authorization, upstream) =
+        tokio::task::spawn_blocking(|| introspecting(&[])).await.unwrap();
     let alice = authorization
         .user_token("http://127.0.0.1:9/brain", ALICE)
         .await;
-    let call = |extra: &'static [&'static str]| {
+    let auth = exchange_auth(&authorization);
+    let echo = echo_binding(&upstream, &auth, "local", &alice).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(&config, json!({"tools": [echo]}).to_string()).unwrap();
+    let config = config.display().to_string();
+    let harness = |args: Vec<&'static str>| {
         let config = config.clone();
         let alice = alice.clone();
         async move {
-            let mut args = vec!["--config", config.as_str(), "call", "--tenant", "local"];
-            args.extend_from_slice(extra);
-            args.extend(["echo", r#"{"message": "hello"}"#]);
+            let mut all = vec!["--config", config.as_str()];
+            all.extend(args);
             common::harness(
-                &args,
+                &all,
                 &[
                     (SECRET_VAR, EXCHANGE_SECRET),
                     ("ALICE_TOKEN", alice.as_str()),
@@ -173,6 +225,12 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
             )
             .await
         }
+    };
+    let call = |extra: &'static [&'static str]| {
+        let mut args = vec!["call", "--tenant", "local"];
+        args.extend_from_slice(extra);
+        args.extend(["echo", r#"{"message": "hello"}"#]);
+        harness(args)
     };
     let output = call(&["--json", "--subject-token-env", "ALICE_TOKEN"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -185,11 +243,8 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
         !stdout.contains(&alice),
         "the user's token is never printed"
     );
-    let identities = upstream.stats.identities.lock().unwrap().clone();
-    assert_eq!(identities.len(), 1, "{identities:?}");
-    assert_eq!(identities[0].subject.as_deref(), Some(ALICE));
-    assert_eq!(identities[0].actor.as_deref(), Some(EXCHANGE_CLIENT));
-    assert_ne!(identities[0].token, alice);
+    assert_eq!(identities(&upstream), [(ALICE.into(), EXCHANGE_CLIENT.into())]);
+    assert!(!shown(&upstream, &alice), "alice's own token stayed with brain");
 
     let output = call(&["--json"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -198,9 +253,22 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
     let output = call(&["--subject-token-env", "NOT_SET_ANYWHERE"]).await;
     assert_eq!(output.status.code(), Some(2));
     assert!(common::stderr(&output).contains("NOT_SET_ANYWHERE is not set"));
+    assert_eq!(upstream.tool_calls(), 1, "nothing else was sent");
+
+    // `drift --live` lists the server as the user; without a user it says what to pass.
+    let output = harness(vec!["drift", "--live", "--subject-token-env", "ALICE_TOKEN"]).await;
     assert_eq!(
-        Stats::get(&upstream.stats.calls),
-        1,
-        "nothing else was sent"
+        output.status.code(),
+        Some(0),
+        "no drift: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        common::stderr(&output)
+    );
+    let output = harness(vec!["drift", "--live"]).await;
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        common::stderr(&output).contains("--subject-token-env"),
+        "{}",
+        common::stderr(&output)
     );
 }

@@ -10,8 +10,10 @@ import json
 
 
 class CountToolCalls:
-    def __init__(self, app):
+    def __init__(self, app, extra=None):
         self.app = app
+        # A function whose dict is added to /stats (python_server.py's identities and tokens).
+        self.extra = extra
         self.calls = 0
         self.requests = {}
         self.clients = set()
@@ -24,7 +26,8 @@ class CountToolCalls:
         if scope["method"] == "GET" and scope["path"] == "/stats":
             body = json.dumps({"calls": self.calls, "requests": self.requests,
                                "connections": len(self.clients), "running": self.running,
-                               "peak_running": self.peak_running}).encode()
+                               "peak_running": self.peak_running,
+                               **(self.extra() if self.extra else {})}).encode()
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": body})

@@ -9,6 +9,13 @@ refuse): `refund`'s `amount` becomes a string; `none` puts it back. The SDK send
 `--tls`, Hypercorn serves the same app on https://127.0.0.1:PORT/mcp with that certificate and
 key, HTTP/2 or HTTP/1.1 as ALPN chooses (as a CDN's front would). With `LIST_TTL_MS` set, its
 2026-07-28 `tools/list` says that `ttlMs` instead of the SDK's 0.
+
+With `INTROSPECT_ISSUER` set it is an OAuth resource server (the SDK's own `AuthSettings` and
+`TokenVerifier`): every request must carry a bearer token, which it introspects (RFC 7662) at
+`{INTROSPECT_ISSUER}/token/introspection` as the client `mcp-server`; only an active token whose
+audience is this server (`http://127.0.0.1:PORT/mcp`, named in its protected resource metadata)
+passes. Its `/stats` then adds `identities` (`{"sub", "act"}` of each `echo` call's token, in
+order) and `tokens` (every distinct bearer token it was shown).
 """
 
 import asyncio
@@ -17,8 +24,13 @@ import os
 import sys
 from typing import Literal, TypedDict
 
+import httpx2
 import uvicorn
 from pydantic import BaseModel
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -29,9 +41,58 @@ from counting import CountToolCalls
 # `LIST_TTL_MS`: the `ttlMs` its 2026-07-28 `tools/list` says (the SDK's default is 0, "do not
 # reuse"); brain keeps a verified listing for that long.
 LIST_TTL_MS = int(os.environ.get("LIST_TTL_MS", "0"))
+INTROSPECT_ISSUER = os.environ.get("INTROSPECT_ISSUER")
+# Whom each `echo` call's token named, and every bearer token shown (see the module's doc).
+IDENTITIES = []
+TOKENS = []
+
+
+class Introspecting(TokenVerifier):
+    """Introspects each bearer token at the authorization server (no cache: a revoked token is
+    refused at once)."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if token not in TOKENS:
+            TOKENS.append(token)
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(
+                f"{INTROSPECT_ISSUER}/token/introspection",
+                data={"token": token},
+                auth=("mcp-server", "mcp-server-secret-0123456789"),
+            )
+        found = response.json() if response.status_code == 200 else {}
+        if not found.get("active"):
+            return None
+        audience = found.get("aud")
+        return AccessToken(
+            token=token,
+            client_id=found.get("client_id", ""),
+            scopes=found.get("scope", "").split(),
+            expires_at=found.get("exp"),
+            resource=audience[0] if isinstance(audience, list) else audience,
+            subject=found.get("sub"),
+            claims={"act": found.get("act")},
+        )
+
+
+def auth_settings():
+    """The resource server's settings when `INTROSPECT_ISSUER` is set (see the module's doc)."""
+    if not INTROSPECT_ISSUER:
+        return {}
+    return {
+        "token_verifier": Introspecting(),
+        "auth": AuthSettings(
+            issuer_url=INTROSPECT_ISSUER,
+            resource_server_url=f"http://127.0.0.1:{sys.argv[1]}/mcp",
+            validate_token_resource=True,
+        ),
+    }
+
+
 server = MCPServer(
     "brain-interop-python",
     cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS)} if LIST_TTL_MS else None,
+    **auth_settings(),
 )
 
 TINY_PNG = base64.b64decode(
@@ -51,6 +112,10 @@ class Approval(BaseModel):
 @server.tool()
 def echo(message: str) -> str:
     """Echo a message back."""
+    token = get_access_token()
+    if token is not None:
+        act = (token.claims or {}).get("act") or {}
+        IDENTITIES.append({"sub": token.subject, "act": act.get("sub")})
     return message
 
 
@@ -159,7 +224,8 @@ async def echo_meta(ctx: Context) -> dict:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    app = Drift(CountToolCalls(server.streamable_http_app()))
+    app = Drift(CountToolCalls(server.streamable_http_app(),
+                               lambda: {"identities": IDENTITIES, "tokens": TOKENS}))
     if len(sys.argv) > 2 and sys.argv[2] == "--tls":
         from hypercorn.asyncio import serve
         from hypercorn.config import Config

@@ -30,7 +30,8 @@ fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("interop")
 }
 
-fn free_port() -> u16 {
+/// A free loopback port (for a peer whose URL must be known before it starts).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
@@ -65,6 +66,23 @@ impl Peer {
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("LIST_TTL_MS", ttl_ms.to_string());
+        Peer::start(command, port)
+    }
+
+    /// The Python SDK server as an OAuth resource server on `port` (see [`free_port`]): every
+    /// request's bearer token introspected at the authorization server `issuer` (as its client
+    /// `mcp-server`), its audience `http://127.0.0.1:PORT/mcp`. Its [`Peer::stats`] add
+    /// `identities` (`sub` and `act` of each `echo` call's token) and `tokens` (those it was shown).
+    pub fn python_introspecting(port: u16, issuer: &str) -> Peer {
+        let dir = interop_dir();
+        let python = require(dir.join(".venv/bin/python"));
+        let mut command = Command::new(python);
+        command
+            .arg(dir.join("python_server.py"))
+            .arg(port.to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("INTROSPECT_ISSUER", issuer);
         Peer::start(command, port)
     }
 
@@ -176,6 +194,11 @@ impl Peer {
     /// How many `tools/call` requests reached a Python peer so far (its `GET /stats`, served by
     /// `tests/interop/counting.py` around the SDK's app).
     pub fn tool_calls(&self) -> u64 {
+        self.stats()["calls"].as_u64().expect("a count of calls")
+    }
+
+    /// A Python peer's `GET /stats` (`tests/interop/counting.py`).
+    pub fn stats(&self) -> serde_json::Value {
         use std::io::{Read, Write};
         let authority = self.authority();
         let mut stream = TcpStream::connect(&authority).expect("the peer answers");
@@ -184,9 +207,7 @@ impl Peer {
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("a response");
         let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
-        let stats: serde_json::Value = serde_json::from_str(body)
-            .unwrap_or_else(|error| panic!("GET /stats: {error}: {response}"));
-        stats["calls"].as_u64().expect("a count of calls")
+        serde_json::from_str(body).unwrap_or_else(|error| panic!("GET /stats: {error}: {response}"))
     }
 
     fn start(mut command: Command, port: u16) -> Peer {

@@ -56,6 +56,11 @@ pub(crate) struct DiscoverArgs {
     /// is printed (and opened in `$BROWSER`) and the tokens stored as `brain-harness login` does.
     #[arg(long, value_name = "JSON", value_parser = parse_auth)]
     auth: Option<Box<brain_config::Auth>>,
+    /// For bindings on behalf of users (`auth.type` `token_exchange`, here or in `--check`'s
+    /// config): the variable holding a user's own access token; brain exchanges it and lists the
+    /// server as that user.
+    #[arg(long, value_name = "VAR")]
+    subject_token_env: Option<String>,
     /// The tenants allowed to use the tools (comma-separated).
     #[arg(long, value_name = "T[,T2]", value_delimiter = ',')]
     tenant: Vec<String>,
@@ -111,19 +116,19 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     if let Some(config) = &args.check {
-        return tokio.block_on(check(config));
+        return tokio.block_on(check(config, args.subject_token_env.as_deref()));
     }
     let (server, names) = match requested(&args) {
         Ok(requested) => requested,
         Err(message) => return usage(&message),
     };
-    let discovery = tokio.block_on(list(
-        &server,
-        args.token_env.as_deref(),
-        args.auth.as_deref(),
-        &args.tenant[0],
-        args.ca_file.as_deref(),
-    ))?;
+    let access = Access {
+        token_env: args.token_env.as_deref(),
+        auth: args.auth.as_deref(),
+        tenant: &args.tenant[0],
+        subject_token_env: args.subject_token_env.as_deref(),
+    };
+    let discovery = tokio.block_on(list(&server, &access, args.ca_file.as_deref()))?;
     let missing: Vec<&String> = names
         .iter()
         .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
@@ -201,6 +206,12 @@ fn requested(args: &DiscoverArgs) -> Result<(Server, Vec<String>), String> {
             "--auth is for servers at a URL; a stdio server gets its secrets from --env-from"
                 .to_owned(),
         );
+    }
+    let on_behalf = args.auth.as_ref().is_some_and(|auth| auth.on_behalf_of_users());
+    if args.subject_token_env.is_some() && !on_behalf {
+        return Err("--subject-token-env is for servers called on behalf of users: with \
+                    --auth '{\"type\": \"token_exchange\", ...}'"
+            .to_owned());
     }
     if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
         return Err(
@@ -391,6 +402,7 @@ fn parse_auth(text: &str) -> Result<Box<brain_config::Auth>, String> {
 async fn discover_auth(
     auth: &brain_config::Auth,
     tenant: &str,
+    subject_token_env: Option<&str>,
 ) -> anyhow::Result<brain_runtime::discover::DiscoverAuth> {
     use brain_runtime::auth::{LoopbackAgent, TokenStore, UserAgent};
     let mut secrets = BTreeMap::new();
@@ -406,6 +418,19 @@ async fn discover_auth(
     if !missing.is_empty() {
         bail!("not set: {}; export them to connect", missing.join(", "));
     }
+    let subject = match (auth.on_behalf_of_users(), subject_token_env) {
+        (false, _) => None,
+        (true, None) => bail!(
+            "the server is called on behalf of users (`auth.type` `token_exchange`): pass \
+             --subject-token-env VAR, VAR holding a user's access token, to list it as that user"
+        ),
+        (true, Some(var)) => match std::env::var(var) {
+            Ok(token) if !token.trim().is_empty() => {
+                Some(brain_runtime::SubjectToken::new(token.trim()))
+            }
+            _ => bail!("--subject-token-env: {var} is not set; set it to a user's access token"),
+        },
+    };
     let user = auth.grant == brain_config::Grant::AuthorizationCode;
     let store: Option<std::sync::Arc<dyn TokenStore>> = if user {
         let url = match std::env::var("BRAIN_STATE_URL")
@@ -444,7 +469,7 @@ async fn discover_auth(
         tenant: tenant.to_owned(),
         store,
         agent,
-        subject: None,
+        subject,
     })
 }
 
@@ -456,17 +481,24 @@ fn timeout() -> Duration {
     Duration::from_secs(seconds)
 }
 
-/// Lists the tools of `server` (see [`brain_runtime::discover::list_server`]), OAuth tokens
-/// obtained with `auth` (user-delegated ones for `tenant`).
+/// How discovery reaches a server: its API key's variable, or its `auth` (tokens for `tenant`;
+/// on behalf of the user whose token `subject_token_env` holds).
+struct Access<'a> {
+    token_env: Option<&'a str>,
+    auth: Option<&'a brain_config::Auth>,
+    tenant: &'a str,
+    subject_token_env: Option<&'a str>,
+}
+
+/// Lists the tools of `server` (see [`brain_runtime::discover::list_server`]) as `access` says.
 async fn list(
     server: &Server,
-    token_env: Option<&str>,
-    auth: Option<&brain_config::Auth>,
-    tenant: &str,
+    access: &Access<'_>,
     ca_file: Option<&str>,
 ) -> anyhow::Result<Discovery> {
-    let auth = match auth {
-        Some(auth) => Some(discover_auth(auth, tenant).await?),
+    let token_env = access.token_env;
+    let auth = match access.auth {
+        Some(auth) => Some(discover_auth(auth, access.tenant, access.subject_token_env).await?),
         None => None,
     };
     Ok(brain_runtime::discover::list_server(server, token_env, auth, ca_file, timeout()).await?)
@@ -574,7 +606,7 @@ fn write(path: &Path, bindings: Vec<ToolBinding>, replace: bool) -> anyhow::Resu
 }
 
 /// `--check CONFIG`: every MCP binding against its live server.
-async fn check(path: &Path) -> anyhow::Result<ExitCode> {
+async fn check(path: &Path, subject_token_env: Option<&str>) -> anyhow::Result<ExitCode> {
     let config = match brain_config::load_file(path) {
         Ok(config) => config,
         Err(ConfigError::Invalid(diagnostics)) => {
@@ -583,8 +615,8 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    type Access<'a> = (Option<&'a str>, Option<String>);
-    let mut servers: BTreeMap<(Server, Access<'_>), Vec<&ToolBinding>> = BTreeMap::new();
+    type Credential<'a> = (Option<&'a str>, Option<String>);
+    let mut servers: BTreeMap<(Server, Credential<'_>), Vec<&ToolBinding>> = BTreeMap::new();
     for binding in config.tools.iter().filter(|b| b.kind() == BindingKind::Mcp) {
         if let Some(server) = Server::of(binding) {
             let auth = binding
@@ -608,14 +640,14 @@ async fn check(path: &Path) -> anyhow::Result<ExitCode> {
             .first()
             .map(String::as_str)
             .unwrap_or_default();
-        let discovery: Discovery = list(
-            &server,
+        let access = Access {
             token_env,
-            first.auth.as_ref(),
+            auth: first.auth.as_ref(),
             tenant,
-            first.ca_file.as_deref(),
-        )
-        .await
+            subject_token_env,
+        };
+        let discovery: Discovery = list(&server, &access, first.ca_file.as_deref())
+            .await
         .with_context(|| format!("cannot check the bindings served by {server}"))?;
         for binding in &bindings {
             checked += 1;

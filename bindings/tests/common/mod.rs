@@ -11,6 +11,7 @@ use tests::server::bindings_json;
 pub(crate) mod state;
 
 /// A config file with one binding per test-server tool.
+#[allow(dead_code)] // not every test binary writes the test server's config
 pub(crate) fn write_config(dir: &Path, url: &str, patch: impl Fn(&mut Value)) -> String {
     let tools = bindings_json(url, |_, binding| patch(binding));
     let path = dir.join("host.json");
