@@ -248,7 +248,9 @@ impl Approver {
     }
 
     /// Whether what the approver is shown (binding and arguments) is what the call asked with:
-    /// their digest is the call's.
+    /// their digest is the call's — for a call on behalf of a verified user, with the user's
+    /// `iss|sub` (the approval's principal) in it. A call on behalf of a token brain did not
+    /// verify has the token's digest in it, which no approval shows: it is never as asked.
     fn as_asked(&self, approval: &Approval) -> bool {
         let (Some(identity), Some(arguments)) = (
             self.identities.get(&approval.binding),
@@ -256,8 +258,17 @@ impl Approver {
         ) else {
             return false;
         };
-        serde_json::from_str(arguments)
-            .is_ok_and(|arguments| crate::journal::digest(identity, &arguments) == approval.digest)
+        let user = match approval.principal.parse::<Principal>() {
+            Ok(Principal::User {
+                issuer, subject, ..
+            }) => Some(format!("{issuer}|{subject}")),
+            _ => None,
+        };
+        serde_json::from_str(arguments).is_ok_and(|arguments| {
+            [None, user.as_deref()]
+                .into_iter()
+                .any(|subject| crate::journal::digest(identity, &arguments, subject) == approval.digest)
+        })
     }
 
     async fn decide(&self, id: &str, approve: bool) -> Result<Approval, ApprovalError> {

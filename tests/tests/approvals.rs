@@ -44,6 +44,7 @@ fn claim(call_id: &str, digest: &str, owner: &str) -> Claim {
         owner: owner.into(),
         timeout_ms: 60_000,
         trace_id: None,
+        upstream: None,
     }
 }
 

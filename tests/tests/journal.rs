@@ -450,6 +450,7 @@ async fn a_task_is_taken_over_only_from_an_owner_that_stopped(backend: Backend) 
         owner: "stopping".into(),
         timeout_ms: 60_000,
         trace_id: None,
+        upstream: None,
     };
     let task = r#"{"task_id":"t-1","session":"s-1","revision":"2025-11-25"}"#;
     assert!(store.renew("stopping", 500, true).await.unwrap());

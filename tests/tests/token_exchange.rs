@@ -322,3 +322,68 @@ async fn policies_see_whom_brain_will_ask_for_before_any_exchange() {
     );
     assert_eq!(Stats::get(&server.stats.calls), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_call_is_their_own_in_the_journal_and_the_audit_chain() {
+    use brain_runtime::journal::{Durability, Journal};
+    let (authorization, server) = servers_with(300, &[], &[]).await;
+    let endpoint = format!("{}/token", authorization.issuer);
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::sqlite(&dir.path().join("state.db"), Durability::Normal)
+        .unwrap()
+        .audit(brain_runtime::audit::AuditSettings::default());
+    let config = exchange_config(&server, &endpoint);
+    let runtime = Runtime::builder(&config)
+        .env(|var| (var == SECRET_VAR).then(|| EXCHANGE_SECRET.to_owned()))
+        .journal(journal.clone())
+        .build()
+        .unwrap();
+    let brain = "http://127.0.0.1:9/brain";
+    let alice = authorization.user_token(brain, ALICE).await;
+    let bob = authorization.user_token(brain, BOB).await;
+    // The Rust API's tokens, which brain has not verified: keyed by their digests.
+    let call = |token: &str| {
+        let scope = Scope {
+            tenant_id: "local".into(),
+            session_id: "shared".into(),
+        };
+        let request = CallRequest::new("echo", scope, json!({ "message": "mine" }))
+            .with_call_id("same-id")
+            .with_subject_token(SubjectToken::new(token));
+        runtime.call(request).result()
+    };
+    let first = call(&alice).await;
+    assert!(!first.is_error, "{first:?}");
+    // bob under alice's call id is not answered from alice's result, and nothing is sent.
+    let theirs = call(&bob).await;
+    assert!(theirs.is_error && !theirs.unknown_outcome, "{theirs:?}");
+    assert_eq!(theirs.kind, Some(brain_runtime::OutcomeKind::JournalConflict), "{theirs:?}");
+    // alice's retry is answered from her journaled result.
+    let again = call(&alice).await;
+    assert_eq!(text(&again), "mine", "{again:?}");
+    runtime.wait_for_cleanup().await;
+    assert_eq!(Stats::get(&server.stats.calls), 1, "the tool ran once");
+
+    let records = journal
+        .store()
+        .audit_records("local", 1, 1000)
+        .await
+        .unwrap();
+    let claimed: Vec<Value> = (records.iter())
+        .map(|r| serde_json::from_str::<Value>(&r.record).unwrap())
+        .filter(|record| record["kind"] == "claimed")
+        .collect();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(
+        claimed[0]["subject"],
+        json!(SubjectToken::new(alice.as_str()).subject()),
+        "whom brain asked a token for"
+    );
+    assert_eq!(claimed[0]["actor"], json!(EXCHANGE_CLIENT));
+    let issued = server.stats.identities.lock().unwrap()[0].token.clone();
+    for record in &records {
+        for token in [&alice, &bob, &issued] {
+            assert!(!record.record.contains(token.as_str()), "no token in the chain");
+        }
+    }
+}

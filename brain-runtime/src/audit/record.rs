@@ -344,6 +344,10 @@ fn claimed<'a>(claim: &'a Claim, approval: Option<&'a str>) -> Vec<(&'static str
     if let Some(approval) = approval {
         fields.push(("approval", Text(approval)));
     }
+    if let Some(upstream) = &claim.upstream {
+        fields.push(("subject", Text(&upstream.subject)));
+        fields.push(("actor", Text(&upstream.actor)));
+    }
     fields
 }
 

@@ -23,7 +23,13 @@ pub(crate) fn record(journaling: &Journaling, request: &CallRequest, call_id: &s
         },
         binding: request.tool.clone(),
         principal,
-        digest: crate::journal::digest(&tool.identity, &request.arguments),
+        digest: crate::journal::digest(
+            &tool.identity,
+            &request.arguments,
+            crate::subject::upstream_identity(&tool.binding, request.subject_token.as_ref())
+                .as_ref()
+                .map(|upstream| upstream.subject.as_str()),
+        ),
     };
     journaling.shared_store().audit_denial(
         denial,

@@ -543,6 +543,7 @@ mod tests {
             owner: owner.into(),
             timeout_ms: 60_000,
             trace_id: None,
+            upstream: None,
         }
     }
 

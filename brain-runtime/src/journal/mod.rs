@@ -31,7 +31,7 @@ pub use crate::store::{
     ApprovalStore, AuditStore, CallStore, Claim, Claimed, Done, Drift, DriftStore, Entry,
     EntryState, Filter, JournalStore, Key, LimitStore, Record, StoreError, StoreFuture,
 };
-pub use crate::store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial};
+pub use crate::store::{AuditHead, AuditHeads, AuditRecord, Checkpoint, Denial, UpstreamIdentity};
 pub(crate) use owner::Journaling;
 pub use owner::{DEFAULT_LEASE, DEFAULT_RESULT_CAP, DEFAULT_RETENTION, Journal};
 pub use sqlite::{Durability, default_path};

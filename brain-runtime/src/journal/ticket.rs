@@ -18,7 +18,7 @@ use crate::limits::Charge;
 use crate::outcome::{Fact, Failure};
 use crate::state::hex;
 use crate::store::{ApprovalRequest, Asked};
-use crate::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError};
+use crate::store::{Claim, Claimed, Entry, EntryState, Key, Record, StoreError, UpstreamIdentity};
 use crate::tool::Tool;
 
 /// How long past a running call's recorded deadline a retry waits for its outcome before it
@@ -134,6 +134,8 @@ pub(crate) struct Ticket {
     binding: String,
     timeout_ms: i64,
     trace_id: Option<String>,
+    /// For a binding on behalf of users: whom it is sent for.
+    upstream: Option<UpstreamIdentity>,
     /// The owner it was claimed under, once claimed here.
     claimed: Mutex<Option<Arc<str>>>,
     state: Mutex<Option<JournalState>>,
@@ -153,16 +155,19 @@ impl Ticket {
         tool: &Tool,
         arguments: &Value,
         trace_id: Option<String>,
+        upstream: Option<UpstreamIdentity>,
     ) -> Ticket {
         let binding = &tool.binding;
+        let subject = upstream.as_ref().map(|upstream| upstream.subject.as_str());
         Ticket {
             journaling: Arc::clone(journaling),
             key,
-            digest: digest(&tool.identity, arguments),
+            digest: digest(&tool.identity, arguments, subject),
             binding: binding.name.clone(),
             timeout_ms: i64::try_from(binding.timeout_seconds.saturating_mul(1000))
                 .unwrap_or(i64::MAX),
             trace_id,
+            upstream,
             claimed: Mutex::new(None),
             state: Mutex::new(None),
             waiting: AtomicBool::new(false),
@@ -398,6 +403,7 @@ impl Ticket {
                 owner: owner.to_string(),
                 timeout_ms: self.timeout_ms,
                 trace_id: self.trace_id.clone(),
+                upstream: self.upstream.clone(),
             };
             // Owned before the claim is awaited: a claim that commits while the call is
             // cancelled (or whose answer is lost) is still settled after the call — as not
@@ -728,13 +734,19 @@ pub(crate) fn identity(binding: &ToolBinding) -> [u8; 32] {
     hash.finalize().into()
 }
 
-/// The digest of a call: its binding's [`identity`] and its arguments in RFC 8785 canonical
-/// JSON (so `1` and `1.0` are one value) — `sha256:` and hex.
-pub(crate) fn digest(identity: &[u8; 32], arguments: &Value) -> String {
+/// The digest of a call: its binding's [`identity`], its arguments in RFC 8785 canonical JSON
+/// (so `1` and `1.0` are one value) and, on behalf of a user, the user's `subject` — `sha256:`
+/// and hex. Two users' calls under one key differ, so neither is answered from the other's
+/// journaled result (nor uses the other's approval).
+pub(crate) fn digest(identity: &[u8; 32], arguments: &Value, subject: Option<&str>) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     hash.update(identity);
     hash.update(canonical(arguments).as_bytes());
+    if let Some(subject) = subject {
+        hash.update(b"\0subject\0");
+        hash.update(subject.as_bytes());
+    }
     format!("sha256:{}", hex(&hash.finalize()))
 }
 
@@ -758,7 +770,7 @@ mod tests {
     #[test]
     fn one_value_is_one_digest_and_arguments_change_it() {
         let identity = super::identity(&binding());
-        let digest = |v| super::digest(&identity, &v);
+        let digest = |v| super::digest(&identity, &v, None);
         assert_eq!(
             digest(json!({"a": 1, "b": "x"})),
             digest(json!({"b": "x", "a": 1.0}))
@@ -767,6 +779,12 @@ mod tests {
         let mut other = binding();
         other.url = Some("http://127.0.0.1:2/mcp".into());
         let other = super::identity(&other);
-        assert_ne!(super::digest(&other, &json!({})), digest(json!({})));
+        assert_ne!(super::digest(&other, &json!({}), None), digest(json!({})));
+        let as_alice = super::digest(&identity, &json!({}), Some("https://as|alice"));
+        assert_ne!(as_alice, digest(json!({})), "a user's call is their own");
+        assert_ne!(
+            as_alice,
+            super::digest(&identity, &json!({}), Some("https://as|bob"))
+        );
     }
 }

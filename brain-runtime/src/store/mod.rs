@@ -41,6 +41,21 @@ pub struct Claim {
     pub timeout_ms: i64,
     /// The call's trace id, when it has one.
     pub trace_id: Option<String>,
+    /// For a binding on behalf of users: whom the call is sent for (the audit's `subject` and
+    /// `actor`).
+    pub upstream: Option<UpstreamIdentity>,
+}
+
+/// Whom a call on behalf of a user goes upstream as: what brain asks the authorization server
+/// for, not what it issued (an issued token may be opaque, and is never stored here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamIdentity {
+    /// The user: the verified `iss|sub`, or the digest of a token brain has not verified
+    /// (`SubjectToken::subject`).
+    pub subject: String,
+    /// The client that exchanges the user's token and acts for them (the binding's
+    /// `auth.client_id`).
+    pub actor: String,
 }
 
 /// Where a journaled call stands.

@@ -1155,6 +1155,7 @@ async fn claim_latency(name: &str, journal: &Journal) -> anyhow::Result<()> {
                     owner: owner.clone(),
                     timeout_ms: 60_000,
                     trace_id: None,
+                    upstream: None,
                 })
                 .collect();
             let timed = claims.iter().map(|claim| async move {
