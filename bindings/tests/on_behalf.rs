@@ -88,6 +88,21 @@ fn identities(upstream: &Peer) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether each connection to the upstream carried one user's calls only: the users whose calls
+/// each connection carried (by the `sub` of the token each call carried), and how many.
+fn users_per_connection(upstream: &Peer) -> Vec<(String, std::collections::BTreeSet<String>)> {
+    let stats = upstream.stats();
+    let mut connections: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for origin in stats["origins"].as_array().expect("origins") {
+        let token = origin["token"].as_str().unwrap_or_default();
+        let user = stats["subjects"][token].as_str().unwrap_or("?").to_owned();
+        let client = origin["client"].as_str().unwrap_or_default().to_owned();
+        connections.entry(client).or_default().insert(user);
+    }
+    connections.into_iter().collect()
+}
+
 /// Whether the upstream was ever shown `token`.
 fn shown(upstream: &Peer, token: &str) -> bool {
     (upstream.stats()["tokens"].as_array().expect("tokens").iter()).any(|seen| seen == token)
@@ -162,6 +177,12 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
     assert!(
         !shown(&upstream, &alice) && !shown(&upstream, &carol),
         "no user's own token reached the upstream"
+    );
+    // A connection opened with alice's issued token never carries carol's calls.
+    let connections = users_per_connection(&upstream);
+    assert!(
+        connections.iter().all(|(_, users)| users.len() == 1),
+        "{connections:?}"
     );
     let stats = tokio.block_on(authorization.stats());
     assert_eq!(stats["exchanges"][ALICE], json!(2), "serve's one: {stats}");

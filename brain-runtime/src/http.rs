@@ -170,6 +170,66 @@ pub(crate) fn client(
     quick_ack: bool,
     extra_roots: &[rustls::pki_types::CertificateDer<'static>],
 ) -> Result<HttpClient, String> {
+    Ok(pooled(connector(quick_ack, extra_roots)?))
+}
+
+/// What a client connects with: TCP, DNS (`localhost` always loopback) and TLS.
+type HttpsConnector = hyper_rustls::HttpsConnector<Connector>;
+
+/// A client of its own pool over `https`.
+fn pooled(https: HttpsConnector) -> HttpClient {
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
+        .build(https)
+}
+
+/// The clients of a binding on behalf of users: one pool per user (by
+/// [`SubjectToken::subject`](crate::SubjectToken::subject)), so that a connection opened with
+/// one user's issued token never carries another user's calls. They share the binding's TLS
+/// settings. At most [`UserPools::MAX`] users are kept; one more starts the set again (idle
+/// connections close, calls in flight keep theirs).
+pub(crate) struct UserPools {
+    https: HttpsConnector,
+    pools: std::sync::Mutex<std::collections::HashMap<Arc<str>, HttpClient>>,
+}
+
+impl UserPools {
+    /// The most users whose pools are kept at once.
+    const MAX: usize = 4096;
+
+    /// The pools of a binding whose client is built as [`client`] builds it.
+    pub(crate) fn new(
+        quick_ack: bool,
+        extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+    ) -> Result<UserPools, String> {
+        Ok(UserPools {
+            https: connector(quick_ack, extra_roots)?,
+            pools: std::sync::Mutex::default(),
+        })
+    }
+
+    /// The client of `subject`'s own pool.
+    pub(crate) fn of(&self, subject: &str) -> HttpClient {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = pools.get(subject) {
+            return client.clone();
+        }
+        if pools.len() >= UserPools::MAX {
+            pools.clear();
+        }
+        let client = pooled(self.https.clone());
+        pools.insert(Arc::from(subject), client.clone());
+        client
+    }
+}
+
+/// The connector of [`client`].
+fn connector(
+    quick_ack: bool,
+    extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<HttpsConnector, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
         extra_roots.iter().cloned(),
@@ -186,19 +246,12 @@ pub(crate) fn client(
     tcp.enforce_http(false);
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(Some(Duration::from_secs(10)));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
         .enable_http2()
-        .wrap_connector(Connector { tcp, quick_ack });
-    Ok(
-        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .build(https),
-    )
+        .wrap_connector(Connector { tcp, quick_ack }))
 }
 
 /// Reads the CA certificates of a PEM file (a binding's `ca_file`).

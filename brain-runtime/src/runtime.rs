@@ -259,10 +259,15 @@ impl<'a> RuntimeBuilder<'a> {
                 Some(path) => Some(own_client(binding, path, &mut own_clients)?),
                 None => None,
             };
+            let users = match binding.auth.as_ref().filter(|a| a.on_behalf_of_users()) {
+                Some(_) => Some(user_pools(binding)?),
+                None => None,
+            };
             let tool = Bound {
                 tool: Arc::new(tool),
                 route,
                 http,
+                users,
                 limits: crate::limits::Plan::of(binding, self.config),
             };
             tools.insert(binding.name.clone(), Arc::new(tool));
@@ -412,12 +417,27 @@ fn own_client(
     Ok(client)
 }
 
+/// The per-user pools of a binding on behalf of users (trusting its `ca_file`, if any).
+fn user_pools(binding: &ToolBinding) -> Result<crate::http::UserPools, RuntimeError> {
+    let failed = |message: String| RuntimeError::CaFile {
+        tool: binding.name.clone(),
+        message,
+    };
+    let roots = match &binding.ca_file {
+        Some(path) => crate::http::read_roots(std::path::Path::new(path)).map_err(failed)?,
+        None => Vec::new(),
+    };
+    crate::http::UserPools::new(binding.kind() != BindingKind::Http, &roots).map_err(failed)
+}
+
 /// A binding ready to call: its shared facts, and its transport's own value.
 pub(crate) struct Bound {
     pub(crate) tool: Arc<Tool>,
     route: Route,
     /// Its own client, when it trusts a CA of its own (`ca_file`).
     http: Option<HttpClient>,
+    /// On behalf of users: a pool per user, instead of `http` or the shared client.
+    users: Option<crate::http::UserPools>,
     /// Its calls' buckets (`limits`, `tenant_limits`).
     limits: crate::limits::Plan,
 }
@@ -539,10 +559,14 @@ impl Runtime {
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
         self.inner.cleanups.spawn(async move {
-            let http = match (&bound.http, tool.binding.kind()) {
-                (Some(own), _) => own,
-                (None, BindingKind::Http) => &inner.http_plain,
-                (None, _) => &inner.http,
+            let user = (bound.users.as_ref())
+                .zip(request.subject_token.as_ref())
+                .map(|(users, subject)| users.of(subject.subject()));
+            let http = match (&user, &bound.http, tool.binding.kind()) {
+                (Some(user), _, _) => user,
+                (None, Some(own), _) => own,
+                (None, None, BindingKind::Http) => &inner.http_plain,
+                (None, None, _) => &inner.http,
             };
             let ticket = inner.journal.as_ref().map(|journaling| {
                 let key = Key {

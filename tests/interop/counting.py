@@ -3,8 +3,9 @@ arrive (the at-most-once counter the tests read), every request by HTTP version,
 connections they came on (distinct client addresses), and the `tools/call` requests running at
 once (from arrival to the end of their response; the most at any moment is `peak_running`), and
 serves them at `GET /stats` as `{"calls": N, "requests": {"1.1": N, "2": N}, "connections": N,
-"running": N, "peak_running": N}`. Everything else passes through unchanged (the body is
-replayed as received)."""
+"running": N, "peak_running": N, "origins": [{"client": "HOST:PORT", "token": T}]}` (`origins`:
+each `tools/call` with a bearer token: its connection and the token, in order). Everything else
+passes through unchanged (the body is replayed as received)."""
 
 import json
 
@@ -19,6 +20,8 @@ class CountToolCalls:
         self.clients = set()
         self.running = 0
         self.peak_running = 0
+        # Each `tools/call`'s connection (the client's address) and bearer token, in order.
+        self.origins = []
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -26,7 +29,7 @@ class CountToolCalls:
         if scope["method"] == "GET" and scope["path"] == "/stats":
             body = json.dumps({"calls": self.calls, "requests": self.requests,
                                "connections": len(self.clients), "running": self.running,
-                               "peak_running": self.peak_running,
+                               "peak_running": self.peak_running, "origins": self.origins,
                                **(self.extra() if self.extra else {})}).encode()
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json")]})
@@ -52,6 +55,11 @@ class CountToolCalls:
         except ValueError:
             calls = 0
         self.calls += calls
+        bearer = dict(scope.get("headers", [])).get(b"authorization")
+        if calls and bearer:
+            client = scope.get("client") or ("", 0)
+            self.origins.append({"client": f"{client[0]}:{client[1]}",
+                                 "token": bearer.decode(errors="replace").removeprefix("Bearer ")})
         replayed = False
 
         async def replay():

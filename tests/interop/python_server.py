@@ -15,7 +15,8 @@ With `INTROSPECT_ISSUER` set it is an OAuth resource server (the SDK's own `Auth
 `{INTROSPECT_ISSUER}/token/introspection` as the client `mcp-server`; only an active token whose
 audience is this server (`http://127.0.0.1:PORT/mcp`, named in its protected resource metadata)
 passes. Its `/stats` then adds `identities` (`{"sub", "act"}` of each `echo` call's token, in
-order) and `tokens` (every distinct bearer token it was shown).
+order), `tokens` (every distinct bearer token it was shown) and `subjects` (each active token's
+`sub`).
 """
 
 import asyncio
@@ -45,6 +46,8 @@ INTROSPECT_ISSUER = os.environ.get("INTROSPECT_ISSUER")
 # Whom each `echo` call's token named, and every bearer token shown (see the module's doc).
 IDENTITIES = []
 TOKENS = []
+# The `sub` of each active token introspected.
+SUBJECTS = {}
 
 
 class Introspecting(TokenVerifier):
@@ -63,6 +66,7 @@ class Introspecting(TokenVerifier):
         found = response.json() if response.status_code == 200 else {}
         if not found.get("active"):
             return None
+        SUBJECTS[token] = found.get("sub")
         audience = found.get("aud")
         return AccessToken(
             token=token,
@@ -225,7 +229,8 @@ async def echo_meta(ctx: Context) -> dict:
 if __name__ == "__main__":
     port = int(sys.argv[1])
     app = Drift(CountToolCalls(server.streamable_http_app(),
-                               lambda: {"identities": IDENTITIES, "tokens": TOKENS}))
+                               lambda: {"identities": IDENTITIES, "tokens": TOKENS,
+                                        "subjects": SUBJECTS}))
     if len(sys.argv) > 2 and sys.argv[2] == "--tls":
         from hypercorn.asyncio import serve
         from hypercorn.config import Config
