@@ -28,6 +28,8 @@ const [resource, ttlText] = process.argv.slice(2);
 const accessTtl = Number(ttlText || 300);
 const rotate = process.env.BRAIN_TEST_AS_ROTATE !== '0';
 const jwt = process.env.BRAIN_TEST_AS_JWT === '1';
+// With JWTs on, tokens for this resource are opaque still (for a resource server that introspects).
+const opaqueResource = process.env.BRAIN_TEST_AS_OPAQUE_RESOURCE;
 const tenants = { 'brain-service': 'acme', 'brain-service-globex': 'globex' };
 const userTenants = { alice: 'acme', bob: 'globex', carol: 'acme' };
 let refreshDelay = Number(process.env.BRAIN_TEST_AS_REFRESH_DELAY_MS || 0);
@@ -84,7 +86,7 @@ const provider = new Provider(issuer, {
       getResourceServerInfo: (ctx, indicator) => ({
         scope: 'mcp:basic mcp:admin',
         audience: indicator,
-        accessTokenFormat: jwt ? 'jwt' : 'opaque',
+        accessTokenFormat: jwt && indicator !== opaqueResource ? 'jwt' : 'opaque',
         accessTokenTTL: accessTtl,
       }),
     },

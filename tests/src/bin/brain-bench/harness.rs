@@ -207,6 +207,11 @@ pub(crate) enum Driver {
         tenants: usize,
         next: AtomicUsize,
     },
+    /// brain, each call by the next of `runtimes` (one per user) in turn (P15).
+    Users {
+        runtimes: Vec<Runtime>,
+        next: AtomicUsize,
+    },
     /// brain with its spans sent to the OpenTelemetry layer (`on`) or not (P8).
     Traced {
         runtime: Runtime,
@@ -501,6 +506,10 @@ impl Driver {
             }
             Driver::SessionFloor(floor) => return floor.session().await,
             Driver::Brain(runtime) => return Driver::brain_call(runtime).await,
+            Driver::Users { runtimes, next } => {
+                let n = next.fetch_add(1, Ordering::Relaxed) % runtimes.len();
+                return Driver::brain_call(&runtimes[n]).await;
+            }
             Driver::Tenants {
                 runtime,
                 tenants,
@@ -522,6 +531,7 @@ impl Driver {
         }
         match self {
             Driver::Brain(_)
+            | Driver::Users { .. }
             | Driver::Tenants { .. }
             | Driver::Traced { .. }
             | Driver::SessionFloor(_) => {}

@@ -1,5 +1,5 @@
 //! brain-bench: the performance targets listed in the bench reference, docs/src/reference/bench.md, "Performance: `cargo
-//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9, …, P14; the naive rmcp ratio as information),
+//! xtask bench`" (P1', P2, P3', P4, P5', P6, P7, P8, P9, …, P15; the naive rmcp ratio as information),
 //! measured side by side in one run against servers it starts on loopback. `cargo xtask bench
 //! [--quick] [--require-sdks]` builds it in release mode and runs it.
 //!
@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 use tests::process::{ServerProcess, children, memory_mb};
 
 mod audit;
+mod exchange;
 mod harness;
 mod limits;
 mod model_apis;
@@ -89,6 +90,9 @@ struct Args {
     /// Measure only the audit chain's targets (P14).
     #[arg(long)]
     only_audit: bool,
+    /// Measure only the target of bindings on behalf of users (P15).
+    #[arg(long)]
+    only_exchange: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -224,6 +228,7 @@ async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
         || args.only_policies
         || args.only_pins
         || args.only_audit
+        || args.only_exchange
         || args.only_tls);
     let url = server.url.as_str();
     let mut r = Results::default();
@@ -295,6 +300,9 @@ async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
     });
     group!(r, every || args.only_audit, "P14", "the audit chain", {
         audit::targets(plan, &mut r.targets).await
+    });
+    group!(r, every || args.only_exchange, "P15", "on behalf of users", {
+        exchange::targets(plan, &mut r.targets).await
     });
     group!(r, every || args.only_telemetry, "P8", "OpenTelemetry", {
         telemetry(url, plan, &mut r.targets, &mut r.scenarios).await

@@ -28,9 +28,9 @@ const FAST_UPSTREAM_RATIO: f64 = 0.6;
 const SERVE_CPU_BUDGET_US: f64 = 200.0;
 
 /// A `brain-harness serve --listen` process, killed when dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -45,20 +45,44 @@ impl Serving {
     /// serve in front of `tool` at `upstream` (2026-07-28), journaling to SQLite, for tenant
     /// `local` with a bearer token (and anonymous loopback requests when `anonymous`).
     fn start(upstream: &str, tool: &str, anonymous: bool) -> anyhow::Result<Serving> {
-        let dir = tempfile::tempdir()?;
         let mut config: Value = serde_json::to_value(echo_config(upstream, "2026-07-28", tool)?)?;
         config["serve"] = json!({
             "clients": [{"tenant": "local", "token_env": "BRAIN_BENCH_SERVE_TOKEN"}],
-            "concurrent_calls_per_client": 4096, "concurrent_calls": 4096,
-            "sessions_per_client": 4096, "max_sessions": 4096,
-            // The bench is one source on loopback, holding 1,000 calls (and sessions) at once.
-            "max_connections": 4096, "connections_per_source": 4096,
         });
-        let path = dir.path().join("host.json");
-        std::fs::write(&path, config.to_string())?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
+        let anonymous = if anonymous {
+            &["--anonymous-tenant", "local"][..]
+        } else {
+            &[]
+        };
+        Serving::start_with(config, port, anonymous, &[])
+    }
+
+    /// serve with `config` (its `serve` section's limits raised for the bench) on `port`,
+    /// with `flags` and `env`, journaling to SQLite; its static client's token is [`TOKEN`].
+    pub(crate) fn start_with(
+        mut config: Value,
+        port: u16,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Serving> {
+        let dir = tempfile::tempdir()?;
+        let serve = config["serve"].as_object_mut().context("a serve section")?;
+        for (limit, value) in [
+            ("concurrent_calls_per_client", 4096),
+            ("concurrent_calls", 4096),
+            ("sessions_per_client", 4096),
+            ("max_sessions", 4096),
+            // The bench is one source on loopback, holding 1,000 calls (and sessions) at once.
+            ("max_connections", 4096),
+            ("connections_per_source", 4096),
+        ] {
+            serve.insert(limit.into(), value.into());
+        }
+        let path = dir.path().join("host.json");
+        std::fs::write(&path, config.to_string())?;
         let harness = std::env::current_exe()?
             .parent()
             .context("brain-bench has a directory")?
@@ -70,13 +94,12 @@ impl Serving {
             .arg("--state")
             .arg(format!("sqlite:{}", dir.path().join("state.db").display()))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(flags)
             .env("BRAIN_BENCH_SERVE_TOKEN", TOKEN)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if anonymous {
-            command.args(["--anonymous-tenant", "local"]);
-        }
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", harness.display()))?;
