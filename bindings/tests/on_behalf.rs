@@ -105,7 +105,11 @@ fn users_per_connection(upstream: &Peer) -> Vec<(String, std::collections::BTree
 
 /// Whether the upstream was ever shown `token`.
 fn shown(upstream: &Peer, token: &str) -> bool {
-    (upstream.stats()["tokens"].as_array().expect("tokens").iter()).any(|seen| seen == token)
+    (upstream.stats()["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter())
+    .any(|seen| seen == token)
 }
 
 #[test]
@@ -220,8 +224,9 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
-    let (authorization, upstream) =
-        tokio::task::spawn_blocking(|| introspecting(&[])).await.unwrap();
+    let (authorization, upstream) = tokio::task::spawn_blocking(|| introspecting(&[]))
+        .await
+        .unwrap();
     let alice = authorization
         .user_token("http://127.0.0.1:9/brain", ALICE)
         .await;
@@ -264,8 +269,14 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
         !stdout.contains(&alice),
         "the user's token is never printed"
     );
-    assert_eq!(identities(&upstream), [(ALICE.into(), EXCHANGE_CLIENT.into())]);
-    assert!(!shown(&upstream, &alice), "alice's own token stayed with brain");
+    assert_eq!(
+        identities(&upstream),
+        [(ALICE.into(), EXCHANGE_CLIENT.into())]
+    );
+    assert!(
+        !shown(&upstream, &alice),
+        "alice's own token stayed with brain"
+    );
 
     let output = call(&["--json"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -277,7 +288,13 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
     assert_eq!(upstream.tool_calls(), 1, "nothing else was sent");
 
     // `drift --live` lists the server as the user; without a user it says what to pass.
-    let output = harness(vec!["drift", "--live", "--subject-token-env", "ALICE_TOKEN"]).await;
+    let output = harness(vec![
+        "drift",
+        "--live",
+        "--subject-token-env",
+        "ALICE_TOKEN",
+    ])
+    .await;
     assert_eq!(
         output.status.code(),
         Some(0),

@@ -265,9 +265,9 @@ impl Approver {
             _ => None,
         };
         serde_json::from_str(arguments).is_ok_and(|arguments| {
-            [None, user.as_deref()]
-                .into_iter()
-                .any(|subject| crate::journal::digest(identity, &arguments, subject) == approval.digest)
+            [None, user.as_deref()].into_iter().any(|subject| {
+                crate::journal::digest(identity, &arguments, subject) == approval.digest
+            })
         })
     }
 

@@ -575,9 +575,19 @@ impl Runtime {
                     call_id: call_id.clone(),
                 };
                 let trace_id = crate::telemetry::trace_id(&span);
-                let upstream = crate::subject::upstream_identity(&tool.binding, request.subject_token.as_ref());
-                Ticket::new(journaling, key, &tool, &request.arguments, trace_id, upstream)
-                    .held(hold)
+                let upstream = crate::subject::upstream_identity(
+                    &tool.binding,
+                    request.subject_token.as_ref(),
+                );
+                Ticket::new(
+                    journaling,
+                    key,
+                    &tool,
+                    &request.arguments,
+                    trace_id,
+                    upstream,
+                )
+                .held(hold)
             });
             let limits = CallLimits::of(
                 &bound.limits,

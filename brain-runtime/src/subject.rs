@@ -78,7 +78,10 @@ pub(crate) fn upstream_identity(
     binding: &brain_config::ToolBinding,
     subject: Option<&SubjectToken>,
 ) -> Option<crate::store::UpstreamIdentity> {
-    let auth = binding.auth.as_ref().filter(|auth| auth.on_behalf_of_users())?;
+    let auth = binding
+        .auth
+        .as_ref()
+        .filter(|auth| auth.on_behalf_of_users())?;
     Some(crate::store::UpstreamIdentity {
         subject: subject?.subject().to_owned(),
         actor: auth.client_id.clone().unwrap_or_default(),

@@ -2,7 +2,8 @@
 //! PostgreSQL in a throwaway cluster the test starts). Each "process" is another handle on the
 //! same store (another connection, as another process or replica would have): generations are
 //! compared and swapped, one refresher at a time holds the claim, an expired claim is taken
-//! over, and a logout's tombstone is never overwritten by a refresher finishing late.
+//! over, a logout's tombstone is never overwritten by a refresher finishing late, and tokens
+//! issued on behalf of users are pruned once long expired.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,14 +33,18 @@ impl Backend {
 
     /// Another process's handle on the backend's store.
     async fn process(&self) -> Arc<dyn TokenStore> {
-        let journal = match self {
+        self.journal().await.grants()
+    }
+
+    /// Another process's journal on the backend's store.
+    async fn journal(&self) -> Journal {
+        match self {
             Backend::Memory(journal) => journal.clone(),
             Backend::Sqlite(dir) => {
                 Journal::sqlite(&dir.path().join("state.db"), Durability::Normal).unwrap()
             }
             Backend::Postgres(cluster) => Journal::postgres(&cluster.url).await.unwrap(),
-        };
-        journal.grants()
+        }
     }
 }
 
@@ -275,6 +280,50 @@ async fn the_listing_shows_no_tokens(backend: Backend) {
     assert!(!debug.contains("secret-tokens"), "{debug}");
 }
 
+/// Tokens issued on behalf of users are a kind of their own: the journal's pruning deletes
+/// those expired for longer than its retention, and leaves the live ones and every other grant.
+async fn issued_tokens_long_expired_are_pruned(backend: Backend) {
+    let journal = backend.journal().await.retention(Duration::from_secs(60));
+    let store = journal.grants();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let issued = |user: &str| GrantKey {
+        grant: format!("{}sha256:{user}", GrantKey::ISSUED),
+        tenant: "acme".into(),
+    };
+    let expiring = |at: i64| GrantWrite {
+        expires_at: Some(at),
+        ..tokens("sealed")
+    };
+    for (key, at) in [
+        (issued("alice"), now - 3600),
+        (issued("bob"), now + 3600),
+        (issued("carol"), now - 30),
+        (key("acme"), now - 3600),
+    ] {
+        store
+            .write(&key, &Expected::Any, &expiring(at))
+            .await
+            .unwrap();
+    }
+    journal.prune().await.unwrap();
+    let mut left: Vec<String> = (store.list().await.unwrap().into_iter())
+        .map(|grant| grant.key.grant)
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "issued:sha256:bob",
+            "issued:sha256:carol",
+            "sha256:grant-of-the-test"
+        ],
+        "alice's, expired an hour ago, went; carol's is within the retention"
+    );
+}
+
 macro_rules! tests {
     ($backend:ident: $($name:ident),* $(,)?) => {
         mod $backend {
@@ -297,6 +346,7 @@ tests!(memory:
     the_listing_shows_no_tokens,
 );
 tests!(sqlite:
+    issued_tokens_long_expired_are_pruned,
     a_write_bumps_the_generation_and_a_stale_one_is_refused,
     one_refresher_at_a_time_and_only_it_writes,
     an_expired_claim_is_taken_over_and_its_holder_cannot_write,
@@ -305,6 +355,7 @@ tests!(sqlite:
     the_listing_shows_no_tokens,
 );
 tests!(postgres:
+    issued_tokens_long_expired_are_pruned,
     a_write_bumps_the_generation_and_a_stale_one_is_refused,
     one_refresher_at_a_time_and_only_it_writes,
     an_expired_claim_is_taken_over_and_its_holder_cannot_write,

@@ -357,7 +357,11 @@ async fn a_users_call_is_their_own_in_the_journal_and_the_audit_chain() {
     // bob under alice's call id is not answered from alice's result, and nothing is sent.
     let theirs = call(&bob).await;
     assert!(theirs.is_error && !theirs.unknown_outcome, "{theirs:?}");
-    assert_eq!(theirs.kind, Some(brain_runtime::OutcomeKind::JournalConflict), "{theirs:?}");
+    assert_eq!(
+        theirs.kind,
+        Some(brain_runtime::OutcomeKind::JournalConflict),
+        "{theirs:?}"
+    );
     // alice's retry is answered from her journaled result.
     let again = call(&alice).await;
     assert_eq!(text(&again), "mine", "{again:?}");
@@ -383,7 +387,10 @@ async fn a_users_call_is_their_own_in_the_journal_and_the_audit_chain() {
     let issued = server.stats.identities.lock().unwrap()[0].token.clone();
     for record in &records {
         for token in [&alice, &bob, &issued] {
-            assert!(!record.record.contains(token.as_str()), "no token in the chain");
+            assert!(
+                !record.record.contains(token.as_str()),
+                "no token in the chain"
+            );
         }
     }
 }

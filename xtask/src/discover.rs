@@ -207,11 +207,16 @@ fn requested(args: &DiscoverArgs) -> Result<(Server, Vec<String>), String> {
                 .to_owned(),
         );
     }
-    let on_behalf = args.auth.as_ref().is_some_and(|auth| auth.on_behalf_of_users());
+    let on_behalf = args
+        .auth
+        .as_ref()
+        .is_some_and(|auth| auth.on_behalf_of_users());
     if args.subject_token_env.is_some() && !on_behalf {
-        return Err("--subject-token-env is for servers called on behalf of users: with \
+        return Err(
+            "--subject-token-env is for servers called on behalf of users: with \
                     --auth '{\"type\": \"token_exchange\", ...}'"
-            .to_owned());
+                .to_owned(),
+        );
     }
     if matches!(server, Server::Command { .. }) && args.token_env.is_some() {
         return Err(
@@ -648,7 +653,7 @@ async fn check(path: &Path, subject_token_env: Option<&str>) -> anyhow::Result<E
         };
         let discovery: Discovery = list(&server, &access, first.ca_file.as_deref())
             .await
-        .with_context(|| format!("cannot check the bindings served by {server}"))?;
+            .with_context(|| format!("cannot check the bindings served by {server}"))?;
         for binding in &bindings {
             checked += 1;
             let mcp_tool = binding.mcp_tool.as_deref().unwrap_or_default();

@@ -21,12 +21,20 @@ use crate::state::StoreFuture;
 /// Which grant: `grant` identifies the server and the client and flow (a digest the OAuth
 /// client computes; not the scopes, so that a step-up does not fork the grant), `tenant` the
 /// user (empty for grants without a user: client credentials, JWT bearer, enterprise-managed).
+/// The tokens issued on behalf of one user (`token_exchange`) are a kind of their own: their
+/// `grant` starts with [`GrantKey::ISSUED`], and the journal's pruning deletes them once they
+/// have been expired for its retention (a user's next call exchanges again).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GrantKey {
     /// The grant's identity.
     pub grant: String,
     /// The tenant (empty when the grant has no user).
     pub tenant: String,
+}
+
+impl GrantKey {
+    /// The prefix of the `grant` of tokens issued on behalf of one user.
+    pub const ISSUED: &'static str = "issued:";
 }
 
 /// Where a grant stands.

@@ -331,6 +331,10 @@ impl CallStore for Postgres {
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;
             c.client
+                .execute(sql::GRANT_PRUNE_ISSUED, &[&retention_ms])
+                .await
+                .map_err(|e| self.error(describe_error(&e)))?;
+            c.client
                 .execute(crate::approvals::postgres::FORGET, &[])
                 .await
                 .map_err(|e| self.error(describe_error(&e)))?;

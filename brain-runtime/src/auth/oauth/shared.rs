@@ -80,8 +80,13 @@ impl OAuth {
                 hash.update(part.as_bytes());
             }
         }
+        let kind = if config.on_behalf_of_users() {
+            GrantKey::ISSUED
+        } else {
+            ""
+        };
         GrantKey {
-            grant: format!("sha256:{}", crate::state::hex(&hash.finalize())),
+            grant: format!("{kind}sha256:{}", crate::state::hex(&hash.finalize())),
             tenant: if self.per_tenant() {
                 party.tenant.to_owned()
             } else {

@@ -305,6 +305,16 @@ pub(super) const GRANT_RELEASE: &str = concat!(
     "AND tenant = $2 AND generation = $3 AND refresher = $4"
 );
 
+/// Deletes the tokens issued on behalf of users (`crate::auth::GrantKey::ISSUED`) that expired
+/// more than `$1` ms ago and no replica is renewing.
+pub(super) const GRANT_PRUNE_ISSUED: &str = concat!(
+    "DELETE FROM brain_grants WHERE grant_id LIKE 'issued:%' AND expires_at * 1000 < ",
+    now!(),
+    " - $1 AND NOT coalesce(refresh_until > ",
+    now!(),
+    ", FALSE)"
+);
+
 /// The error and its database message, when there is one.
 pub(super) fn describe_error(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {

@@ -19,14 +19,16 @@ use tests::peers::{Peer, free_port};
 use crate::harness::{Driver, Plan, Target, compare, echo_config, python_peer};
 use crate::serve::Serving;
 
-const WHAT: &str =
-    "on behalf of users (token exchange, cached) vs the binding's own credential, through serve, \
+const WHAT: &str = "on behalf of users (token exchange, cached) vs the binding's own credential, through serve, \
      Python SDK server introspecting, 2 users, c=32";
 
 /// P15's rows.
 pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::Result<()> {
     let interop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("interop");
-    if !interop.join("node_modules/oidc-provider/package.json").exists() {
+    if !interop
+        .join("node_modules/oidc-provider/package.json")
+        .exists()
+    {
         targets.push(Target::not_measured(
             "P15",
             WHAT.to_owned(),
@@ -55,8 +57,8 @@ pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::R
         .await?
     };
     let issuer = authorization.issuer.clone();
-    let upstream = tokio::task::spawn_blocking(move || Peer::python_introspecting(port, &issuer))
-        .await?;
+    let upstream =
+        tokio::task::spawn_blocking(move || Peer::python_introspecting(port, &issuer)).await?;
 
     binding["url"] = json!(upstream.url);
     binding["tenants"] = json!(["acme"]);
@@ -95,7 +97,13 @@ pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::R
     eprintln!("P15: {WHAT}...");
     let calls = plan.calls(32);
     let (with, without) = compare(&exchanged, &own, calls, 32, plan.rounds).await?;
-    targets.push(Target::ratio_of("P15", WHAT.to_owned(), &with, &without, 0.9));
+    targets.push(Target::ratio_of(
+        "P15",
+        WHAT.to_owned(),
+        &with,
+        &without,
+        0.9,
+    ));
     // Cached: one exchange per user for the whole run, counted at the authorization server.
     let stats = authorization.stats().await;
     let exchanges: u64 = [ALICE, CAROL]

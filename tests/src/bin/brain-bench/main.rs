@@ -301,9 +301,13 @@ async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
     group!(r, every || args.only_audit, "P14", "the audit chain", {
         audit::targets(plan, &mut r.targets).await
     });
-    group!(r, every || args.only_exchange, "P15", "on behalf of users", {
-        exchange::targets(plan, &mut r.targets).await
-    });
+    group!(
+        r,
+        every || args.only_exchange,
+        "P15",
+        "on behalf of users",
+        { exchange::targets(plan, &mut r.targets).await }
+    );
     group!(r, every || args.only_telemetry, "P8", "OpenTelemetry", {
         telemetry(url, plan, &mut r.targets, &mut r.scenarios).await
     });
