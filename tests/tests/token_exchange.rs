@@ -119,10 +119,15 @@ async fn each_user_reaches_the_server_as_themselves_with_one_exchange_each() {
             .all(|seen| seen.token != alice && seen.token != bob),
         "a user's own token never reaches the server"
     );
+    // alice signs in again (a new token): the issued token is still valid, so no exchange.
+    let renewed = authorization.user_token(brain, ALICE).await;
+    assert_ne!(renewed, alice);
+    let again = echo(&runtime, "alice again", Some(verified(&renewed, ALICE))).await;
+    assert!(!again.is_error, "{again:?}");
     let stats = authorization.stats().await;
     assert_eq!(exchanges(&stats, ALICE).await, 1, "{stats}");
     assert_eq!(exchanges(&stats, BOB).await, 1, "{stats}");
-    assert_eq!(Stats::get(&server.stats.calls), 40);
+    assert_eq!(Stats::get(&server.stats.calls), 41);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
