@@ -2,12 +2,12 @@
 //!
 //! ```text
 //! brain-harness [--config PATH] tools [--format table|json|mcp|openai|openai-chat|anthropic|gemini] [--json] [--tenant T]
-//! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--from API] [--json] TOOL [ARGS_JSON | -]
+//! brain-harness [--config PATH] [--state URL] call --tenant T [--session S] [--call-id C] [--from API] [--subject-token-env VAR] [--json] TOOL [ARGS_JSON | -]
 //! brain-harness [--state URL] journal [--tenant T] [--session S] [--call-id C] [--since 1h] [--results] [--json]
 //! brain-harness [--config PATH] [--state URL] login --tenant T TOOL
 //! brain-harness [--config PATH] [--state URL] logout --tenant T TOOL
 //! brain-harness [--state URL] tokens [--json]
-//! brain-harness [--config PATH] [--state URL] drift [--live] [--json] [--limit N]
+//! brain-harness [--config PATH] [--state URL] drift [--live [--subject-token-env VAR]] [--json] [--limit N]
 //! brain-harness [--config PATH] [--state URL] approvals [list [--all]|show ID|approve ID|deny ID] [--tenant T] [--json]
 //! brain-harness [--config PATH] [--state URL] serve --stdio --tenant T [--session S]
 //! brain-harness [--config PATH] [--state URL] serve --listen ADDR [--allow-origin O]… [--allow-host H]… [--session S] [--anonymous-tenant T]
@@ -50,17 +50,13 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use brain_config::{ConfigError, HostConfig, ToolBinding};
-use brain_runtime::{CallRequest, ContentBlock, Event, Runtime, Scope, ToolResult};
+use brain_runtime::{CallRequest, Runtime, Scope};
 use clap::{Parser, Subcommand};
-use futures_util::StreamExt;
-use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
 
 use crate::output::text;
 
@@ -237,16 +233,15 @@ pub fn main() -> ExitCode {
         tracing::debug!(%error, "the open-file limit stays as it was");
     }
     let code = run(cli);
-    telemetry.shut_down(if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
-        crate::telemetry::INTERRUPTED_FLUSH_BOUND
-    } else {
-        crate::telemetry::FLUSH_BOUND
-    });
+    telemetry.shut_down(
+        if crate::call::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::telemetry::INTERRUPTED_FLUSH_BOUND
+        } else {
+            crate::telemetry::FLUSH_BOUND
+        },
+    );
     code
 }
-
-/// A signal interrupted the call: the process has less time left to exit.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn run(cli: Cli) -> ExitCode {
     let config = match load(cli.config.as_deref()) {
@@ -292,22 +287,14 @@ fn run(cli: Cli) -> ExitCode {
             subject_token_env,
             json,
             limit,
-        } => {
-            let subject = match subject_token_env.as_deref().map(subject_token).transpose() {
-                Ok(subject) => subject,
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            let report = crate::drift::Report {
-                live,
-                subject,
-                json,
-                limit,
-            };
-            show_drift(&config, state, report)
-        }
+        } => show_drift(
+            &config,
+            state,
+            live,
+            subject_token_env.as_deref(),
+            json,
+            limit,
+        ),
         Command::Approvals {
             action,
             tenant,
@@ -343,18 +330,16 @@ fn run(cli: Cli) -> ExitCode {
                 tenant_id: tenant,
                 session_id: session,
             };
-            let request = match call_request(tool, scope, &args, subject_token_env.as_deref()) {
-                Ok(request) => request.with_optional_call_id(call_id),
+            match crate::call::call_request(tool, scope, &args, from, subject_token_env.as_deref())
+            {
+                Ok(request) => {
+                    call_tool(&config, state, request.with_optional_call_id(call_id), json)
+                }
                 Err(message) => {
                     eprintln!("error: {message}");
-                    return ExitCode::from(2);
+                    ExitCode::from(2)
                 }
-            };
-            let request = match from {
-                Some(api) => request.with_from(api),
-                None => request,
-            };
-            call_tool(&config, state, request, json)
+            }
         }
     }
 }
@@ -383,8 +368,32 @@ fn list_journal(
     }))
 }
 
-/// `brain-harness drift`: the pinned tools whose servers changed; exits 1 when one drifted.
-fn show_drift(config: &HostConfig, state: Option<&str>, report: crate::drift::Report) -> ExitCode {
+/// `brain-harness drift`: the drift recorded (and, with `live`, found now; servers on behalf of
+/// users listed as the user whose token `subject_token_env` names); exits 1 when a current pin
+/// drifted.
+fn show_drift(
+    config: &HostConfig,
+    state: Option<&str>,
+    live: bool,
+    subject_token_env: Option<&str>,
+    json: bool,
+    limit: usize,
+) -> ExitCode {
+    let report = match subject_token_env
+        .map(crate::call::subject_token)
+        .transpose()
+    {
+        Ok(subject) => crate::drift::Report {
+            live,
+            subject,
+            json,
+            limit,
+        },
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let shown = crate::journal::tokio().block_on(async {
         let journal = crate::journal::state_store(config, state).await?;
         crate::drift::show(config, &journal, &report).await
@@ -445,7 +454,7 @@ fn call_tool(
     );
     let request = request.with_parent(root);
     let json = json || !std::io::stdout().is_terminal();
-    let (result, interrupted) = tokio.block_on(call(&runtime, request, json));
+    let (result, interrupted) = tokio.block_on(crate::call::call(&runtime, request, json));
     match interrupted {
         Some(signal) => ExitCode::from(signal.exit_code()),
         None if result.is_error => ExitCode::FAILURE,
@@ -499,23 +508,6 @@ fn load(path: Option<&std::path::Path>) -> Result<HostConfig, String> {
         ConfigError::Invalid(diagnostics) => diagnostics.to_string(),
         other => format!("error: {other}"),
     })
-}
-
-fn arguments(text: &str) -> Result<Value, String> {
-    let text = if text == "-" {
-        let mut input = String::new();
-        std::io::stdin()
-            .read_to_string(&mut input)
-            .map_err(|error| format!("cannot read the arguments from stdin: {error}"))?;
-        input
-    } else {
-        text.to_owned()
-    };
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(map)) => Ok(Value::Object(map)),
-        Ok(_) => Err("the arguments must be a JSON object, e.g. '{\"query\": \"rust\"}'".into()),
-        Err(error) => Err(format!("the arguments are not JSON: {error}")),
-    }
 }
 
 /// The runtime; an unset token variable refuses calls to its bindings only (before any I/O).
@@ -634,155 +626,5 @@ fn list<'a>(bindings: impl Iterator<Item = &'a ToolBinding>, runtime: &Runtime) 
             text(&binding.description),
             text(&unset)
         );
-    }
-}
-
-/// A signal that interrupted a call.
-#[derive(Clone, Copy)]
-enum Interrupt {
-    Int,
-    Term,
-}
-
-impl Interrupt {
-    /// 128 + the signal's number, as shells report it.
-    fn exit_code(self) -> u8 {
-        match self {
-            Interrupt::Int => 130,
-            Interrupt::Term => 143,
-        }
-    }
-}
-
-/// How long the harness waits, after the result, for the call's cleanup (the cancellation and
-/// the session's close) to reach the server.
-const CLEANUP_BOUND: Duration = Duration::from_millis(1500);
-
-/// Runs the call and prints its events; SIGINT or SIGTERM cancels it (the result still comes,
-/// and is printed). Returns the result, and the signal if one came.
-async fn call(
-    runtime: &Runtime,
-    request: CallRequest,
-    json: bool,
-) -> (ToolResult, Option<Interrupt>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigint = signal(SignalKind::interrupt()).expect("SIGINT can be handled");
-    let mut sigterm = signal(SignalKind::terminate()).expect("SIGTERM can be handled");
-    let mut interrupted = None;
-    let mut call = runtime.call(request);
-    let bar = (!json).then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {pos}/{len} {msg}")
-                .expect("a valid template")
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(text(call.call_id()).into_owned());
-        bar
-    });
-    loop {
-        let event = tokio::select! {
-            event = call.next() => event,
-            _ = sigint.recv(), if interrupted.is_none() => {
-                interrupted = Some(Interrupt::Int);
-                INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-                call.cancel();
-                continue;
-            }
-            _ = sigterm.recv(), if interrupted.is_none() => {
-                interrupted = Some(Interrupt::Term);
-                INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-                call.cancel();
-                continue;
-            }
-        };
-        let Some(event) = event else { break };
-        if json {
-            crate::output::json(&event);
-        }
-        match event {
-            Event::Progress(progress) => {
-                if let Some(bar) = &bar {
-                    if let Some(total) = progress.total {
-                        bar.set_length(total as u64);
-                    }
-                    bar.set_position(progress.progress as u64);
-                    let message = progress.message.unwrap_or_default();
-                    bar.set_message(text(&message).into_owned());
-                }
-            }
-            Event::Result(result) => {
-                if let Some(bar) = &bar {
-                    bar.finish_and_clear();
-                    print_readable(&result);
-                }
-                let _ = tokio::time::timeout(CLEANUP_BOUND, runtime.wait_for_cleanup()).await;
-                return (result, interrupted);
-            }
-            // An event this harness does not know yet: shown with --json, skipped on a terminal.
-            _ => {}
-        }
-    }
-    // The runtime always ends a call with its result; should its task ever die, say so.
-    let result = ToolResult::ended_without_result(call.call_id());
-    if json {
-        crate::output::json(&Event::Result(result.clone()));
-    }
-    (result, interrupted)
-}
-
-fn print_readable(result: &ToolResult) {
-    let status = match (result.is_error, result.unknown_outcome) {
-        (false, _) => "ok".to_owned(),
-        (true, false) => "error (the tool did not run, or reported the error itself)".to_owned(),
-        (true, true) => {
-            "error, unknown outcome: the tool may have run; check before retrying".to_owned()
-        }
-    };
-    println!("{} {status}", text(&result.call_id));
-    for block in &result.content {
-        match block {
-            // A server's text, a line at a time: its line breaks kept, all else escaped.
-            ContentBlock::Text { text: content } => {
-                for line in content.lines() {
-                    println!("{}", text(line));
-                }
-            }
-            ContentBlock::Image { data, mime_type } => {
-                println!("[image {}, {} bytes base64]", text(mime_type), data.len());
-            }
-            other => println!("[{}]", crate::output::json_text(other)),
-        }
-    }
-}
-
-/// `brain-harness call`'s request: `tool` by `scope` with the arguments `args` (JSON, or `-`
-/// for stdin), and the user's token when `subject_token_env` names its variable. An error is
-/// bad input (exit 2).
-fn call_request(
-    tool: String,
-    scope: Scope,
-    args: &str,
-    subject_token_env: Option<&str>,
-) -> Result<CallRequest, String> {
-    let arguments = arguments(args)?;
-    let request = CallRequest::new(tool, scope, arguments).with_via(brain_runtime::Via::Call);
-    Ok(match subject_token_env.map(subject_token).transpose()? {
-        Some(subject) => request.with_subject_token(subject),
-        None => request,
-    })
-}
-
-/// The user's token named by `--subject-token-env VAR`: brain has not verified it, so it is
-/// keyed by its digest ([`brain_runtime::SubjectToken::new`]).
-fn subject_token(var: &str) -> Result<brain_runtime::SubjectToken, String> {
-    match std::env::var(var) {
-        Ok(token) if !token.trim().is_empty() => Ok(brain_runtime::SubjectToken::new(token.trim())),
-        Ok(_) => Err(format!(
-            "--subject-token-env: {var} is empty; set it to the calling user's access token"
-        )),
-        Err(_) => Err(format!(
-            "--subject-token-env: {var} is not set; set it to the calling user's access token"
-        )),
     }
 }

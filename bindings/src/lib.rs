@@ -23,6 +23,7 @@
 pub mod generated;
 mod approvals;
 mod audit;
+mod call;
 mod drift;
 pub mod harness;
 mod journal;

@@ -196,7 +196,7 @@ impl<'a> RuntimeBuilder<'a> {
         let mut tools = HashMap::new();
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let session_key = self.session_key(&mut missing)?;
-        let http = http_client()?;
+        let http = self.shared_client()?;
         // One client (one pool) per CA file and kind of answer, shared by its bindings.
         let mut own_clients: HashMap<(String, bool), HttpClient> = HashMap::new();
         let instruments = Arc::new(Instruments::new());
@@ -256,11 +256,11 @@ impl<'a> RuntimeBuilder<'a> {
                 identity: crate::journal::identity(binding),
             };
             let http = match &binding.ca_file {
-                Some(path) => Some(own_client(binding, path, &mut own_clients)?),
+                Some(path) => Some(self.own_client(binding, path, &mut own_clients)?),
                 None => None,
             };
             let users = match binding.auth.as_ref().filter(|a| a.on_behalf_of_users()) {
-                Some(_) => Some(user_pools(binding)?),
+                Some(_) => Some(self.user_pools(binding)?),
                 None => None,
             };
             let tool = Bound {
@@ -386,48 +386,6 @@ impl RuntimeBuilder<'_> {
 /// Whether calls to `binding` carry a session inspection token.
 fn inspects(binding: &ToolBinding) -> bool {
     binding.inspect_session == Some(true) && binding.kind() != BindingKind::Mcp
-}
-
-/// One shared, pooled HTTP client (see `http.rs`): rustls (ring), redirects never followed (the
-/// token only goes to the configured origin), no proxies, TCP_NODELAY and quick ACKs,
-/// `localhost` always loopback.
-pub(crate) fn http_client() -> Result<HttpClient, RuntimeError> {
-    crate::http::client(true, &[]).map_err(RuntimeError::Http)
-}
-
-/// The client of a binding with a `ca_file`: the platform's roots and the file's CAs, quick ACKs
-/// unless it is a plain HTTP tool (see `http.rs`). Bindings naming the same file share one.
-fn own_client(
-    binding: &ToolBinding,
-    path: &str,
-    clients: &mut HashMap<(String, bool), HttpClient>,
-) -> Result<HttpClient, RuntimeError> {
-    let quick_ack = binding.kind() != BindingKind::Http;
-    let key = (path.to_owned(), quick_ack);
-    if let Some(client) = clients.get(&key) {
-        return Ok(client.clone());
-    }
-    let failed = |message: String| RuntimeError::CaFile {
-        tool: binding.name.clone(),
-        message,
-    };
-    let roots = crate::http::read_roots(std::path::Path::new(path)).map_err(failed)?;
-    let client = crate::http::client(quick_ack, &roots).map_err(failed)?;
-    clients.insert(key, client.clone());
-    Ok(client)
-}
-
-/// The per-user pools of a binding on behalf of users (trusting its `ca_file`, if any).
-fn user_pools(binding: &ToolBinding) -> Result<crate::http::UserPools, RuntimeError> {
-    let failed = |message: String| RuntimeError::CaFile {
-        tool: binding.name.clone(),
-        message,
-    };
-    let roots = match &binding.ca_file {
-        Some(path) => crate::http::read_roots(std::path::Path::new(path)).map_err(failed)?,
-        None => Vec::new(),
-    };
-    crate::http::UserPools::new(binding.kind() != BindingKind::Http, &roots).map_err(failed)
 }
 
 /// A binding ready to call: its shared facts, and its transport's own value.
@@ -559,15 +517,8 @@ impl Runtime {
         // Tracked with the cleanups: a call dropped or cancelled just before
         // `wait_for_cleanup` is waited for until its cleanup has been handed over.
         self.inner.cleanups.spawn(async move {
-            let user = (bound.users.as_ref())
-                .zip(request.subject_token.as_ref())
-                .map(|(users, subject)| users.of(subject.subject()));
-            let http = match (&user, &bound.http, tool.binding.kind()) {
-                (Some(user), _, _) => user,
-                (None, Some(own), _) => own,
-                (None, None, BindingKind::Http) => &inner.http_plain,
-                (None, None, _) => &inner.http,
-            };
+            let user = bound.user_client(request.subject_token.as_ref());
+            let http = user.as_ref().unwrap_or_else(|| bound.client(&inner));
             let ticket = inner.journal.as_ref().map(|journaling| {
                 let key = Key {
                     tenant: request.scope.tenant_id.clone(),
@@ -575,7 +526,7 @@ impl Runtime {
                     call_id: call_id.clone(),
                 };
                 let trace_id = crate::telemetry::trace_id(&span);
-                let upstream = crate::subject::upstream_identity(
+                let upstream = crate::store::UpstreamIdentity::of(
                     &tool.binding,
                     request.subject_token.as_ref(),
                 );
@@ -802,4 +753,5 @@ impl std::fmt::Debug for Call {
 /// Not API: the runtime's own work for one call without the network, for benchmarks (P4).
 #[doc(hidden)]
 pub mod __bench;
+mod clients;
 mod credentials;

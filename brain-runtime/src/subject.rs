@@ -71,19 +71,3 @@ impl std::fmt::Debug for SubjectToken {
             .finish()
     }
 }
-
-/// Whom a call of `binding` goes upstream as, when the binding acts on behalf of users and the
-/// call carries the user's token: the user's subject and the client that acts for them.
-pub(crate) fn upstream_identity(
-    binding: &brain_config::ToolBinding,
-    subject: Option<&SubjectToken>,
-) -> Option<crate::store::UpstreamIdentity> {
-    let auth = binding
-        .auth
-        .as_ref()
-        .filter(|auth| auth.on_behalf_of_users())?;
-    Some(crate::store::UpstreamIdentity {
-        subject: subject?.subject().to_owned(),
-        actor: auth.client_id.clone().unwrap_or_default(),
-    })
-}

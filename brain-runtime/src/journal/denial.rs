@@ -26,7 +26,7 @@ pub(crate) fn record(journaling: &Journaling, request: &CallRequest, call_id: &s
         digest: crate::journal::digest(
             &tool.identity,
             &request.arguments,
-            crate::subject::upstream_identity(&tool.binding, request.subject_token.as_ref())
+            crate::store::UpstreamIdentity::of(&tool.binding, request.subject_token.as_ref())
                 .as_ref()
                 .map(|upstream| upstream.subject.as_str()),
         ),

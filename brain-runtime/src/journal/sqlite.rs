@@ -631,7 +631,7 @@ impl CallStore for Sqlite {
     fn prune(&self, retention_ms: i64) -> StoreFuture<'_, u64> {
         self.run(move |c| {
             schema::prune_drift(c, retention_ms)?;
-            grants::prune_issued(c, retention_ms)?;
+            schema::prune_issued(c, retention_ms)?;
             crate::approvals::sqlite::prune(c, retention_ms)?;
             let calls = concat!(
                 "DELETE FROM brain_calls AS c WHERE coalesce(c.finished, c.created) < ",

@@ -58,6 +58,24 @@ pub struct UpstreamIdentity {
     pub actor: String,
 }
 
+impl UpstreamIdentity {
+    /// Whom a call of `binding` goes upstream as, when the binding acts on behalf of users and
+    /// the call carries the user's token: the user's subject and the client that acts for them.
+    pub(crate) fn of(
+        binding: &brain_config::ToolBinding,
+        subject: Option<&crate::subject::SubjectToken>,
+    ) -> Option<UpstreamIdentity> {
+        let auth = binding
+            .auth
+            .as_ref()
+            .filter(|auth| auth.on_behalf_of_users())?;
+        Some(UpstreamIdentity {
+            subject: subject?.subject().to_owned(),
+            actor: auth.client_id.clone().unwrap_or_default(),
+        })
+    }
+}
+
 /// Where a journaled call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryState {

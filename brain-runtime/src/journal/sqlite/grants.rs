@@ -51,19 +51,6 @@ fn grant(row: &Row<'_>) -> rusqlite::Result<Grant> {
     })
 }
 
-/// Deletes the tokens issued on behalf of users ([`crate::auth::GrantKey::ISSUED`]) that expired
-/// more than `retention_ms` ago and no process is renewing.
-pub(super) fn prune_issued(c: &Connection, retention_ms: i64) -> rusqlite::Result<usize> {
-    let sql = concat!(
-        "DELETE FROM brain_grants WHERE grant_id LIKE 'issued:%' AND expires_at * 1000 < ",
-        now!(),
-        " - ?1 AND NOT coalesce(refresh_until > ",
-        now!(),
-        ", FALSE)"
-    );
-    c.prepare_cached(sql)?.execute(params![retention_ms])
-}
-
 /// The generation of `key`'s row (0 when there is none), and whether `owner` holds its live
 /// claim.
 fn current(c: &Connection, key: &GrantKey, owner: &str) -> rusqlite::Result<(i64, bool)> {

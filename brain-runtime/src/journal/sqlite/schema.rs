@@ -242,6 +242,19 @@ pub(super) fn drifts(c: &Connection, limit: i64) -> rusqlite::Result<Vec<Drift>>
     rows.collect()
 }
 
+/// Deletes the tokens issued on behalf of users ([`crate::auth::GrantKey::ISSUED`]) that expired
+/// more than `retention_ms` ago and no process is renewing.
+pub(super) fn prune_issued(c: &Connection, retention_ms: i64) -> rusqlite::Result<usize> {
+    let sql = concat!(
+        "DELETE FROM brain_grants WHERE grant_id LIKE 'issued:%' AND expires_at * 1000 < ",
+        now!(),
+        " - ?1 AND NOT coalesce(refresh_until > ",
+        now!(),
+        ", FALSE)"
+    );
+    c.prepare_cached(sql)?.execute(params![retention_ms])
+}
+
 /// Deletes drift first seen more than `retention_ms` ago.
 pub(super) fn prune_drift(c: &Connection, retention_ms: i64) -> rusqlite::Result<usize> {
     let sql = concat!(
