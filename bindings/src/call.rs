@@ -2,6 +2,9 @@
 //! token for a binding on behalf of users), and the call run with its events printed, SIGINT or
 //! SIGTERM cancelling it.
 
+// The call's events and result on stdout.
+#![allow(clippy::print_stdout)]
+
 use std::io::Read;
 use std::time::Duration;
 
