@@ -13,7 +13,8 @@
 //!
 //! `brain-harness call --subject-token-env VAR`: the upstream sees the user whose token VAR
 //! holds; without the flag the call is refused (a `tool.result`, exit 1) and nothing is sent.
-//! `brain-harness drift --live --subject-token-env VAR` lists the server as that user.
+//! `brain-harness drift --live --subject-token-env VAR` lists the server as that user. Two serve
+//! replicas on one PostgreSQL exchange a user once between them.
 
 use std::time::Duration;
 
@@ -308,5 +309,68 @@ async fn the_harness_calls_as_the_user_whose_token_it_is_given() {
         common::stderr(&output).contains("--subject-token-env"),
         "{}",
         common::stderr(&output)
+    );
+}
+
+/// Two serve replicas on one PostgreSQL, behind one resource URL (as a load balancer would
+/// front them): alice's calls to both, at once, make one exchange between them.
+#[test]
+fn two_serve_replicas_on_postgres_exchange_a_user_once() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let (authorization, upstream) = introspecting(&[("BRAIN_TEST_AS_JWT", "1")]);
+    let cluster = tests::postgres::Cluster::start();
+    let (_, resource) = free_resource();
+    let alice = tokio.block_on(authorization.user_token(&resource, ALICE));
+    let carol = tokio.block_on(authorization.user_token(&resource, CAROL));
+    let auth = exchange_auth(&authorization);
+    // Discovered as carol, so that alice's exchanges are the replicas' alone.
+    let echo = tokio.block_on(echo_binding(&upstream, &auth, "acme", &carol));
+    let config = json!({
+        "serve": {
+            "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
+            "authorization": {"issuer": authorization.issuer, "resource": resource,
+                "tenant_claim": "tenant"},
+        },
+        "tools": [echo],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let env = [
+        (SECRET_VAR, EXCHANGE_SECRET),
+        ("BRAIN_STATE_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
+    ];
+    let replicas: Vec<Serving> = (0..2)
+        .map(|_| Serving::start(path.to_str().unwrap(), &cluster.url, &env))
+        .collect();
+    let plan = |url: &str| {
+        let calls: Vec<Value> = (0..10)
+            .map(|i| json!({"call": "echo", "arguments": {"message": format!("alice {i}")}}))
+            .collect();
+        json!({"url": url, "token": alice, "mode": "auto", "steps": [{"parallel": calls}]})
+    };
+    let lines: Vec<Vec<Value>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (replicas.iter())
+            .map(|replica| {
+                let plan = plan(&replica.url);
+                scope.spawn(move || client(plan))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for line in lines.iter().flatten() {
+        assert!(text(line).starts_with("alice "), "{line}");
+    }
+    let seen = identities(&upstream);
+    assert_eq!(
+        seen.iter().filter(|(sub, _)| sub == ALICE).count(),
+        20,
+        "{seen:?}"
+    );
+    let stats = tokio.block_on(authorization.stats());
+    assert_eq!(
+        stats["exchanges"][ALICE],
+        json!(1),
+        "one exchange between the replicas: {stats}"
     );
 }
