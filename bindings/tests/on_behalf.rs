@@ -78,6 +78,27 @@ async fn echo_binding(upstream: &Peer, auth: &Value, tenant: &str, subject: &str
         "timeout_seconds": 30, "pin": brain_config::ToolPin::of(tool), "auth": auth})
 }
 
+/// serve's config in `dir`: `echo` for tenant `acme`, whose static client is acme's and whose
+/// users sign in with JWTs of `authorization` for `resource`.
+fn serve_config(
+    dir: &std::path::Path,
+    authorization: &AuthorizationServer,
+    resource: &str,
+    echo: Value,
+) -> std::path::PathBuf {
+    let config = json!({
+        "serve": {
+            "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
+            "authorization": {"issuer": authorization.issuer, "resource": resource,
+                "tenant_claim": "tenant"},
+        },
+        "tools": [echo],
+    });
+    let path = dir.join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
 /// Whom the upstream's `echo` calls came from: `(sub, act)` in order.
 fn identities(upstream: &Peer) -> Vec<(String, String)> {
     let stats = upstream.stats();
@@ -123,17 +144,8 @@ fn users_reach_the_upstream_as_themselves_through_serve() {
     assert_eq!(alice.split('.').count(), 3, "a JWT");
     let auth = exchange_auth(&authorization);
     let echo = tokio.block_on(echo_binding(&upstream, &auth, "acme", &alice));
-    let config = json!({
-        "serve": {
-            "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
-            "authorization": {"issuer": authorization.issuer, "resource": resource,
-                "tenant_claim": "tenant"},
-        },
-        "tools": [echo],
-    });
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.json");
-    std::fs::write(&path, config.to_string()).unwrap();
+    let path = serve_config(dir.path(), &authorization, &resource, echo);
     let state = format!("sqlite:{}", dir.path().join("state.db").display());
     let serving = Serving::start_at(
         &format!("127.0.0.1:{port}"),
@@ -325,20 +337,14 @@ fn two_serve_replicas_on_postgres_exchange_a_user_once() {
     let auth = exchange_auth(&authorization);
     // Discovered as carol, so that alice's exchanges are the replicas' alone.
     let echo = tokio.block_on(echo_binding(&upstream, &auth, "acme", &carol));
-    let config = json!({
-        "serve": {
-            "clients": [{"tenant": "acme", "token_env": "BRAIN_SERVE_TOKEN_ACME"}],
-            "authorization": {"issuer": authorization.issuer, "resource": resource,
-                "tenant_claim": "tenant"},
-        },
-        "tools": [echo],
-    });
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("host.json");
-    std::fs::write(&path, config.to_string()).unwrap();
+    let path = serve_config(dir.path(), &authorization, &resource, echo);
     let env = [
         (SECRET_VAR, EXCHANGE_SECRET),
-        ("BRAIN_STATE_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
+        (
+            "BRAIN_STATE_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        ),
     ];
     let replicas: Vec<Serving> = (0..2)
         .map(|_| Serving::start(path.to_str().unwrap(), &cluster.url, &env))

@@ -56,16 +56,21 @@ impl Peer {
     /// [`Peer::python`], its 2026-07-28 `tools/list` saying `"ttlMs": ttl_ms` (0: the SDK's
     /// default).
     pub fn python_listing_kept(ttl_ms: u64) -> Peer {
+        let port = free_port();
+        Peer::python_with(port, ("LIST_TTL_MS", &ttl_ms.to_string()))
+    }
+
+    /// The Python SDK server on `port`, with the one variable `var` set.
+    fn python_with(port: u16, var: (&str, &str)) -> Peer {
         let dir = interop_dir();
         let python = require(dir.join(".venv/bin/python"));
-        let port = free_port();
         let mut command = Command::new(python);
         command
             .arg(dir.join("python_server.py"))
             .arg(port.to_string())
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
-            .env("LIST_TTL_MS", ttl_ms.to_string());
+            .env(var.0, var.1);
         Peer::start(command, port)
     }
 
@@ -74,16 +79,7 @@ impl Peer {
     /// `mcp-server`), its audience `http://127.0.0.1:PORT/mcp`. Its [`Peer::stats`] add
     /// `identities` (`sub` and `act` of each `echo` call's token) and `tokens` (those it was shown).
     pub fn python_introspecting(port: u16, issuer: &str) -> Peer {
-        let dir = interop_dir();
-        let python = require(dir.join(".venv/bin/python"));
-        let mut command = Command::new(python);
-        command
-            .arg(dir.join("python_server.py"))
-            .arg(port.to_string())
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("INTROSPECT_ISSUER", issuer);
-        Peer::start(command, port)
+        Peer::python_with(port, ("INTROSPECT_ISSUER", issuer))
     }
 
     /// The Python SDK server behind Hypercorn over TLS (HTTP/2 and HTTP/1.1 by ALPN), with the
