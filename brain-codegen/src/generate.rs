@@ -466,6 +466,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
         env_from,
         cwd,
         prewarm,
+        sandbox,
         mcp_tool,
         token_env,
         tenants,
@@ -497,6 +498,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
     let cwd = option_str(cwd.as_deref());
     let ca_file = option_str(ca_file.as_deref());
     let prewarm = option(*prewarm);
+    let sandbox = option_json(sandbox.as_ref().map(serde_json::to_string));
     let mcp_tool = option_str(mcp_tool.as_deref());
     let token_env = option_str(token_env.as_deref());
     let inspect_session = option(*inspect_session);
@@ -528,6 +530,7 @@ fn static_binding(binding: &ToolBinding) -> TokenStream {
             cwd: #cwd,
             ca_file: #ca_file,
             prewarm: #prewarm,
+            sandbox: #sandbox,
             mcp_tool: #mcp_tool,
             token_env: #token_env,
             tenants: &[ #( #tenants ),* ],

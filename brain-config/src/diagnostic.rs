@@ -149,6 +149,12 @@ rules! {
     EnvInvalid = "env-invalid",
     /// `prewarm` is outside 0..=8.
     PrewarmRange = "prewarm-range",
+    /// A `sandbox` value is unusable: a relative or empty path, `memory_mb` out of range, no
+    /// port or port 0 in `connect`.
+    SandboxInvalid = "sandbox-invalid",
+    /// A warning: `"sandbox": false` runs a stdio server unconfined, with everything the user
+    /// who runs brain may do.
+    SandboxOff = "sandbox-off",
     /// `auth` is set on a binding that is not an MCP binding at a `url`.
     AuthNotRemoteMcp = "auth-not-remote-mcp",
     /// A binding has both `auth` and `token_env`.
@@ -207,7 +213,7 @@ impl Rule {
     /// Whether the rule warns rather than refuses the config (`warning[id]`): the config loads,
     /// and `cargo xtask check` shows it.
     pub fn is_warning(self) -> bool {
-        matches!(self, Rule::PolicyLookAlike)
+        matches!(self, Rule::PolicyLookAlike | Rule::SandboxOff)
     }
 }
 

@@ -109,6 +109,7 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         ca_file: settings.ca_file.clone(),
         cwd: None,
         prewarm: None,
+        sandbox: None,
         mcp_tool: Some(name),
         token_env: settings.token_env.clone(),
         tenants: settings.tenants.clone(),

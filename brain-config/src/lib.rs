@@ -37,11 +37,12 @@ pub mod model_api;
 pub mod pin;
 pub mod policy;
 mod policy_config;
+mod sandbox;
 mod schema;
 mod serve;
 mod source;
 
-pub use check::{is_valid_name, validate};
+pub use check::{is_valid_name, sandbox_warnings, validate};
 pub use diagnostic::{Diagnostic, Diagnostics, Rule};
 pub use limits::{
     LimitScope, Limits, MAX_LIMIT_CALLS, MAX_LIMIT_CONCURRENT, MAX_LIMIT_PER_SECONDS, TenantLimits,
@@ -52,6 +53,9 @@ pub use model::{
     Grant, HostConfig, MAX_CONFIG_BYTES, MAX_MAX_OUTPUT_BYTES, MAX_PREWARM, MAX_TIMEOUT_SECONDS,
     ModelApi, OnDrift, OnInputRequest, PROTOCOL_VERSIONS, STRUCTURED_REVISION, SigningAlgorithm,
     TASK_REVISION, TASKS_EXTENSION_REVISION, ToolBinding, ToolPin, Transport, UnknownModelApi,
+};
+pub use sandbox::{
+    MAX_SANDBOX_MEMORY_MB, MIN_SANDBOX_MEMORY_MB, NoNetwork, Sandbox, SandboxNetwork, SandboxRules,
 };
 pub use schema::{SchemaError, compile_schema, host_config_schema};
 pub use serve::{

@@ -40,6 +40,10 @@ const NO_FIXTURE: &[(Rule, &str)] = &[
         "policies::every_invalid_case_is_pinned (approval-without-approver)",
     ),
     (
+        Rule::SandboxOff,
+        "rules::sandbox_off_warns_and_loads: a warning, the config loads",
+    ),
+    (
         Rule::PolicyLookAlike,
         "policies::every_warned_case_is_pinned (warn-look-alike-forbid): a warning, the config loads",
     ),
@@ -99,4 +103,20 @@ fn valid_fixtures_load() {
             panic!("{error}");
         }
     }
+}
+
+/// `"sandbox": false` loads, and warns with the binding's name; the default and an object do not.
+#[test]
+fn sandbox_off_warns_and_loads() {
+    let config = brain_config::load_file(&fixtures().join("valid/stdio.json")).unwrap();
+    let warnings = brain_config::sandbox_warnings(&config);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].rule, Rule::SandboxOff);
+    assert_eq!(warnings[0].tool.as_deref(), Some("time_now"));
+    assert_eq!(warnings[0].pointer, "/tools/1/sandbox");
+    assert!(
+        warnings[0]
+            .render("stdio.json")
+            .starts_with("warning[sandbox-off]")
+    );
 }

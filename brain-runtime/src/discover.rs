@@ -311,6 +311,8 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
         env: options.env.clone(),
         secrets: options.secrets.clone(),
         cwd: None,
+        // Discovery runs the command unconfined for now (issue 65 is in progress).
+        sandbox: None,
     };
     let shown = options.command.join(" ");
     let listed = tokio::time::timeout(options.timeout, crate::transport::stdio::list_tools(launch))

@@ -76,6 +76,8 @@ pub struct StaticBinding {
     pub ca_file: Option<&'static str>,
     /// `prewarm`.
     pub prewarm: Option<u64>,
+    /// `sandbox`, as JSON.
+    pub sandbox: Option<&'static str>,
     /// `mcp_tool`.
     pub mcp_tool: Option<&'static str>,
     /// `token_env`.
@@ -146,6 +148,9 @@ impl StaticBinding {
             cwd: self.cwd.map(str::to_owned),
             ca_file: self.ca_file.map(str::to_owned),
             prewarm: self.prewarm,
+            sandbox: self
+                .sandbox
+                .map(|text| serde_json::from_str(text).expect("codegen embeds a valid sandbox")),
             mcp_tool: self.mcp_tool.map(str::to_owned),
             token_env: self.token_env.map(str::to_owned),
             tenants: self.tenants.iter().map(|t| (*t).to_owned()).collect(),

@@ -42,13 +42,15 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The warnings of a config that loaded: its policies' (`policy-look-alike`).
+/// The warnings of a config that loaded: its stdio bindings' (`sandbox-off`) and its policies'
+/// (`policy-look-alike`).
 fn warnings(config: &HostConfig, path: &Path) -> Vec<brain_config::Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new(""));
-    match brain_config::policy::Policies::compile_in(config, dir) {
-        Ok(Some(policies)) => policies.warnings().to_vec(),
-        _ => Vec::new(),
+    let mut warnings = brain_config::sandbox_warnings(config);
+    if let Ok(Some(policies)) = brain_config::policy::Policies::compile_in(config, dir) {
+        warnings.extend_from_slice(policies.warnings());
     }
+    warnings
 }
 
 /// `cargo xtask policy schema`: the Cedar schema of the config's bindings, to stdout or `out`.

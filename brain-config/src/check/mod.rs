@@ -22,6 +22,8 @@ mod schemas;
 mod serve;
 mod stdio;
 
+pub use stdio::sandbox_warnings;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) use context::Draft;
@@ -90,6 +92,7 @@ pub(crate) fn check(drafts: &[Draft], sections: Sections<'_>) -> Vec<Diagnostic>
         stdio::stdio_fields(draft, &mut out);
         stdio::env(draft, &mut out);
         stdio::prewarm_range(draft, &mut out);
+        stdio::sandbox(draft, &mut out);
         names::empty_mcp_tool(draft, &mut out);
         auth::token_env_name(draft, &mut out);
         bounds::tenants(draft, &mut out);

@@ -1,9 +1,10 @@
 //! stdio bindings, servers brain starts as processes: `command`, and the fields that apply to
-//! it alone (`env`, `env_from`, `cwd`, `prewarm`).
+//! it alone (`env`, `env_from`, `cwd`, `prewarm`, `sandbox`).
 
 use super::context::{Draft, is_env_name};
 use crate::diagnostic::{Diagnostic, Rule};
 use crate::model::MAX_PREWARM;
+use crate::sandbox::{MAX_SANDBOX_MEMORY_MB, MIN_SANDBOX_MEMORY_MB, Sandbox};
 
 /// `command` names a program (a non-empty array whose first element is not blank), on an MCP
 /// binding (`mcp_tool` set), without `token_env`: a stdio server gets secrets from `env_from`.
@@ -46,7 +47,7 @@ pub(super) fn command(draft: &Draft, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// `env`, `env_from`, `cwd` and `prewarm` apply to stdio bindings (`command`) only.
+/// `env`, `env_from`, `cwd`, `prewarm` and `sandbox` apply to stdio bindings (`command`) only.
 pub(super) fn stdio_fields(draft: &Draft, out: &mut Vec<Diagnostic>) {
     let binding = &draft.binding;
     if binding.command.is_some() || !draft.usable("command") {
@@ -57,6 +58,7 @@ pub(super) fn stdio_fields(draft: &Draft, out: &mut Vec<Diagnostic>) {
         ("env_from", binding.env_from.is_some()),
         ("cwd", binding.cwd.is_some()),
         ("prewarm", binding.prewarm.is_some()),
+        ("sandbox", binding.sandbox.is_some()),
     ];
     for (field, _) in set.iter().filter(|(_, set)| *set) {
         out.push(draft.error(
@@ -146,4 +148,68 @@ pub(super) fn prewarm_range(draft: &Draft, out: &mut Vec<Diagnostic>) {
             "use 0 (the default: a process starts for each call) to 8 spare processes",
         ));
     }
+}
+
+/// A `sandbox` object's values: absolute paths, `memory_mb` in range, real ports to connect to.
+pub(super) fn sandbox(draft: &Draft, out: &mut Vec<Diagnostic>) {
+    let Some(Sandbox::Rules(rules)) = &draft.binding.sandbox else {
+        return;
+    };
+    let paths =
+        (rules.read.iter().map(|p| ("read", p))).chain(rules.write.iter().map(|p| ("write", p)));
+    for (list, path) in paths {
+        if !path.starts_with('/') {
+            out.push(draft.error(
+                Rule::SandboxInvalid,
+                "sandbox",
+                format!("`sandbox.{list}` names {path:?}, not an absolute path"),
+                "write the whole path, e.g. `/srv/data` (a relative path would depend on where \
+                 brain runs)",
+            ));
+        }
+    }
+    if let Some(mb) = rules.memory_mb
+        && !(MIN_SANDBOX_MEMORY_MB..=MAX_SANDBOX_MEMORY_MB).contains(&mb)
+    {
+        out.push(draft.error(
+            Rule::SandboxInvalid,
+            "sandbox",
+            format!(
+                "`sandbox.memory_mb` is {mb}, outside {MIN_SANDBOX_MEMORY_MB}..={MAX_SANDBOX_MEMORY_MB}"
+            ),
+            "give the process's data limit in MiB, e.g. 512, or leave it out for no limit",
+        ));
+    }
+    if let Some(ports) = rules.connect()
+        && (ports.is_empty() || ports.contains(&0))
+    {
+        out.push(draft.error(
+            Rule::SandboxInvalid,
+            "sandbox",
+            "`sandbox.network.connect` names no port, or port 0",
+            "list the TCP ports the server may connect to, e.g. `{\"connect\": [443]}`, or write \
+             `\"none\"`",
+        ));
+    }
+}
+
+/// The warnings of a config's stdio bindings: each one whose `sandbox` is `false` runs its
+/// server unconfined ([`Rule::SandboxOff`]).
+pub fn sandbox_warnings(config: &crate::HostConfig) -> Vec<Diagnostic> {
+    (config.tools.iter().enumerate())
+        .filter(|(_, binding)| {
+            binding.command.is_some() && binding.sandbox == Some(Sandbox::Enabled(false))
+        })
+        .map(|(index, binding)| Diagnostic {
+            tool: Some(binding.name.clone()),
+            ..Diagnostic::new(
+                Rule::SandboxOff,
+                format!("/tools/{index}/sandbox"),
+                "`sandbox` is false: the server runs unconfined, with everything the user who \
+                 runs brain may read, write and reach",
+                "remove `sandbox` for the default sandbox, and open what the server needs with \
+                 `read`, `write` and `network` (the stdio guide's \"Sandbox\")",
+            )
+        })
+        .collect()
 }

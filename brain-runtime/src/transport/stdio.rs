@@ -7,6 +7,7 @@
 //! Discovery's `--command` lists a stdio server's tools here too ([`list_tools`]).
 
 mod process;
+mod sandbox;
 
 use std::sync::{Arc, Mutex};
 

@@ -229,6 +229,7 @@ pub static BINDINGS: [::brain_runtime::__codegen::StaticBinding; 1usize] = [
         cwd: ::std::option::Option::Some("/var/lib"),
         ca_file: ::std::option::Option::None,
         prewarm: ::std::option::Option::Some(1u64),
+        sandbox: ::std::option::Option::None,
         mcp_tool: ::std::option::Option::Some("read_graph"),
         token_env: ::std::option::Option::None,
         tenants: &["local"],

@@ -39,6 +39,8 @@ pub(crate) struct Launch {
     /// The `env_from` values, redacted from everything brain reports (stderr tails).
     pub(crate) secrets: Vec<String>,
     pub(crate) cwd: Option<String>,
+    /// How the kernel confines the process (`None`: `"sandbox": false`).
+    pub(crate) sandbox: Option<brain_config::SandboxRules>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -46,6 +48,7 @@ impl std::fmt::Debug for Launch {
         f.debug_struct("Launch")
             .field("command", &self.command)
             .field("cwd", &self.cwd)
+            .field("sandbox", &self.sandbox)
             .field("env", &"<redacted>")
             .finish()
     }
@@ -79,6 +82,8 @@ pub(crate) struct Process {
     revision: Mutex<Option<&'static str>>,
     /// The server declared that it runs tool calls as tasks (`tasks.requests.tools.call`).
     tasks: std::sync::atomic::AtomicBool,
+    /// The sandbox's private temporary directory, removed with the process.
+    _scratch: Option<super::sandbox::Scratch>,
 }
 
 impl Process {
@@ -91,6 +96,35 @@ impl Process {
     pub(crate) fn tasks(&self) -> bool {
         self.tasks.load(std::sync::atomic::Ordering::Relaxed)
     }
+}
+
+/// Confines `command`'s child as `rules` say; a sandbox brain cannot apply is a failure before
+/// anything started (the binding is unreachable, never run unconfined).
+fn confined(
+    command: &mut Command,
+    launch: &Launch,
+    rules: &brain_config::SandboxRules,
+) -> Result<super::sandbox::Scratch, Failure> {
+    let path = (launch.env.iter())
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var("PATH").ok());
+    let confinement = super::sandbox::Confinement::prepare(
+        &launch.command,
+        launch.cwd.as_deref(),
+        path.as_deref(),
+        rules,
+    )
+    .map_err(|why| {
+        Failure::new(
+            Fact::Unreachable,
+            format!(
+                "the sandbox of the MCP server {:?} cannot be applied, so it was not started: {why}",
+                launch.program()
+            ),
+        )
+    })?;
+    Ok(super::sandbox::confine(command, confinement))
 }
 
 impl Process {
@@ -108,6 +142,10 @@ impl Process {
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
         }
+        let scratch = match &launch.sandbox {
+            Some(rules) => Some(confined(&mut command, launch, rules)?),
+            None => None,
+        };
         command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -150,6 +188,7 @@ impl Process {
             launch: Arc::clone(launch),
             revision: Mutex::new(None),
             tasks: std::sync::atomic::AtomicBool::new(false),
+            _scratch: scratch,
         }))
     }
 
