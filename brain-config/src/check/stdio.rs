@@ -195,7 +195,7 @@ pub(super) fn sandbox(draft: &Draft, out: &mut Vec<Diagnostic>) {
 
 /// The warnings of a config's stdio bindings: each one whose `sandbox` is `false` runs its
 /// server unconfined ([`Rule::SandboxOff`]).
-pub fn sandbox_warnings(config: &crate::HostConfig) -> Vec<Diagnostic> {
+pub fn sandbox_warnings(config: &crate::model::HostConfig) -> Vec<Diagnostic> {
     (config.tools.iter().enumerate())
         .filter(|(_, binding)| {
             binding.command.is_some() && binding.sandbox == Some(Sandbox::Enabled(false))
