@@ -626,5 +626,9 @@ fn list<'a>(bindings: impl Iterator<Item = &'a ToolBinding>, runtime: &Runtime) 
             text(&binding.description),
             text(&unset)
         );
+        if binding.command.is_some() {
+            let sandbox = brain_config::Sandbox::summary(binding.sandbox.as_ref());
+            println!("{:<24} sandbox: {}", "", text(&sandbox));
+        }
     }
 }

@@ -34,6 +34,11 @@ async fn lists_the_compiled_in_bindings() {
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(out.starts_with("echo "), "{out}");
     assert!(out.contains("\nlong_task "), "{out}");
+    // A stdio binding's sandbox, in one line under it.
+    assert!(
+        out.contains("\necho_stdio ") && out.contains("sandbox: not confined"),
+        "{out}"
+    );
 }
 
 /// `tools --tenant` lists that tenant's bindings only; `--json` (as `--format json`) one object

@@ -74,6 +74,38 @@ pub enum NoNetwork {
     None,
 }
 
+impl Sandbox {
+    /// One line on how a stdio binding with this `sandbox` runs, e.g. `default, read
+    /// /opt/mcp, write /srv, network: connect 443, memory 512 MiB`.
+    pub fn summary(sandbox: Option<&Sandbox>) -> String {
+        let rules = match sandbox {
+            // This release confines only a binding that names its sandbox.
+            None => return "not confined (write `\"sandbox\": true` for the default)".to_owned(),
+            Some(Sandbox::Enabled(false)) => return "off: not confined".to_owned(),
+            Some(Sandbox::Enabled(true)) => SandboxRules::default(),
+            Some(Sandbox::Rules(rules)) => rules.clone(),
+        };
+        let mut parts = vec!["default".to_owned()];
+        if !rules.read.is_empty() {
+            parts.push(format!("read {}", rules.read.join(" ")));
+        }
+        if !rules.write.is_empty() {
+            parts.push(format!("write {}", rules.write.join(" ")));
+        }
+        parts.push(match rules.connect() {
+            None => "network: none".to_owned(),
+            Some(ports) => {
+                let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+                format!("network: connect {}", ports.join(","))
+            }
+        });
+        if let Some(mb) = rules.memory_mb {
+            parts.push(format!("memory {mb} MiB"));
+        }
+        parts.join(", ")
+    }
+}
+
 impl SandboxRules {
     /// The TCP ports it may connect to; `None` for no network at all.
     pub fn connect(&self) -> Option<&[u16]> {

@@ -92,8 +92,12 @@ async fn server_filesystem_reads_lists_and_reports_a_tool_error() {
         "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
         &[root.to_str().unwrap()],
     );
-    let (runtime, revision) =
-        discovered(command, &["read_text_file", "list_directory"], |_| {}).await;
+    // Under the sandbox: its package readable, its root readable and writable.
+    let sandbox = json!({"read": [interop("node_modules")], "write": [root]});
+    let (runtime, revision) = discovered(command, &["read_text_file", "list_directory"], |b| {
+        b["sandbox"] = sandbox.clone();
+    })
+    .await;
     assert_eq!(revision, "2025-11-25");
 
     let path = root.join("notes.txt").display().to_string();
@@ -130,6 +134,8 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
         command,
         &["echo", "trigger-long-running-operation"],
         |binding| {
+            // Under the sandbox: its package readable.
+            binding["sandbox"] = json!({"read": [interop("node_modules")]});
             if binding["name"] == "trigger-long-running-operation" {
                 binding["timeout_seconds"] = json!(2);
             }
@@ -211,7 +217,11 @@ async fn mcp_server_time_from_pypi() {
         "--local-timezone".to_owned(),
         "UTC".to_owned(),
     ];
-    let (runtime, _) = discovered(command, &["get_current_time"], |_| {}).await;
+    // Under the default sandbox (its venv and the interpreter's installation are readable).
+    let (runtime, _) = discovered(command, &["get_current_time"], |b| {
+        b["sandbox"] = json!(true);
+    })
+    .await;
     let now = call(
         &runtime,
         "get_current_time",

@@ -32,6 +32,11 @@ pub(crate) fn run(path: &Path) -> anyhow::Result<ExitCode> {
             for (api, note) in brain_config::model_api::strictness_notes(&config) {
                 println!("note: {api}: {note}");
             }
+            // Each stdio binding's effective sandbox.
+            for binding in config.tools.iter().filter(|b| b.command.is_some()) {
+                let sandbox = brain_config::Sandbox::summary(binding.sandbox.as_ref());
+                println!("sandbox: {}: {sandbox}", binding.name);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(ConfigError::Invalid(diagnostics)) => {

@@ -243,24 +243,52 @@ fn within(cwd: Option<&str>, argument: &str) -> PathBuf {
 
 /// The installation of `program`: the prefix of the program as named (found on `path_var`
 /// when it has no `/`) and of the file it resolves to — a `bin/` directory's parent, else the
-/// file's own directory.
+/// file's own directory — and, for a script (`#!`), its interpreter's installation too (through
+/// `/usr/bin/env NAME` as well).
 fn installation(program: &str, cwd: Option<&str>, path_var: Option<&str>) -> Vec<PathBuf> {
-    let named = if program.contains('/') {
-        Some(within(cwd, program))
-    } else {
-        (path_var.unwrap_or_default().split(':'))
-            .map(|dir| Path::new(dir).join(program))
-            .find(|candidate| candidate.is_file())
-    };
-    let Some(named) = named else {
-        return Vec::new();
-    };
-    let resolved = std::fs::canonicalize(&named).ok();
-    [Some(named), resolved]
-        .into_iter()
-        .flatten()
-        .filter_map(|file| prefix(&file))
-        .collect()
+    let mut found = Vec::new();
+    let mut next = Some(program.to_owned());
+    // The program, then its interpreter, then the interpreter's (`env`'s) program.
+    for _ in 0..3 {
+        let Some(program) = next.take() else { break };
+        let Some(named) = located(&program, cwd, path_var) else {
+            break;
+        };
+        let resolved = std::fs::canonicalize(&named).ok();
+        next = resolved.as_deref().and_then(interpreter);
+        found.extend(
+            [Some(named), resolved]
+                .into_iter()
+                .flatten()
+                .filter_map(|f| prefix(&f)),
+        );
+    }
+    found
+}
+
+/// `program` as a file: the path as written (relative to `cwd`), or found on `path_var`.
+fn located(program: &str, cwd: Option<&str>, path_var: Option<&str>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(within(cwd, program));
+    }
+    (path_var.unwrap_or_default().split(':'))
+        .map(|dir| Path::new(dir).join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The interpreter a script's `#!` line names (for `/usr/bin/env NAME`, NAME).
+fn interpreter(script: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..read].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|b| *b == b'\n')?];
+    let mut words = std::str::from_utf8(line).ok()?.split_whitespace();
+    let first = words.next()?;
+    match first.rsplit('/').next() {
+        Some("env") => words.find(|word| !word.starts_with('-')).map(str::to_owned),
+        _ => Some(first.to_owned()),
+    }
 }
 
 /// The prefix of an installed file: `…/venv` for `…/venv/bin/python`, else its directory.

@@ -42,6 +42,7 @@ mod model_apis;
 mod pins;
 mod policies;
 mod report;
+mod sandbox;
 mod serve;
 mod tls;
 
@@ -93,6 +94,9 @@ struct Args {
     /// Measure only the target of bindings on behalf of users (P15).
     #[arg(long)]
     only_exchange: bool,
+    /// Measure only the stdio sandbox's target (S4).
+    #[arg(long)]
+    only_sandbox: bool,
     /// For a profiler: only make CALLS calls with one client (`brain-2025`, `brain-otel`
     /// (2025-11-25 with OpenTelemetry on), `brain-2026`, `brain-2026-postgres` (with a throwaway
     /// PostgreSQL cluster's journal), `brain-2026-sqlite` (with the SQLite
@@ -229,6 +233,7 @@ async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
         || args.only_pins
         || args.only_audit
         || args.only_exchange
+        || args.only_sandbox
         || args.only_tls);
     let url = server.url.as_str();
     let mut r = Results::default();
@@ -256,6 +261,9 @@ async fn groups(args: &Args, plan: &Plan, server: &ServerProcess) -> Results {
         r.targets.extend(targets);
         r.scenarios.extend(scenarios);
         Ok(())
+    });
+    group!(r, every || args.only_sandbox, "S4", "the stdio sandbox", {
+        sandbox::targets(plan, &mut r.targets).await
     });
     group!(r, every, "P6", "per-call work", {
         r.targets.push(per_call_work(url, plan.rounds)?);
