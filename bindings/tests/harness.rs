@@ -36,7 +36,7 @@ async fn lists_the_compiled_in_bindings() {
     assert!(out.contains("\nlong_task "), "{out}");
     // A stdio binding's sandbox, in one line under it.
     assert!(
-        out.contains("\necho_stdio ") && out.contains("sandbox: not confined"),
+        out.contains("\necho_stdio ") && out.contains("sandbox: default, network: none"),
         "{out}"
     );
 }
@@ -526,6 +526,7 @@ async fn a_signal_cancels_a_stdio_call_and_its_process_group_ends() {
             stats.display().to_string(),
             "--spawn-child"
         ]);
+        binding["sandbox"] = json!({"write": [dir.path()]});
     });
     let (code, events, took) =
         interrupt(&config, "slow", r#"{"seconds": 60}"#, "-INT", &[], || {

@@ -413,6 +413,7 @@ fn a_stdio_task_whose_harness_was_killed_is_unknown_on_retry() {
         "input_schema": {"type": "object", "properties": {"topic": {"type": "string"}},
                          "required": ["topic"]},
         "execution": {"taskSupport": "required"}, "task": true, "server_tasks": true,
+        "sandbox": {"read": [tests::workspace_root().join("tests/interop/node_modules")]},
     }]});
     std::fs::write(&config, tools.to_string()).unwrap();
     let state = State::Default(tempfile::tempdir().unwrap());

@@ -226,11 +226,10 @@ pub struct ToolBinding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 8))]
     pub prewarm: Option<u64>,
-    /// stdio bindings only: how the kernel confines the server process. `true`: the default
-    /// sandbox — read-only system directories, the command's own installation and the scripts
-    /// its arguments name, a private temporary directory, no network; an object widens it
-    /// (`read`, `write`, `network`, `memory_mb`); `false` turns it off. Absent: in this release,
-    /// not yet confined (the default sandbox is to become the default).
+    /// stdio bindings only: how the kernel confines the server process. Absent (or `true`): the
+    /// default sandbox — read-only system directories, the command's own installation and the
+    /// scripts its arguments name, a private temporary directory, no network; an object widens
+    /// it (`read`, `write`, `network`, `memory_mb`); `false` turns it off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::Sandbox>,
     /// The tool's name on the MCP server; its presence makes this an MCP binding.

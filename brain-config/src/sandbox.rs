@@ -1,5 +1,6 @@
 //! A stdio binding's `sandbox`: how the kernel confines the server process brain starts (the
-//! stdio guide's "Sandbox"). `true`, the default sandbox; an object widens it; `false`, none.
+//! stdio guide's "Sandbox"). Absent or `true`, the default sandbox; an object widens it;
+//! `false`, none.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,7 @@ pub const MAX_SANDBOX_MEMORY_MB: u64 = 1 << 20;
 pub const MIN_SANDBOX_MEMORY_MB: u64 = 16;
 
 /// A stdio binding's `sandbox`: `false` (none: a warning names the binding), `true` (the default
-/// sandbox), or the default sandbox widened by an object.
+/// sandbox, as when absent), or the default sandbox widened by an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Sandbox {
@@ -21,8 +22,8 @@ pub enum Sandbox {
 }
 
 impl Sandbox {
-    /// The rules the process runs under (`None`, an absent `sandbox`, is the default sandbox);
-    /// `None` when the sandbox is off.
+    /// The rules the process runs under (an absent `sandbox` is the default sandbox); `None`
+    /// when the sandbox is off.
     pub fn rules(sandbox: Option<&Sandbox>) -> Option<SandboxRules> {
         match sandbox {
             None | Some(Sandbox::Enabled(true)) => Some(SandboxRules::default()),
@@ -79,10 +80,8 @@ impl Sandbox {
     /// /opt/mcp, write /srv, network: connect 443, memory 512 MiB`.
     pub fn summary(sandbox: Option<&Sandbox>) -> String {
         let rules = match sandbox {
-            // This release confines only a binding that names its sandbox.
-            None => return "not confined (write `\"sandbox\": true` for the default)".to_owned(),
             Some(Sandbox::Enabled(false)) => return "off: not confined".to_owned(),
-            Some(Sandbox::Enabled(true)) => SandboxRules::default(),
+            None | Some(Sandbox::Enabled(true)) => SandboxRules::default(),
             Some(Sandbox::Rules(rules)) => rules.clone(),
         };
         let mut parts = vec!["default".to_owned()];

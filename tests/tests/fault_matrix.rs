@@ -513,6 +513,7 @@ async fn chatty_row(transport: &str, arguments: Value) -> Result<Chatty, String>
                     tests::process::test_server_binary().display().to_string(),
                     "--stdio", "--stats-file", stats_file.display().to_string()
                 ]);
+                binding["sandbox"] = json!({"write": [stats_file.parent().unwrap()]});
             } else {
                 binding["protocol_version"] = json!(transport);
             }

@@ -166,6 +166,7 @@ async fn retry_after_success_is_replayed_on_every_transport(backend: Backend) {
         binding.as_object_mut().unwrap().remove("url");
         binding["command"] = command.clone();
         binding["timeout_seconds"] = json!(20);
+        binding["sandbox"] = json!({"write": [dir.path()]});
     }));
     let runtime = runtime(&stdio, &backend).await;
     retries_on(&runtime, "echo", Counter::Stdio(&stats), "stdio").await;

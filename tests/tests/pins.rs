@@ -250,6 +250,9 @@ fn stdio_runtime(stats: &Path, file: &Path, prewarm: u64, tool: &str) -> Runtime
         object.insert("command".into(), command.clone());
         object.insert("env".into(), Value::Object(env.clone()));
         object.insert("protocol_version".into(), json!("2025-11-25"));
+        // The stats written, the change read, under the default sandbox.
+        let dirs = [stats.parent().unwrap(), file.parent().unwrap()];
+        object.insert("sandbox".into(), json!({"write": dirs}));
         if prewarm > 0 {
             object.insert("prewarm".into(), json!(prewarm));
         }

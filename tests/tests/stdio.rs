@@ -42,6 +42,8 @@ fn runtime(stats: &Path, flags: &[&str], patch: impl Fn(&mut Value)) -> Runtime 
         binding.as_object_mut().unwrap().remove("url");
         binding["command"] = json!(command);
         binding["timeout_seconds"] = json!(20);
+        // The default sandbox, and the stats file's directory writable.
+        binding["sandbox"] = json!({"write": [stats.parent().unwrap()]});
         patch(binding);
     }
     let text = json!({ "tools": tools }).to_string();
@@ -124,7 +126,8 @@ async fn the_process_gets_a_clean_environment_env_from_and_cwd() {
         .collect();
     names.sort();
     // This test process has dozens of variables (CARGO_*, NEXTEST_*, ...): none is inherited.
-    let allowed = ["CHILD_SECRET", "HOME", "LANG", "PATH", "PLAIN"];
+    // TMPDIR is the sandbox's private directory.
+    let allowed = ["CHILD_SECRET", "HOME", "LANG", "PATH", "PLAIN", "TMPDIR"];
     assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
     assert!(
         names.contains(&"CHILD_SECRET") && names.contains(&"PLAIN"),

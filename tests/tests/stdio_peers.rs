@@ -67,6 +67,8 @@ async fn discovered(
                 .find(|t| t["name"] == *name)
                 .unwrap_or_else(|| panic!("the server has no tool {name}"));
             let mut binding = serde_json::to_value(binding_from_tool(tool, &settings)).unwrap();
+            // The default sandbox, the Node packages readable (a test's patch may widen it).
+            binding["sandbox"] = json!({"read": [interop("node_modules")]});
             patch(&mut binding);
             binding
         })
@@ -134,8 +136,6 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
         command,
         &["echo", "trigger-long-running-operation"],
         |binding| {
-            // Under the sandbox: its package readable.
-            binding["sandbox"] = json!({"read": [interop("node_modules")]});
             if binding["name"] == "trigger-long-running-operation" {
                 binding["timeout_seconds"] = json!(2);
             }
@@ -252,10 +252,10 @@ async fn mcp_server_time_changed_after_review_is_refused_before_the_send() {
         let dir = tempfile::tempdir().unwrap();
         let (stats, edit) = (dir.path().join("stats"), dir.path().join("edit"));
         let command = vec![
-            "python3".to_owned(),
+            interop(".venv/bin/python"),
             interop("counting_stdio.py"),
             stats.display().to_string(),
-            "python3".to_owned(),
+            interop(".venv/bin/python"),
             interop("edit_tools.py"),
             edit.display().to_string(),
             interop(".venv-time/bin/mcp-server-time"),
@@ -263,6 +263,8 @@ async fn mcp_server_time_changed_after_review_is_refused_before_the_send() {
             "UTC".to_owned(),
         ];
         let (runtime, _) = discovered(command, &["get_current_time"], |binding| {
+            // The server's venv read, the stats and the edit file's directory written.
+            binding["sandbox"] = json!({"read": [interop(".venv-time")], "write": [dir.path()]});
             if prewarm > 0 {
                 binding["prewarm"] = json!(prewarm);
             }
@@ -311,7 +313,7 @@ async fn mcp_server_time_changed_after_review_is_refused_before_the_send() {
 /// request's method to `stats`.
 fn counted_everything(stats: &std::path::Path) -> Vec<String> {
     let mut command = vec![
-        "python3".to_owned(),
+        interop(".venv/bin/python"),
         interop("counting_stdio.py"),
         stats.display().to_string(),
     ];
@@ -332,6 +334,7 @@ async fn server_everything_stdio_research_runs_as_a_task() {
     let stats = dir.path().join("stats");
     let command = counted_everything(&stats);
     let (runtime, revision) = discovered(command, &["simulate-research-query"], |binding| {
+        binding["sandbox"]["write"] = json!([dir.path()]);
         assert_eq!(
             (&binding["task"], &binding["server_tasks"]),
             (&json!(true), &json!(true)),
@@ -383,6 +386,7 @@ async fn server_everything_stdio_task_past_its_timeout_is_cancelled_and_unknown(
     let stats = dir.path().join("stats");
     let command = counted_everything(&stats);
     let (runtime, _) = discovered(command, &["simulate-research-query"], |binding| {
+        binding["sandbox"]["write"] = json!([dir.path()]);
         binding["timeout_seconds"] = json!(2);
     })
     .await;

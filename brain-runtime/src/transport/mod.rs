@@ -92,10 +92,7 @@ impl Route {
                     env: vars,
                     secrets,
                     cwd: binding.cwd.clone(),
-                    // Only a binding that names its `sandbox` is confined for now: the default
-                    // sandbox for every stdio binding follows once the peers run under it.
-                    sandbox: (binding.sandbox.as_ref())
-                        .and_then(|sandbox| brain_config::Sandbox::rules(Some(sandbox))),
+                    sandbox: brain_config::Sandbox::rules(binding.sandbox.as_ref()),
                 });
                 let spares = match binding.prewarm {
                     Some(wanted) if wanted > 0 && missing.env.is_empty() => {

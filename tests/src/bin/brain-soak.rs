@@ -423,6 +423,7 @@ fn soak_tools(
             "description": "Echo on a stdio soak server.",
             "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
             "command": command, "mcp_tool": "echo", "tenants": ["soak"],
+            "sandbox": {"write": [stats_dir.path()]},
             "pin": tests::server::pin("echo"),
             "timeout_seconds": TIMEOUT_SECONDS, "protocol_version": "2025-11-25"
         }));

@@ -256,12 +256,9 @@ fn installation(program: &str, cwd: Option<&str>, path_var: Option<&str>) -> Vec
         };
         let resolved = std::fs::canonicalize(&named).ok();
         next = resolved.as_deref().and_then(interpreter);
-        found.extend(
-            [Some(named), resolved]
-                .into_iter()
-                .flatten()
-                .filter_map(|f| prefix(&f)),
-        );
+        let prefixes = [Some(named), resolved].into_iter().flatten();
+        // A program that is not there is reported as such when it is started.
+        found.extend(prefixes.filter_map(|f| prefix(&f)).filter(|p| p.exists()));
     }
     found
 }
