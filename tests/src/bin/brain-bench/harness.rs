@@ -777,6 +777,30 @@ pub(crate) fn stdio_config(tool: &str, prewarm: u64) -> anyhow::Result<HostConfi
         .context("the stdio bench config is invalid")
 }
 
+/// `a` and `b` warmed up (5 calls each), then `calls` spaced calls of each per round, the order
+/// alternating round by round.
+pub(crate) async fn spaced_rounds(
+    a: &Arc<Driver>,
+    b: &Arc<Driver>,
+    calls: usize,
+    think: Duration,
+    rounds: usize,
+) -> anyhow::Result<(Rounds, Rounds)> {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    spaced(a, 5, think).await?;
+    spaced(b, 5, think).await?;
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            first.push(spaced(a, calls, think).await?);
+            second.push(spaced(b, calls, think).await?);
+        } else {
+            second.push(spaced(b, calls, think).await?);
+            first.push(spaced(a, calls, think).await?);
+        }
+    }
+    Ok((Rounds(first), Rounds(second)))
+}
+
 /// `calls` calls one after another, `think` apart; the rate is calls per second of calling
 /// (the think time left out).
 pub(crate) async fn spaced(

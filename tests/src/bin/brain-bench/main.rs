@@ -48,7 +48,7 @@ mod tls;
 
 use harness::{
     Driver, Measure, Plan, Rounds, SMOKE, Sdk, TRACING, Target, compare, echo_config, measure,
-    scaled, scope, spaced, start_server, stdio_config, test_server_binary,
+    scaled, scope, start_server, stdio_config, test_server_binary,
 };
 
 /// Measures the performance targets listed in the bench reference, docs/src/reference/bench.md; exits 1 when one is missed.
@@ -686,19 +686,7 @@ async fn stdio(
     let cold = Arc::new(Driver::Brain(Runtime::new(&stdio_config("echo", 0)?)?));
     let think = Duration::from_millis(20);
     let calls = plan.sdk_calls.min(100);
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    spaced(&warm, 5, think).await?;
-    spaced(&cold, 5, think).await?;
-    for round in 0..plan.rounds {
-        if round % 2 == 0 {
-            with.push(spaced(&warm, calls, think).await?);
-            without.push(spaced(&cold, calls, think).await?);
-        } else {
-            without.push(spaced(&cold, calls, think).await?);
-            with.push(spaced(&warm, calls, think).await?);
-        }
-    }
-    let (with, without) = (Rounds(with), Rounds(without));
+    let (with, without) = harness::spaced_rounds(&warm, &cold, calls, think, plan.rounds).await?;
     let (with_p50, without_p50) = (with.pooled().p50, without.pooled().p50);
     targets.push(Target::ratio_of(
         "S1",

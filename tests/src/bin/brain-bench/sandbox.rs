@@ -9,7 +9,7 @@ use std::time::Duration;
 use brain_config::Sandbox;
 use brain_runtime::Runtime;
 
-use crate::harness::{Driver, Plan, Rounds, Target, spaced, stdio_config};
+use crate::harness::{Driver, Plan, Target, spaced_rounds, stdio_config};
 
 /// The most the sandbox may add to a call's p50, in ms: with a spare, and without.
 const BUDGET_MS: [(u64, f64); 2] = [(1, 2.0), (0, 5.0)];
@@ -26,19 +26,8 @@ pub(crate) async fn targets(plan: &Plan, targets: &mut Vec<Target>) -> anyhow::R
             Ok(Arc::new(Driver::Brain(Runtime::new(&config)?)))
         };
         let (on, off) = (driver(true)?, driver(false)?);
-        spaced(&on, 5, think).await?;
-        spaced(&off, 5, think).await?;
-        let (mut with, mut without) = (Vec::new(), Vec::new());
-        for round in 0..plan.rounds {
-            if round % 2 == 0 {
-                with.push(spaced(&on, calls, think).await?);
-                without.push(spaced(&off, calls, think).await?);
-            } else {
-                without.push(spaced(&off, calls, think).await?);
-                with.push(spaced(&on, calls, think).await?);
-            }
-        }
-        let (with, without) = (Rounds(with).pooled().p50, Rounds(without).pooled().p50);
+        let (with, without) = spaced_rounds(&on, &off, calls, think, plan.rounds).await?;
+        let (with, without) = (with.pooled().p50, without.pooled().p50);
         let added = (with.as_secs_f64() - without.as_secs_f64()) * 1e3;
         targets.push(Target::below(
             "S4",
