@@ -4,8 +4,8 @@
 # (mcp==1.9.4 negotiates 2025-03-26, in .venv-mcp1.9; mcp==1.12.4 negotiates 2025-06-18, in
 # .venv-mcp1.12; with the libraries of their time pinned beside them: with today's anyio, 1.9.4's
 # session manager dies on the first DELETE) and @modelcontextprotocol/server-everything@2026.8.31
-# (node_modules); for stdio bindings, @modelcontextprotocol/server-filesystem@2026.8.31
-# (node_modules) and mcp-server-time==2026.10.19 (in .venv-time); for the OAuth tests, the
+# (node_modules); for stdio bindings, @modelcontextprotocol/server-filesystem@2026.8.31 and
+# server-memory@2026.8.31 (node_modules) and mcp-server-time==2026.10.19 (in .venv-time); for the OAuth tests, the
 # authorization server oidc-provider@9.13.3 (node_modules, run by oauth_server.mjs); and the
 # model APIs' SDKs openai-agents==0.24.0, anthropic==2.10.0, google-genai==3.3.0 (in .venv-models,
 # whose code checks brain's tool definitions: model_apis.py); for `serve`'s clients, the
@@ -49,6 +49,7 @@ fi
 
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
   || [ ! -f node_modules/@modelcontextprotocol/server-filesystem/dist/index.js ] \
+  || [ ! -f node_modules/@modelcontextprotocol/server-memory/dist/index.js ] \
   || [ ! -f node_modules/oidc-provider/package.json ] \
   || [ ! -f node_modules/@modelcontextprotocol/inspector-cli/build/cli.js ] \
   || [ "$(node -p "require('./node_modules/@modelcontextprotocol/sdk/package.json').version")" != 1.32.2 ]; then

@@ -3,8 +3,10 @@
 //! turned into bindings with `binding_from_tool` (every config rule checked), then called through
 //! the runtime, one fresh process per call: `@modelcontextprotocol/server-filesystem@2026.8.31`
 //! on a temporary directory, `@modelcontextprotocol/server-everything@2026.8.31` in its stdio
-//! mode (progress, a timeout, cancellation, and a binding pinned to 2026-07-28: no initialize) and
-//! `mcp-server-time==2026.10.19` from PyPI.
+//! mode (progress, a timeout, cancellation, and a binding pinned to 2026-07-28: no initialize),
+//! `@modelcontextprotocol/server-memory@2026.8.31` keeping its graph in its folder, and
+//! `mcp-server-time==2026.10.19` from PyPI — each under the stdio sandbox, given what it needs
+//! (its package's `node_modules` read, its folder written; `mcp-server-time` the default alone).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -207,6 +209,36 @@ async fn server_everything_stdio_progress_timeout_and_cancellation() {
         "{cancelled:?}"
     );
     assert!(text(&cancelled).contains("interrupted"), "{cancelled:?}");
+    runtime.wait_for_cleanup().await;
+}
+
+/// `@modelcontextprotocol/server-memory@2026.8.31` under the default sandbox, its package read
+/// and its memory file's folder written: an entity created is in the graph the next process
+/// reads (each call its own process), and the file is where the config put it.
+#[tokio::test]
+async fn server_memory_keeps_its_graph_in_its_folder_under_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.jsonl");
+    let command = node(
+        "node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+        &[],
+    );
+    let env = json!({"MEMORY_FILE_PATH": file.display().to_string()});
+    let (runtime, _) = discovered(command, &["create_entities", "read_graph"], |binding| {
+        binding["env"] = env.clone();
+        binding["sandbox"]["write"] = json!([dir.path()]);
+    })
+    .await;
+    let entity = json!({"entities": [{"name": "brain", "entityType": "project",
+        "observations": ["confined by the kernel"]}]});
+    let created = call(&runtime, "create_entities", entity).await;
+    assert!(!created.is_error, "{created:?}");
+    let graph = call(&runtime, "read_graph", json!({})).await;
+    assert!(text(&graph).contains("confined by the kernel"), "{graph:?}");
+    assert!(
+        file.exists(),
+        "the graph is in the folder the sandbox lets it write"
+    );
     runtime.wait_for_cleanup().await;
 }
 
