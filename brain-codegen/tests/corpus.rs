@@ -59,6 +59,7 @@ fn server(fixture: &Value) -> Server {
                 .collect(),
             env: Default::default(),
             env_from: Default::default(),
+            sandbox: None,
         },
         _ => panic!("a fixture has a `url` or a `command`"),
     }

@@ -24,6 +24,8 @@ pub enum Server {
         env: BTreeMap<String, String>,
         /// Child variable ← host variable.
         env_from: BTreeMap<String, String>,
+        /// How the kernel confines it (the binding's `sandbox`; absent: the default sandbox).
+        sandbox: Option<crate::sandbox::Sandbox>,
     },
 }
 
@@ -71,6 +73,7 @@ impl Server {
                 command: command.clone(),
                 env: binding.env.clone().unwrap_or_default(),
                 env_from: binding.env_from.clone().unwrap_or_default(),
+                sandbox: binding.sandbox.clone(),
             }),
             _ => None,
         }
@@ -109,7 +112,10 @@ pub fn binding_from_tool(tool: &Value, settings: &BindingSettings) -> ToolBindin
         ca_file: settings.ca_file.clone(),
         cwd: None,
         prewarm: None,
-        sandbox: None,
+        sandbox: match &settings.server {
+            Server::Command { sandbox, .. } => sandbox.clone(),
+            Server::Url(_) => None,
+        },
         mcp_tool: Some(name),
         token_env: settings.token_env.clone(),
         tenants: settings.tenants.clone(),

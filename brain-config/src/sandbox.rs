@@ -12,7 +12,7 @@ pub const MIN_SANDBOX_MEMORY_MB: u64 = 16;
 
 /// A stdio binding's `sandbox`: `false` (none: a warning names the binding), `true` (the default
 /// sandbox, as when absent), or the default sandbox widened by an object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Sandbox {
     /// `false`: no sandbox; `true`: the default one.
@@ -35,7 +35,9 @@ impl Sandbox {
 
 /// What a sandboxed server may do beyond the default: read the default system directories, its
 /// own installation, the scripts its arguments name and a private temporary directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxRules {
     /// More absolute paths (files or directories, with everything beneath) the process may read.
@@ -55,7 +57,7 @@ pub struct SandboxRules {
 }
 
 /// A sandboxed server's network.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SandboxNetwork {
     /// `"none"`.
@@ -68,7 +70,9 @@ pub enum SandboxNetwork {
 }
 
 /// `"none"`: no network at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum NoNetwork {
     /// No network.
     #[serde(rename = "none")]

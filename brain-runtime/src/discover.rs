@@ -247,6 +247,7 @@ pub async fn list_server(
             command,
             env,
             env_from,
+            sandbox,
         } => {
             let mut vars: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -273,6 +274,7 @@ pub async fn list_server(
                 env: vars,
                 secrets,
                 timeout,
+                sandbox: brain_config::Sandbox::rules(sandbox.as_ref()),
             })
             .await
         }
@@ -291,6 +293,9 @@ pub struct CommandOptions {
     pub secrets: Vec<String>,
     /// Bound on the whole discovery.
     pub timeout: Duration,
+    /// How the kernel confines the process (`None`: not at all); see
+    /// [`brain_config::Sandbox::rules`].
+    pub sandbox: Option<brain_config::SandboxRules>,
 }
 
 impl std::fmt::Debug for CommandOptions {
@@ -311,8 +316,7 @@ pub async fn discover_command(options: &CommandOptions) -> Result<Discovery, Dis
         env: options.env.clone(),
         secrets: options.secrets.clone(),
         cwd: None,
-        // Discovery runs the command unconfined for now (issue 65 is in progress).
-        sandbox: None,
+        sandbox: options.sandbox.clone(),
     };
     let shown = options.command.join(" ");
     let listed = tokio::time::timeout(options.timeout, crate::transport::stdio::list_tools(launch))

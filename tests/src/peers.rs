@@ -258,6 +258,11 @@ pub fn discover_command(command: &[String]) -> brain_runtime::discover::Discover
             env: Vec::new(),
             secrets: Vec::new(),
             timeout: Duration::from_secs(20),
+            // Under the sandbox, the peers' packages and venvs readable.
+            sandbox: Some(brain_config::SandboxRules {
+                read: vec![interop_dir().display().to_string()],
+                ..Default::default()
+            }),
         },
     ))
     .unwrap_or_else(|error| panic!("discovery of {command:?}: {error}"))

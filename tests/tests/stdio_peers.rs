@@ -41,6 +41,13 @@ async fn discovered(
         env: Vec::new(),
         secrets: Vec::new(),
         timeout: Duration::from_secs(30),
+        // Discovered under the sandbox too: the peers readable, the tests' temporary
+        // directories (the counting wrappers' stats) writable.
+        sandbox: Some(brain_config::SandboxRules {
+            read: vec![interop("")],
+            write: vec![std::env::temp_dir().display().to_string()],
+            ..Default::default()
+        }),
     })
     .await
     .unwrap_or_else(|error| panic!("discovery of {command:?} failed: {error}"));
@@ -49,6 +56,7 @@ async fn discovered(
             command,
             env: Default::default(),
             env_from: Default::default(),
+            sandbox: None,
         },
         token_env: None,
         tenants: vec!["local".into()],

@@ -42,6 +42,11 @@ pub(crate) struct DiscoverArgs {
     /// value of brain's HOST variable, read now and whenever the binding is called (repeatable).
     #[arg(long = "env-from", value_name = "CHILD=HOST", requires = "command")]
     env_from: Vec<String>,
+    /// stdio: the bindings' `sandbox` as JSON (`false`, or what widens the default sandbox, e.g.
+    /// '{"read": ["/opt/mcp/server/node_modules"]}'); the server is discovered under it too.
+    /// Without it, the default sandbox.
+    #[arg(long, value_name = "JSON", requires = "command", value_parser = parse_sandbox)]
+    sandbox: Option<brain_config::Sandbox>,
     /// The environment variable that holds the server's API key: used to connect, and named in
     /// the bindings so that brain sends it as a bearer token.
     #[arg(long, value_name = "VAR", conflicts_with = "auth")]
@@ -128,7 +133,17 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         tenant: &args.tenant[0],
         subject_token_env: args.subject_token_env.as_deref(),
     };
-    let discovery = tokio.block_on(list(&server, &access, args.ca_file.as_deref()))?;
+    let discovery = tokio
+        .block_on(list(&server, &access, args.ca_file.as_deref()))
+        .map_err(|error| match (&server, &args.sandbox) {
+            // A stdio server that cannot start may be missing what the sandbox hides.
+            (Server::Command { .. }, None) => error.context(
+                "the server ran under the default stdio sandbox (its installation, the scripts \
+                 its arguments name, a private TMPDIR, no network): if it needs more, pass \
+                 --sandbox '{\"read\": [\"/its/node_modules\"]}' (the stdio guide's \"Sandbox\")",
+            ),
+            _ => error,
+        })?;
     let missing: Vec<&String> = names
         .iter()
         .filter(|name| !discovery.tools.iter().any(|t| t["name"] == name.as_str()))
@@ -192,7 +207,9 @@ pub(crate) fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
 fn requested(args: &DiscoverArgs) -> Result<(Server, Vec<String>), String> {
     let server = match (&args.url, &args.command) {
         (Some(url), _) => Server::Url(url.clone()),
-        (None, Some(command)) => stdio_server(command, &args.env, &args.env_from)?,
+        (None, Some(command)) => {
+            stdio_server(command, &args.env, &args.env_from, args.sandbox.clone())?
+        }
         (None, None) => {
             return Err(
                 "--url or --command is required: the server's Streamable HTTP endpoint, \
@@ -368,7 +385,12 @@ fn where_(server: &Server) -> String {
 }
 
 /// `--command`, `--env` and `--env-from` as a stdio server.
-fn stdio_server(command: &str, env: &[String], env_from: &[String]) -> Result<Server, String> {
+fn stdio_server(
+    command: &str,
+    env: &[String],
+    env_from: &[String],
+    sandbox: Option<brain_config::Sandbox>,
+) -> Result<Server, String> {
     let words = shlex::split(command)
         .filter(|words| !words.is_empty())
         .ok_or_else(|| {
@@ -389,6 +411,16 @@ fn stdio_server(command: &str, env: &[String], env_from: &[String]) -> Result<Se
         command: words,
         env: pairs("--env", env)?,
         env_from: pairs("--env-from", env_from)?,
+        sandbox,
+    })
+}
+
+fn parse_sandbox(text: &str) -> Result<brain_config::Sandbox, String> {
+    serde_json::from_str(text).map_err(|error| {
+        format!(
+            "not a `sandbox` ({error}): `false`, `true`, or an object of `read`, `write`, \
+             `network` and `memory_mb` (the stdio guide's \"Sandbox\")"
+        )
     })
 }
 
