@@ -657,14 +657,33 @@ pub(crate) async fn compare(
 ) -> anyhow::Result<(Rounds, Rounds)> {
     measure(a, calls / 10 + concurrency, concurrency).await?;
     measure(b, calls / 10 + concurrency, concurrency).await?;
+    alternating(rounds, |first| {
+        measure(if first { a } else { b }, calls, concurrency)
+    })
+    .await
+}
+
+/// `rounds` rounds of `run(true)` (the first side) and `run(false)` (the second), the order
+/// alternating round by round, so that neither side always runs on a warmer machine.
+async fn alternating<F, Fut>(rounds: usize, mut run: F) -> anyhow::Result<(Rounds, Rounds)>
+where
+    F: FnMut(bool) -> Fut,
+    Fut: Future<Output = anyhow::Result<Measure>>,
+{
     let (mut first, mut second) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        if round % 2 == 0 {
-            first.push(measure(a, calls, concurrency).await?);
-            second.push(measure(b, calls, concurrency).await?);
+        let order = if round % 2 == 0 {
+            [true, false]
         } else {
-            second.push(measure(b, calls, concurrency).await?);
-            first.push(measure(a, calls, concurrency).await?);
+            [false, true]
+        };
+        for side in order {
+            let measured = run(side).await?;
+            if side {
+                first.push(measured)
+            } else {
+                second.push(measured)
+            }
         }
     }
     Ok((Rounds(first), Rounds(second)))
@@ -786,19 +805,12 @@ pub(crate) async fn spaced_rounds(
     think: Duration,
     rounds: usize,
 ) -> anyhow::Result<(Rounds, Rounds)> {
-    let (mut first, mut second) = (Vec::new(), Vec::new());
     spaced(a, 5, think).await?;
     spaced(b, 5, think).await?;
-    for round in 0..rounds {
-        if round % 2 == 0 {
-            first.push(spaced(a, calls, think).await?);
-            second.push(spaced(b, calls, think).await?);
-        } else {
-            second.push(spaced(b, calls, think).await?);
-            first.push(spaced(a, calls, think).await?);
-        }
-    }
-    Ok((Rounds(first), Rounds(second)))
+    alternating(rounds, |first| {
+        spaced(if first { a } else { b }, calls, think)
+    })
+    .await
 }
 
 /// `calls` calls one after another, `think` apart; the rate is calls per second of calling
