@@ -157,7 +157,10 @@ impl Process {
                 std::io::ErrorKind::NotFound => {
                     " (not found: install it, or write its absolute path in `command`)"
                 }
-                std::io::ErrorKind::PermissionDenied => " (permission denied: is it executable?)",
+                std::io::ErrorKind::PermissionDenied => {
+                    " (permission denied: is it executable, and readable under its sandbox? The \
+                     sandbox's installation rules are in the stdio guide's \"Sandbox\")"
+                }
                 _ => "",
             };
             Failure::new(

@@ -200,17 +200,18 @@ pub(crate) fn confine(
     scratch
 }
 
-/// A new private directory under the system's temporary directory (mode 0700).
+/// A new private directory under the system's temporary directory (mode 0700), its name
+/// random, so that another user of the machine cannot create it first (the creation would fail,
+/// never follow what they made).
 fn scratch() -> Result<Scratch, String> {
+    use ring::rand::SecureRandom;
     use std::os::unix::fs::DirBuilderExt;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut random = [0u8; 12];
+    ring::rand::SystemRandom::new()
+        .fill(&mut random)
+        .map_err(|_| "no randomness for the sandbox's private directory".to_owned())?;
     let base = std::env::temp_dir();
-    let name = format!(
-        "brain-sandbox-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = format!("brain-sandbox-{}", crate::state::hex(&random));
     let path = base.join(name);
     std::fs::DirBuilder::new()
         .mode(0o700)
